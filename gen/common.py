@@ -1,0 +1,171 @@
+"""Shared generator machinery: MyHDL conversion, determinism, sidecar JSON, guards.
+
+Every generator module builds a MyHDL ``@block`` and hands it to :func:`emit`, which
+
+* refuses names that are Verilog/SystemVerilog keywords (MyHDL only checks VHDL's),
+* converts to Verilog in a scratch folder and strips MyHDL's date line, so the same
+  parameters always give byte-identical files,
+* writes ``<name>.v`` and a ``<name>.json`` record of the parameters, ports and timing
+  beside it (the Gemmini-style header that models and testbenches can read).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import myhdl._block
+from myhdl import Signal, intbv
+
+from lockstep.models.formats import ParamError, params_hash
+
+__all__ = ["SV_KEYWORDS", "Emitted", "emit", "check_name", "flat_signal", "ParamError"]
+
+# IEEE 1800-2017 Annex B keywords that are legal Python identifiers; a MyHDL block or
+# signal with one of these names converts, then breaks `iverilog -g2012`.
+SV_KEYWORDS = frozenset(
+    """accept_on alias always always_comb always_ff always_latch and assert assign assume
+    automatic before begin bind bins binsof bit break buf bufif0 bufif1 byte case casex casez
+    cell chandle checker class clocking cmos config const constraint context continue cover
+    covergroup coverpoint cross deassign default defparam design disable dist do edge else end
+    endcase endchecker endclass endclocking endconfig endfunction endgenerate endgroup
+    endinterface endmodule endpackage endprimitive endprogram endproperty endspecify
+    endsequence endtable endtask enum event eventually expect export extends extern final
+    first_match for force foreach forever fork forkjoin function generate genvar global
+    highz0 highz1 if iff ifnone ignore_bins illegal_bins implements implies import incdir
+    include initial inout input inside instance int integer interconnect interface intersect
+    join join_any join_none large let liblist library local localparam logic longint
+    macromodule matches medium modport module nand negedge nettype new nexttime nmos nor
+    noshowcancelled not notif0 notif1 null or output package packed parameter pmos posedge
+    primitive priority program property protected pull0 pull1 pulldown pullup
+    pulsestyle_ondetect pulsestyle_onevent pure rand randc randcase randsequence rcmos real
+    realtime ref reg reject_on release repeat restrict return rnmos rpmos rtran rtranif0
+    rtranif1 s_always s_eventually s_nexttime s_until s_until_with scalared sequence shortint
+    shortreal showcancelled signed small soft solve specify specparam static string strong
+    strong0 strong1 struct super supply0 supply1 sync_accept_on sync_reject_on table tagged
+    task this throughout time timeprecision timeunit tran tranif0 tranif1 tri tri0 tri1
+    triand trior trireg type typedef union unique unique0 unsigned until until_with untyped
+    use uwire var vectored virtual void wait wait_order wand weak weak0 weak1 while wildcard
+    wire with within wor xnor xor""".split()
+)
+
+_DATE_LINE = re.compile(r"^// Date: .*\n", re.MULTILINE)
+_FILE_LINE = re.compile(r"^// File: .*\n", re.MULTILINE)
+_IDENT = re.compile(r"\b(?:reg|wire|input|output|inout)\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+)")
+_BLOCK_LABEL = re.compile(r"begin:\s*(\w+)")
+
+
+def check_name(name: str) -> str:
+    """Refuse a module/signal name that is a Verilog or SystemVerilog keyword.
+
+    Args:
+        name: identifier to check.
+
+    Returns:
+        The name, unchanged.
+
+    Raises:
+        ParamError: when ``name`` is a keyword (MyHDL issue: only VHDL words are checked).
+    """
+    if name.lower() in SV_KEYWORDS:
+        raise ParamError(f"name {name!r} is a (System)Verilog keyword; pick another")
+    return name
+
+
+def flat_signal(width: int) -> Signal:
+    """A fresh unsigned ``width``-bit signal (never ``[Signal()] * n``, which aliases)."""
+    return Signal(intbv(0)[width:])
+
+
+@dataclass
+class Emitted:
+    """What :func:`emit` wrote.
+
+    Attributes:
+        verilog: path of the ``.v`` file.
+        sidecar: path of the ``.json`` record.
+        record: the sidecar's content.
+    """
+
+    verilog: Path
+    sidecar: Path
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def emit(
+    make_block: Callable[[], Any],
+    name: str,
+    outdir: Path | str,
+    *,
+    family: str,
+    params: Any,
+    ports: dict[str, Any],
+    timing: dict[str, Any],
+    doc: str,
+) -> Emitted:
+    """Convert a MyHDL block to deterministic Verilog plus a JSON sidecar.
+
+    Args:
+        make_block: zero-argument callable returning the top ``@block`` instance.
+        name: Verilog module and file name (keyword-checked).
+        outdir: folder to write ``<name>.v`` and ``<name>.json`` into (created).
+        family: block family (``"bfp"``, ...).
+        params: the family's frozen parameter dataclass.
+        ports: port name -> {"dir", "width", "doc"} (recorded, and checked against the
+            converted module's port list).
+        timing: latency/throughput facts the testbench asserts (e.g. ``{"latency": 1}``).
+        doc: one-paragraph description put in the file header.
+
+    Returns:
+        The :class:`Emitted` paths and record.
+
+    Raises:
+        ParamError: on a keyword name or when the converted ports differ from ``ports``.
+    """
+    check_name(name)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lockstep-gen-") as tmp:
+        # MyHDL remembers every instance name it has handed out in a process-global set
+        # and suffixes "_0" on reuse, so a second conversion in one process would differ
+        # from the first. Forget them: each conversion is a fresh design.
+        myhdl._block._name_set.clear()
+        inst = make_block()
+        with warnings.catch_warnings():
+            # Signals named *unused* are sinks for bits a block ignores on purpose.
+            warnings.filterwarnings("ignore", message=r"Signal is driven but not read: .*unused")
+            inst.convert(hdl="Verilog", name=name, path=tmp, testbench=False, timescale="1ns/1ps")
+        text = (Path(tmp) / f"{name}.v").read_text()
+    text = _DATE_LINE.sub("", _FILE_LINE.sub("", text))
+    for ident in set(_IDENT.findall(text)) | set(_BLOCK_LABEL.findall(text)):
+        check_name(ident)
+    declared = re.search(rf"module {name} \(([^)]*)\);", text)
+    got = [p.strip() for p in declared.group(1).split(",")] if declared else []
+    if sorted(got) != sorted(ports):
+        raise ParamError(f"{name}: converted ports {got} differ from the declared {list(ports)}")
+    record = {
+        "module": name,
+        "family": family,
+        "params_type": type(params).__name__,
+        "params": params.to_dict(),
+        "params_hash": params_hash(params),
+        "ports": ports,
+        "timing": timing,
+        "doc": doc,
+    }
+    header = (
+        f"// {name}: {doc}\n"
+        f"// Generated by lockstep.gen ({family}); do not edit. Parameters ({type(params).__name__},"
+        f" hash {record['params_hash']}):\n"
+        f"//   {json.dumps(params.to_dict(), sort_keys=True)}\n"
+    )
+    v_path = outdir / f"{name}.v"
+    j_path = outdir / f"{name}.json"
+    v_path.write_text(header + text.lstrip("\n").rstrip() + "\n")
+    j_path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return Emitted(v_path, j_path, record)

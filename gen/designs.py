@@ -1,0 +1,33 @@
+"""The default configurations committed under ``hdl/`` for users without Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lockstep.models.formats import PATENT
+
+from .bfp import emit_quantizer
+from .common import Emitted
+
+__all__ = ["Design", "DEFAULT_DESIGNS"]
+
+
+@dataclass(frozen=True)
+class Design:
+    """One default design: family folder, module name, generator and parameters."""
+
+    family: str
+    name: str
+    generator: Callable[..., Emitted]
+    params: Any
+
+    def emit(self, outdir: Path) -> Emitted:
+        """Generate into ``outdir``."""
+        return self.generator(self.params, outdir, name=self.name)
+
+
+DEFAULT_DESIGNS: list[Design] = [
+    Design("bfp", "bfp_quantize", emit_quantizer, PATENT),
+]

@@ -1,0 +1,214 @@
+"""Parameter records shared by generators, golden models and testbenches.
+
+One frozen dataclass per block family. The generator (``lockstep.gen``), the golden
+model (``lockstep.models``) and the testbench (``lockstep.verif``) all read the same
+record, so a width or a derived quantity is written down exactly once, here.
+
+Only the standard library is imported: this module must load in a user's testbench
+that has neither cocotb nor a simulator installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+__all__ = ["BfpFormat", "MX_ELEMENTS", "MxElement", "ParamError", "params_hash"]
+
+
+class ParamError(ValueError):
+    """A parameter value that cannot work; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class MxElement:
+    """An OCP Microscaling (MX) v1.0 element data type.
+
+    Attributes:
+        name: the ``elem`` name used by :func:`lockstep.models.bfp.mx_quantize`.
+        bits: storage bits per element code.
+        ebits: exponent bits (0 for the integer type).
+        mbits: explicit mantissa (fraction) bits; for ``int8`` the magnitude bits.
+        emax: exponent of the largest normal value (OCP MX Table 1, "emax").
+        has_inf: the type encodes +-Inf (only FP8 E5M2).
+        has_nan: the type encodes NaN (FP8 E4M3 with S.1111.111, FP8 E5M2).
+        max_normal: largest finite magnitude, as an exact float.
+    """
+
+    name: str
+    bits: int
+    ebits: int
+    mbits: int
+    emax: int
+    has_inf: bool
+    has_nan: bool
+    max_normal: float
+
+    @property
+    def bias(self) -> int:
+        """Exponent bias of the floating-point element (0 for ``int8``)."""
+        return (1 << (self.ebits - 1)) - 1 if self.ebits else 0
+
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest normal value (``1 - bias``)."""
+        return 1 - self.bias
+
+
+#: The six OCP MX v1.0 element types (spec section 5.3, Table 1). MXINT8 is an 8-bit
+#: two's-complement integer with an implicit scale of 2^-6 (largest 1.984375).
+MX_ELEMENTS: dict[str, MxElement] = {
+    "int8": MxElement("int8", 8, 0, 7, 0, False, False, 127 / 64),
+    "fp8_e4m3": MxElement("fp8_e4m3", 8, 4, 3, 8, False, True, 448.0),
+    "fp8_e5m2": MxElement("fp8_e5m2", 8, 5, 2, 15, True, True, 57344.0),
+    "fp6_e2m3": MxElement("fp6_e2m3", 6, 2, 3, 2, False, False, 7.5),
+    "fp6_e3m2": MxElement("fp6_e3m2", 6, 3, 2, 4, False, False, 28.0),
+    "fp4_e2m1": MxElement("fp4_e2m1", 4, 2, 1, 2, False, False, 6.0),
+}
+
+
+def _clog2(v: int) -> int:
+    """Smallest k with 2**k >= v (0 for v <= 1)."""
+    return max(0, (v - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class BfpFormat:
+    """Block-floating-point family parameters (spec 004, section 4.1).
+
+    A block holds ``n`` elements that share one exponent. Each element is a signed
+    ``w``-bit two's-complement mantissa (sign included); the shared exponent is an
+    ``e``-bit two's-complement integer, and an element's value is ``m * 2**exp``.
+
+    Attributes:
+        w: mantissa bits including the sign (claim 29 uses 16).
+        e: shared-exponent bits, two's complement (claim 29 uses 5).
+        n: elements per block (one block per clock on the streaming units).
+        rounding: ``"trunc"`` (toward zero on the magnitude) or ``"rne"`` (round half
+            to even). The patent leaves rounding open.
+        overflow: ``"sat"`` (symmetric, to +-(2**(w-1)-1)) or ``"wrap"`` (keep the low
+            ``w`` bits, which reproduces the patent's Table 2).
+        acc: dot-product accumulator bits; ``None`` means the minimum that cannot
+            overflow, :attr:`acc_min`. A smaller value is refused.
+        k_sigma: confidence multiple for the statistics-mode exponent selector.
+        stat_log2_win: the statistics window holds ``2**stat_log2_win`` values, so the
+            mean is a shift (patent [0092]).
+        stat_policy: on an overflow in statistics mode, ``"sat"`` saturates the vector;
+            ``"reshift"`` re-selects the exponent from the vector's maximum and clears
+            the running sums (claims 30-31).
+
+    Raises:
+        ParamError: on a value that cannot work, naming the field.
+    """
+
+    w: int = 16
+    e: int = 5
+    n: int = 16
+    rounding: str = "trunc"
+    overflow: str = "sat"
+    acc: int | None = None
+    k_sigma: int = 3
+    stat_log2_win: int = 10
+    stat_policy: str = "sat"
+
+    ROUNDINGS: ClassVar[tuple[str, ...]] = ("trunc", "rne")
+    OVERFLOWS: ClassVar[tuple[str, ...]] = ("sat", "wrap")
+    STAT_POLICIES: ClassVar[tuple[str, ...]] = ("sat", "reshift")
+
+    def __post_init__(self) -> None:
+        def bad(field: str, why: str) -> ParamError:
+            return ParamError(f"BfpFormat.{field}={getattr(self, field)!r}: {why}")
+
+        for f in ("w", "e", "n", "k_sigma", "stat_log2_win"):
+            if not isinstance(getattr(self, f), int) or isinstance(getattr(self, f), bool):
+                raise bad(f, "must be an int")
+        if not 3 <= self.w <= 24:
+            raise bad("w", "mantissa width must be in [3, 24] (sign included)")
+        if not 2 <= self.e <= 10:
+            raise bad("e", "exponent width must be in [2, 10]")
+        if not 1 <= self.n <= 1024:
+            raise bad("n", "block size must be in [1, 1024]")
+        if self.rounding not in self.ROUNDINGS:
+            raise bad("rounding", f"must be one of {self.ROUNDINGS}")
+        if self.overflow not in self.OVERFLOWS:
+            raise bad("overflow", f"must be one of {self.OVERFLOWS}")
+        if self.stat_policy not in self.STAT_POLICIES:
+            raise bad("stat_policy", f"must be one of {self.STAT_POLICIES}")
+        if self.acc is not None:
+            if not isinstance(self.acc, int) or isinstance(self.acc, bool):
+                raise bad("acc", "must be an int or None")
+            if self.acc < self.acc_min:
+                raise bad(
+                    "acc",
+                    f"a sum of n={self.n} products of {self.w}-bit mantissas needs at least "
+                    f"{self.acc_min} bits",
+                )
+            if self.acc > 64:
+                raise bad("acc", "accumulator wider than 64 bits is not supported")
+        if not 0 <= self.k_sigma <= 15:
+            raise bad("k_sigma", "must be in [0, 15]")
+        if not 0 <= self.stat_log2_win <= 16:
+            raise bad("stat_log2_win", "window is 2**k values with k in [0, 16]")
+
+    # ---- derived quantities: the only place these formulas are written -------------
+    @property
+    def e_min(self) -> int:
+        """Smallest shared exponent, ``-2**(e-1)``."""
+        return -(1 << (self.e - 1))
+
+    @property
+    def e_max(self) -> int:
+        """Largest shared exponent, ``2**(e-1) - 1``."""
+        return (1 << (self.e - 1)) - 1
+
+    @property
+    def m_max(self) -> int:
+        """Largest mantissa magnitude kept by saturation, ``2**(w-1) - 1``."""
+        return (1 << (self.w - 1)) - 1
+
+    @property
+    def acc_min(self) -> int:
+        """Accumulator bits that hold any sum of ``n`` products: ``2w + ceil(log2 n)``."""
+        return 2 * self.w + _clog2(self.n)
+
+    @property
+    def acc_bits(self) -> int:
+        """Accumulator width in use (``acc`` or :attr:`acc_min`)."""
+        return self.acc if self.acc is not None else self.acc_min
+
+    @property
+    def e_sum_bits(self) -> int:
+        """Bits of ``e1 + e2`` (one more than ``e``, so the sum never wraps)."""
+        return self.e + 1
+
+    @property
+    def bits_per_element(self) -> float:
+        """Storage cost: ``w + e / n`` bits per element."""
+        return self.w + self.e / self.n
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (JSON-safe)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "BfpFormat":
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        extra = set(d) - names
+        if extra:
+            raise ParamError(f"BfpFormat: unknown field(s) {sorted(extra)}")
+        return cls(**d)
+
+
+#: The patent's configuration (claim 29: 16-bit mantissa, 5-bit exponent).
+PATENT = BfpFormat(w=16, e=5, n=16)
+
+
+def params_hash(obj: Any) -> str:
+    """Stable short hash of a parameter record (or any JSON-able value)."""
+    d = obj.to_dict() if hasattr(obj, "to_dict") else obj
+    blob = json.dumps({"type": type(obj).__name__, "fields": d}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]

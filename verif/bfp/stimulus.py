@@ -1,0 +1,124 @@
+"""Constrained-random float32 blocks for the BFP units, biased to the corner cases.
+
+Every generator is vectorised numpy driven by one :class:`numpy.random.Generator`, so a
+seed reproduces the stimulus exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lockstep.models.formats import BfpFormat
+
+__all__ = ["KINDS", "float_blocks"]
+
+F32_INF = np.uint32(0x7F800000)
+F32_QNAN = np.uint32(0x7FC00000)
+
+#: Block kinds and their default weights in a random mix.
+KINDS: dict[str, float] = {
+    "gauss": 4.0,  # Gaussian, random power-of-two scale (exercises exponent clamping)
+    "heavy": 2.0,  # Student-t with 2 degrees of freedom: heavy tails
+    "wide": 2.0,  # elements spread over 2**-60 .. 2**60 (underflow to 0 within a block)
+    "pow2": 2.0,  # block max exactly 2**k, 2**k - 1 ulp or 2**k + 1 ulp
+    "roundup": 2.0,  # block max just below 2**(k+1): RNE rounds to 2**(w-1)
+    "ties": 2.0,  # elements exactly halfway between two mantissas
+    "zero": 1.0,  # all +-0
+    "special": 1.0,  # NaN / +-Inf mixed with normal values
+    "subnormal": 1.0,  # float32 subnormals (alone or with normals)
+}
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+
+
+def _scale(rng: np.random.Generator, count: int, lo: int, hi: int) -> np.ndarray:
+    return np.ldexp(1.0, rng.integers(lo, hi + 1, size=(count, 1)))
+
+
+def _kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np.ndarray:
+    n, w = fmt.n, fmt.w
+    # exponents that stay inside the format's range, plus a margin to hit clamping
+    lo, hi = fmt.e_min + w - 2 - 3, fmt.e_max + w - 2 + 3
+    lo, hi = max(lo, -140), min(hi, 120)
+    if kind == "gauss":
+        return _bits(rng.standard_normal((count, n)) * _scale(rng, count, lo, hi))
+    if kind == "heavy":
+        return _bits(rng.standard_t(2, (count, n)) * _scale(rng, count, lo, hi))
+    if kind == "wide":
+        e = rng.integers(-60, 61, size=(count, n))
+        return _bits(rng.choice([-1.0, 1.0], size=(count, n)) * np.ldexp(1.0 + rng.random((count, n)), e))
+    if kind == "pow2":
+        k = rng.integers(lo, hi + 1, size=(count, 1))
+        base = _bits(np.ldexp(np.ones((count, 1)), k)).astype(np.int64)
+        base = base + rng.integers(-1, 2, size=(count, 1))  # 2**k - 1 ulp, 2**k, + 1 ulp
+        rest = _bits(rng.uniform(-1, 1, (count, n)) * np.ldexp(1.0, k - 1)).astype(np.int64)
+        rest[:, :1] = base
+        rest = rest.astype(np.uint32)
+        sign = rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
+        return rest | sign
+    if kind == "roundup":
+        k = rng.integers(lo, hi + 1, size=(count, 1))
+        top = _bits(np.ldexp(np.ones((count, 1)), k + 1)).astype(np.int64) - rng.integers(1, 4, size=(count, 1))
+        rest = _bits(rng.uniform(-1, 1, (count, n)) * np.ldexp(1.0, k)).astype(np.int64)
+        rest[:, :1] = top
+        return rest.astype(np.uint32)
+    if kind == "ties":
+        # x = (m + 1/2) * 2**e exactly, with e the block exponent Eq. 4 picks when the
+        # first element is the maximum 2**(w-2) * 2**e.
+        e = rng.integers(lo - w + 2, hi - w + 3, size=(count, 1))
+        m = rng.integers(0, 1 << (w - 2), size=(count, n)).astype(np.float64)
+        x = np.ldexp(m + 0.5, e)
+        x[:, :1] = np.ldexp(float(1 << (w - 2)), e)
+        return _bits(x * rng.choice([-1.0, 1.0], size=(count, n)))
+    if kind == "zero":
+        return rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
+    if kind == "special":
+        out = _bits(rng.standard_normal((count, n)))
+        pick = rng.integers(0, 4, size=(count, n))
+        out = np.where(pick == 0, F32_QNAN | rng.integers(0, 1 << 22, size=(count, n), dtype=np.uint32), out)
+        out = np.where(pick == 1, F32_INF, out)
+        out = np.where(pick == 2, F32_INF | np.uint32(0x80000000), out)
+        return out.astype(np.uint32)
+    if kind == "subnormal":
+        out = rng.integers(1, 1 << 23, size=(count, n), dtype=np.uint32)
+        out >>= rng.integers(0, 23, size=(count, n), dtype=np.uint32)
+        out |= rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
+        mix = rng.random((count, 1)) < 0.3
+        return np.where(mix & (rng.random((count, n)) < 0.2), _bits(np.ldexp(1.0, -120) * np.ones((count, n))), out)
+    raise ValueError(f"unknown stimulus kind {kind!r}; known: {sorted(KINDS)}")
+
+
+def float_blocks(
+    rng: np.random.Generator,
+    fmt: BfpFormat,
+    count: int,
+    weights: dict[str, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random float32 blocks for a quantizer of format ``fmt``.
+
+    Args:
+        rng: the generator (seeded by the test).
+        fmt: block format; blocks have ``fmt.n`` elements.
+        count: number of blocks.
+        weights: kind -> relative weight (default :data:`KINDS`).
+
+    Returns:
+        ``(bits, kinds)``: uint32 array ``(count, n)`` of float32 bit patterns and the
+        kind index of each block (into ``list(weights)``).
+    """
+    if count < 0:
+        raise ValueError(f"count={count} must be >= 0")
+    weights = dict(weights or KINDS)
+    names = list(weights)
+    p = np.array([weights[k] for k in names], dtype=np.float64)
+    if (p < 0).any() or p.sum() <= 0:
+        raise ValueError(f"weights {weights} must be non-negative with a positive sum")
+    kinds = rng.choice(len(names), size=count, p=p / p.sum())
+    out = np.zeros((count, fmt.n), dtype=np.uint32)
+    for i, name in enumerate(names):
+        sel = np.flatnonzero(kinds == i)
+        if sel.size:
+            out[sel] = _kind(rng, name, sel.size, fmt)
+    return out, kinds

@@ -1,0 +1,90 @@
+"""What a cocotb test module needs from the runner, read from the environment.
+
+The runner (:mod:`lockstep.verif.runner`) starts the simulator with:
+
+* ``LOCKSTEP_RECORD``: path of the generator's JSON record of the DUT (parameters,
+  ports, timing), so the testbench never restates a size;
+* ``LOCKSTEP_TB_PARAMS``: JSON of the parameters the *testbench* believes (normally the
+  same; a negative test gives a deliberately different DUT);
+* ``LOCKSTEP_OPTS``: JSON of testbench options (transaction count, pause rates, ...);
+* ``LOCKSTEP_RESULTS``: folder for ``summary.json`` and coverage files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.handle import SimHandleBase
+from cocotb.triggers import ClockCycles, RisingEdge
+
+__all__ = ["TbContext", "CLOCK_NS", "start"]
+
+#: Clock period used by every testbench (ns). Cycle counts, not times, are checked.
+CLOCK_NS = 10
+
+
+@dataclass
+class TbContext:
+    """Runner-provided facts for one simulation.
+
+    Attributes:
+        record: the generator's JSON record of the DUT.
+        params: parameter dict the testbench checks against.
+        opts: testbench options.
+        results: folder for summaries and coverage.
+        seed: the cocotb random seed of this run.
+        summary: values written to ``summary.json`` at the end.
+    """
+
+    record: dict[str, Any]
+    params: dict[str, Any]
+    opts: dict[str, Any]
+    results: Path
+    seed: int
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> "TbContext":
+        """Read the runner's environment variables (see the module docstring)."""
+        try:
+            record = json.loads(Path(os.environ["LOCKSTEP_RECORD"]).read_text())
+        except KeyError as exc:
+            raise RuntimeError(
+                "LOCKSTEP_RECORD is not set: start simulations with `make sim TEST=...` "
+                "or lockstep.verif.runner"
+            ) from exc
+        params = json.loads(os.environ.get("LOCKSTEP_TB_PARAMS") or "null") or record["params"]
+        opts = json.loads(os.environ.get("LOCKSTEP_OPTS") or "{}")
+        results = Path(os.environ.get("LOCKSTEP_RESULTS", "."))
+        results.mkdir(parents=True, exist_ok=True)
+        return cls(record, params, opts, results, int(cocotb.RANDOM_SEED))
+
+    def opt(self, name: str, default: Any) -> Any:
+        """A testbench option, or ``default``."""
+        return self.opts.get(name, default)
+
+    def write_summary(self) -> Path:
+        """Write :attr:`summary` as ``summary.json`` in the results folder."""
+        path = self.results / "summary.json"
+        path.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        return path
+
+
+async def start(dut: SimHandleBase, reset_cycles: int = 2) -> None:
+    """Start the clock and hold ``rst`` high for ``reset_cycles`` edges.
+
+    Args:
+        dut: DUT with ``clk`` and ``rst`` ports.
+        reset_cycles: edges with reset asserted.
+    """
+    Clock(dut.clk, CLOCK_NS, unit="ns").start()
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, reset_cycles)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)

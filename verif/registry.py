@@ -1,0 +1,123 @@
+"""The one registry of testbenches.
+
+``make sim TEST=...``, pytest (``tests/test_sim.py``) and the regressions all read
+:data:`TESTBENCHES`; nothing else lists testbenches. Adding a block family means adding
+its entries here.
+
+A generator is named by a ``"module:function"`` string and imported only when a build
+needs it, so this module loads without MyHDL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockstep.models.formats import BfpFormat
+
+__all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
+
+#: Simulators every testbench runs on.
+SIMULATORS = ("icarus", "verilator")
+
+
+class UnknownTestbench(KeyError):
+    """A testbench name that is not registered; the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Testbench:
+    """One registered testbench.
+
+    Attributes:
+        name: unique name (``make sim TEST=<name>``).
+        family: block family (``"bfp"``...).
+        toplevel: Verilog module name of the DUT.
+        params: the family's parameter record; the generator builds the DUT from it.
+        generator: ``"module:function"`` with signature ``(params, outdir, name=...)``.
+        test_module: cocotb test module run against the DUT.
+        doc: one line shown by ``make list``.
+        tb_params: parameters the *testbench* checks against, when they differ from the
+            DUT's (negative tests: a deliberately wrong DUT must fail).
+        expect_fail: the run must fail (a testbench that cannot fail proves nothing).
+        opts: testbench options (``blocks``, ``idle``, ``backpressure``...).
+        tier: ``"quick"`` (run by ``make test``) or ``"full"``.
+        default_sim: simulator used by ``make sim`` when ``SIM`` is not given.
+    """
+
+    name: str
+    family: str
+    toplevel: str
+    params: Any
+    generator: str
+    test_module: str
+    doc: str
+    tb_params: Any = None
+    expect_fail: bool = False
+    opts: dict[str, Any] = field(default_factory=dict)
+    tier: str = "quick"
+    default_sim: str = "verilator"
+
+
+TESTBENCHES: dict[str, Testbench] = {}
+
+
+def _register(tb: Testbench) -> None:
+    if tb.name in TESTBENCHES:
+        raise ValueError(f"testbench {tb.name!r} registered twice")
+    if tb.tier not in ("quick", "full"):
+        raise ValueError(f"testbench {tb.name!r}: tier {tb.tier!r} is not quick/full")
+    TESTBENCHES[tb.name] = tb
+
+
+def get(name: str) -> Testbench:
+    """The testbench called ``name``.
+
+    Raises:
+        UnknownTestbench: listing every registered name.
+    """
+    try:
+        return TESTBENCHES[name]
+    except KeyError:
+        known = "\n  ".join(sorted(TESTBENCHES))
+        raise UnknownTestbench(f"unknown testbench {name!r}; known testbenches:\n  {known}") from None
+
+
+# ---- bfp family ---------------------------------------------------------------------
+_QUANT_SETS = {
+    # name suffix: (format, why)
+    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne", overflow="sat"), "RNE, saturate, tiny block"),
+    "patent": (BfpFormat(w=16, e=5, n=16, rounding="trunc", overflow="wrap"), "claim 29: W=16, E=5, wrap"),
+    "w4n32_rne": (BfpFormat(w=4, e=8, n=32, rounding="rne", overflow="sat"), "W=4, MX-sized block"),
+    "w16e3_trunc": (BfpFormat(w=16, e=3, n=8, rounding="trunc", overflow="sat"), "E=3: exponent clamps"),
+}
+for _suffix, (_fmt, _why) in _QUANT_SETS.items():
+    _register(
+        Testbench(
+            name=f"bfp_quantize_{_suffix}",
+            family="bfp",
+            toplevel="bfp_quantize",
+            params=_fmt,
+            generator="lockstep.gen.bfp:emit_quantizer",
+            test_module="lockstep.verif.bfp.test_quantizer",
+            doc=f"float32 -> BFP quantizer, {_why}",
+        )
+    )
+
+_register(
+    Testbench(
+        name="bfp_quantize_mutant",
+        family="bfp",
+        toplevel="bfp_quantize",
+        params=BfpFormat(w=8, e=5, n=4, rounding="rne", overflow="sat"),
+        tb_params=BfpFormat(w=8, e=5, n=4, rounding="trunc", overflow="sat"),
+        generator="lockstep.gen.bfp:emit_quantizer",
+        test_module="lockstep.verif.bfp.test_quantizer",
+        doc="negative: an RNE quantizer checked as TRUNC must fail the scoreboard",
+        expect_fail=True,
+        opts={"blocks": 100},
+    )
+)

@@ -1,0 +1,290 @@
+"""Build (cached) and run one registered testbench on Icarus or Verilator.
+
+Used by ``make sim``, pytest and the regressions::
+
+    python -m lockstep.verif.runner TEST [--sim icarus|verilator] [--seed N] [--waves]
+                                         [--rtl path.v] [--opt key=value ...]
+
+Folders (never rebuilt when they exist and their inputs are unchanged)::
+
+    build/<test>/<params-hash>-<gen-hash>/rtl/<toplevel>.v|.json     generated DUT + record
+    build/<test>/<params-hash>-<gen-hash>/<sim>[-waves]/             simulator build
+    build/<test>/<params-hash>-<gen-hash>/<sim>[-waves]/runs/seed<N>/ results.xml, summary.json,
+                                                           coverage.yml, waves
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lockstep.models.formats import params_hash
+
+from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
+
+__all__ = ["RunResult", "build", "build_key", "run", "main", "REPO", "BUILD"]
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("LOCKSTEP_BUILD", REPO / "build"))
+
+# Verilator warnings are errors in `make lint`; here they must not stop a simulation
+# build of a user's RTL= file, so only the lint target enforces -Wall.
+_VERILATOR_ARGS = ["-Wno-fatal", "--x-assign", "unique", "--x-initial", "unique"]
+
+
+@dataclass
+class RunResult:
+    """Outcome of one simulation.
+
+    Attributes:
+        test: testbench name.
+        sim: simulator.
+        seed: random seed used.
+        passed: the cocotb run passed (before applying ``expect_fail``).
+        ok: the run did what the registry expects (``passed != expect_fail``).
+        wall: seconds spent in the simulator run (build excluded).
+        build_wall: seconds spent building (0 when cached).
+        results: folder with results.xml and summary.json.
+        waves: waveform file, when requested.
+        summary: the testbench's ``summary.json``.
+    """
+
+    test: str
+    sim: str
+    seed: int
+    passed: bool
+    ok: bool
+    wall: float
+    build_wall: float
+    results: Path
+    waves: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        """Simulated clock cycles reported by the testbench."""
+        return int(self.summary.get("cycles", 0))
+
+    def line(self) -> str:
+        """One line for logs: verdict, test, simulator, seed, cycles, speed."""
+        verdict = "PASS" if self.ok else "FAIL"
+        note = " (expected to fail, and failed)" if self.ok and not self.passed else ""
+        rate = f"{self.cycles / self.wall:,.0f} cycles/s" if self.wall > 0 else "-"
+        return (
+            f"{verdict} {self.test} on {self.sim}{note}: seed={self.seed} cycles={self.cycles} "
+            f"sim {self.wall:.1f}s ({rate}), build {self.build_wall:.1f}s"
+        )
+
+    def repro(self) -> str:
+        """The command that replays this run exactly."""
+        return f"make sim TEST={self.test} SIM={self.sim} SEED={self.seed}"
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def source_hash() -> str:
+    """Hash of the generator sources and parameter records: part of every build key,
+    so editing a generator can never reuse stale Verilog."""
+    h = hashlib.sha256()
+    for f in sorted((REPO / "gen").rglob("*.py")) + [REPO / "models" / "formats.py"]:
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:8]
+
+
+def build_key(tb: Testbench) -> str:
+    """Folder name of ``tb``'s builds: parameter hash + generator source hash."""
+    return f"{params_hash(tb.params)}-{source_hash()}"
+
+
+def _generate(tb: Testbench, outdir: Path) -> Path:
+    """Generate the DUT's Verilog + record into ``outdir`` unless already there."""
+    record = outdir / f"{tb.toplevel}.json"
+    if record.exists() and (outdir / f"{tb.toplevel}.v").exists():
+        return record
+    modname, func = tb.generator.split(":")
+    emit = getattr(importlib.import_module(modname), func)
+    tmp = outdir.with_name(outdir.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    emit(tb.params, tmp, name=tb.toplevel)
+    try:
+        tmp.rename(outdir)  # atomic: parallel workers never see half a folder
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # another worker won the race
+    return record
+
+
+def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = None) -> tuple[Path, Path, float]:
+    """Generate and compile ``tb`` for ``sim`` unless a matching build exists.
+
+    Args:
+        tb: the testbench.
+        sim: ``"icarus"`` or ``"verilator"``.
+        waves: build with waveform dumping.
+        rtl: another implementation of the same block (same ports) to use instead of
+            the generated Verilog; the golden model and every check stay.
+
+    Returns:
+        ``(build_dir, record_path, build_seconds)``.
+    """
+    if sim not in SIMULATORS:
+        raise ValueError(f"unknown simulator {sim!r}; use one of {SIMULATORS}")
+    base = BUILD / tb.name / build_key(tb)
+    record = _generate(tb, base / "rtl")
+    source = base / "rtl" / f"{tb.toplevel}.v"
+    tag = sim + ("-waves" if waves else "")
+    if rtl is not None:
+        rtl = Path(rtl).resolve()
+        if not rtl.is_file():
+            raise FileNotFoundError(f"RTL={rtl}: no such file")
+        source = rtl
+        tag += f"-rtl{_file_hash(rtl)}"
+    build_dir = base / tag
+    stamp = build_dir / ".lockstep-built"
+    want = _file_hash(source)
+    if stamp.exists() and stamp.read_text() == want:
+        return build_dir, record, 0.0
+    from cocotb_tools.runner import get_runner
+
+    t0 = time.monotonic()
+    runner = get_runner(sim)
+    args: list[str] = []
+    if sim == "verilator":
+        args = list(_VERILATOR_ARGS) + (["--trace-fst", "--trace-structs"] if waves else [])
+    runner.build(
+        sources=[source],
+        hdl_toplevel=tb.toplevel,
+        build_dir=build_dir,
+        build_args=args,
+        waves=waves,
+        timescale=("1ns", "1ps"),
+        always=True,
+        log_file=build_dir / "build.log",
+    )
+    stamp.write_text(want)
+    return build_dir, record, time.monotonic() - t0
+
+
+def run(
+    name: str,
+    sim: str | None = None,
+    *,
+    seed: int | None = None,
+    waves: bool = False,
+    rtl: Path | str | None = None,
+    opts: dict[str, Any] | None = None,
+) -> RunResult:
+    """Build (cached) and simulate one testbench.
+
+    Args:
+        name: registered testbench name.
+        sim: simulator (default: the testbench's ``default_sim``).
+        seed: random seed (default: a fresh one, printed so it can be replayed).
+        waves: dump waveforms (FST) into the results folder.
+        rtl: alternative Verilog for the DUT (``RTL=path.v``).
+        opts: overrides of the testbench options.
+
+    Returns:
+        The :class:`RunResult`.
+    """
+    tb = get(name)
+    sim = sim or tb.default_sim
+    seed = int(seed) if seed is not None else random.randrange(1, 2**31)
+    build_dir, record, build_wall = build(tb, sim, waves=waves, rtl=Path(rtl) if rtl else None)
+    results = build_dir / "runs" / f"seed{seed}"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
+    env = {
+        "LOCKSTEP_RECORD": str(record),
+        "LOCKSTEP_TB_PARAMS": json.dumps(tb.tb_params.to_dict()) if tb.tb_params else "",
+        "LOCKSTEP_OPTS": json.dumps({**tb.opts, **(opts or {})}),
+        "LOCKSTEP_RESULTS": str(results),
+    }
+    from cocotb_tools.runner import get_results, get_runner
+
+    runner = get_runner(sim)
+    plusargs = [f"+dumpfile_path={results / 'waves.fst'}"] if waves and sim == "icarus" else []
+    saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we judge results ourselves
+    t0 = time.monotonic()
+    try:
+        xml = runner.test(
+            test_module=tb.test_module,
+            hdl_toplevel=tb.toplevel,
+            hdl_toplevel_lang="verilog",
+            build_dir=build_dir,
+            test_dir=results,
+            seed=seed,
+            extra_env=env,
+            waves=waves,
+            plusargs=plusargs,
+            timescale=("1ns", "1ps") if sim == "icarus" else None,
+            log_file=results / "sim.log",
+        )
+        total, failed = get_results(xml)
+        passed = total > 0 and failed == 0
+    except (SystemExit, RuntimeError, FileNotFoundError):
+        passed = False
+    finally:
+        if saved is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = saved
+    wall = time.monotonic() - t0
+    summary_path = results / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    wave_file = None
+    if waves:
+        wave_file = results / ("waves.fst" if sim == "icarus" else "dump.fst")
+    res = RunResult(name, sim, seed, passed, passed != tb.expect_fail, wall, build_wall, results, wave_file, summary)
+    (results / "result.json").write_text(
+        json.dumps({**{k: str(v) for k, v in vars(res).items() if k != "summary"}, "summary": summary}, indent=2)
+    )
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry used by ``make sim``; exit status 0 on PASS."""
+    ap = argparse.ArgumentParser(prog="lockstep.verif.runner", description=__doc__.split("\n")[0])
+    ap.add_argument("test", nargs="?", help="registered testbench name")
+    ap.add_argument("--sim", choices=SIMULATORS, default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--waves", action="store_true")
+    ap.add_argument("--rtl", default=None, help="alternative Verilog for the DUT")
+    ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="testbench option")
+    ap.add_argument("--list", action="store_true", help="list the registered testbenches")
+    a = ap.parse_args(argv)
+    if a.list or not a.test:
+        for tb in TESTBENCHES.values():
+            print(f"  {tb.name:28s} [{tb.family}, {tb.tier}] {tb.doc}")
+        return 0 if a.list else 2
+    opts = {}
+    for kv in a.opt:
+        k, _, v = kv.partition("=")
+        opts[k] = json.loads(v) if v[:1] in "0123456789-[{tf" else v
+    try:
+        res = run(a.test, a.sim, seed=a.seed, waves=a.waves, rtl=a.rtl, opts=opts)
+    except UnknownTestbench as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"[lockstep] {res.line()}")
+    print(f"[lockstep] results: {res.results} (sim.log, results.xml, summary.json, coverage.yml)")
+    if res.summary.get("functional_coverage") is not None:
+        print(f"[lockstep] functional coverage: {res.summary['functional_coverage']}%")
+    if res.waves:
+        print(f"[lockstep] waves: {res.waves}")
+    if not res.ok:
+        print(f"[lockstep] replay: {res.repro()}")
+    return 0 if res.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
