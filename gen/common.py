@@ -20,11 +20,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 import myhdl._block
-from myhdl import Signal, intbv
+from myhdl import ResetSignal, Signal, intbv
 
 from lockstep.models.formats import ParamError, params_hash
 
-__all__ = ["SV_KEYWORDS", "Emitted", "emit", "check_name", "flat_signal", "ParamError"]
+__all__ = [
+    "SV_KEYWORDS",
+    "Emitted",
+    "ParamError",
+    "check_name",
+    "emit",
+    "emit_stream_unit",
+    "flat_signal",
+    "port_signals",
+]
 
 # IEEE 1800-2017 Annex B keywords that are legal Python identifiers; a MyHDL block or
 # signal with one of these names converts, then breaks `iverilog -g2012`.
@@ -169,3 +178,49 @@ def emit(
     v_path.write_text(header + text.lstrip("\n").rstrip() + "\n")
     j_path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return Emitted(v_path, j_path, record)
+
+
+def port_signals(ports: dict[str, dict]) -> dict[str, Signal]:
+    """Fresh MyHDL signals for a port list (``rst`` becomes a synchronous active-high
+    reset, 1-bit ports ``bool`` signals, wider ones unsigned vectors)."""
+    sigs: dict[str, Signal] = {}
+    for pname, p in ports.items():
+        if pname == "rst":
+            sigs[pname] = ResetSignal(0, active=1, isasync=False)
+        elif p["width"] == 1:
+            sigs[pname] = Signal(bool(0))
+        else:
+            sigs[pname] = flat_signal(p["width"])
+    return sigs
+
+
+def emit_stream_unit(
+    top: Callable[..., Any],
+    params: Any,
+    params_type: type,
+    ports_of: Callable[[Any], dict[str, dict]],
+    outdir: Path | str,
+    name: str,
+    *,
+    family: str,
+    timing: dict[str, Any],
+    doc: str,
+) -> Emitted:
+    """Type-check ``params``, build ``top(**ports_of(params), fmt=params)``, :func:`emit` it.
+
+    Raises:
+        ParamError: when ``params`` is not a ``params_type``.
+    """
+    if not isinstance(params, params_type):
+        raise ParamError(f"{name}: params must be a {params_type.__name__}, got {type(params).__name__}")
+    ports = ports_of(params)
+    return emit(
+        lambda: top(**port_signals(ports), fmt=params),
+        name,
+        outdir,
+        family=family,
+        params=params,
+        ports=ports,
+        timing=timing,
+        doc=doc,
+    )

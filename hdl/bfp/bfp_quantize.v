@@ -63,232 +63,232 @@ reg [4:0] sub_msb;
 reg out_v;
 wire [255:0] mant_bus;
 wire [6:0] flags;
-reg [31:0] _lane_split0_xi;
-reg [30:0] _lane_split0_ki;
+reg [31:0] lane_split0_xi;
+reg [30:0] lane_split0_ki;
 reg [15:0] _quant_lane0_m_out;
 reg _quant_lane0_f_nan;
 reg _quant_lane0_f_inf;
 reg _quant_lane0_f_subn;
 reg _quant_lane0_f_ovf;
-reg [31:0] _lane_split1_xi;
-reg [30:0] _lane_split1_ki;
+reg [31:0] lane_split1_xi;
+reg [30:0] lane_split1_ki;
 reg [15:0] _quant_lane1_m_out;
 reg _quant_lane1_f_nan;
 reg _quant_lane1_f_inf;
 reg _quant_lane1_f_subn;
 reg _quant_lane1_f_ovf;
-reg [31:0] _lane_split2_xi;
-reg [30:0] _lane_split2_ki;
+reg [31:0] lane_split2_xi;
+reg [30:0] lane_split2_ki;
 reg [15:0] _quant_lane2_m_out;
 reg _quant_lane2_f_nan;
 reg _quant_lane2_f_inf;
 reg _quant_lane2_f_subn;
 reg _quant_lane2_f_ovf;
-reg [31:0] _lane_split3_xi;
-reg [30:0] _lane_split3_ki;
+reg [31:0] lane_split3_xi;
+reg [30:0] lane_split3_ki;
 reg [15:0] _quant_lane3_m_out;
 reg _quant_lane3_f_nan;
 reg _quant_lane3_f_inf;
 reg _quant_lane3_f_subn;
 reg _quant_lane3_f_ovf;
-reg [31:0] _lane_split4_xi;
-reg [30:0] _lane_split4_ki;
+reg [31:0] lane_split4_xi;
+reg [30:0] lane_split4_ki;
 reg [15:0] _quant_lane4_m_out;
 reg _quant_lane4_f_nan;
 reg _quant_lane4_f_inf;
 reg _quant_lane4_f_subn;
 reg _quant_lane4_f_ovf;
-reg [31:0] _lane_split5_xi;
-reg [30:0] _lane_split5_ki;
+reg [31:0] lane_split5_xi;
+reg [30:0] lane_split5_ki;
 reg [15:0] _quant_lane5_m_out;
 reg _quant_lane5_f_nan;
 reg _quant_lane5_f_inf;
 reg _quant_lane5_f_subn;
 reg _quant_lane5_f_ovf;
-reg [31:0] _lane_split6_xi;
-reg [30:0] _lane_split6_ki;
+reg [31:0] lane_split6_xi;
+reg [30:0] lane_split6_ki;
 reg [15:0] _quant_lane6_m_out;
 reg _quant_lane6_f_nan;
 reg _quant_lane6_f_inf;
 reg _quant_lane6_f_subn;
 reg _quant_lane6_f_ovf;
-reg [31:0] _lane_split7_xi;
-reg [30:0] _lane_split7_ki;
+reg [31:0] lane_split7_xi;
+reg [30:0] lane_split7_ki;
 reg [15:0] _quant_lane7_m_out;
 reg _quant_lane7_f_nan;
 reg _quant_lane7_f_inf;
 reg _quant_lane7_f_subn;
 reg _quant_lane7_f_ovf;
-reg [31:0] _lane_split8_xi;
-reg [30:0] _lane_split8_ki;
+reg [31:0] lane_split8_xi;
+reg [30:0] lane_split8_ki;
 reg [15:0] _quant_lane8_m_out;
 reg _quant_lane8_f_nan;
 reg _quant_lane8_f_inf;
 reg _quant_lane8_f_subn;
 reg _quant_lane8_f_ovf;
-reg [31:0] _lane_split9_xi;
-reg [30:0] _lane_split9_ki;
+reg [31:0] lane_split9_xi;
+reg [30:0] lane_split9_ki;
 reg [15:0] _quant_lane9_m_out;
 reg _quant_lane9_f_nan;
 reg _quant_lane9_f_inf;
 reg _quant_lane9_f_subn;
 reg _quant_lane9_f_ovf;
-reg [31:0] _lane_split10_xi;
-reg [30:0] _lane_split10_ki;
+reg [31:0] lane_split10_xi;
+reg [30:0] lane_split10_ki;
 reg [15:0] _quant_lane10_m_out;
 reg _quant_lane10_f_nan;
 reg _quant_lane10_f_inf;
 reg _quant_lane10_f_subn;
 reg _quant_lane10_f_ovf;
-reg [31:0] _lane_split11_xi;
-reg [30:0] _lane_split11_ki;
+reg [31:0] lane_split11_xi;
+reg [30:0] lane_split11_ki;
 reg [15:0] _quant_lane11_m_out;
 reg _quant_lane11_f_nan;
 reg _quant_lane11_f_inf;
 reg _quant_lane11_f_subn;
 reg _quant_lane11_f_ovf;
-reg [31:0] _lane_split12_xi;
-reg [30:0] _lane_split12_ki;
+reg [31:0] lane_split12_xi;
+reg [30:0] lane_split12_ki;
 reg [15:0] _quant_lane12_m_out;
 reg _quant_lane12_f_nan;
 reg _quant_lane12_f_inf;
 reg _quant_lane12_f_subn;
 reg _quant_lane12_f_ovf;
-reg [31:0] _lane_split13_xi;
-reg [30:0] _lane_split13_ki;
+reg [31:0] lane_split13_xi;
+reg [30:0] lane_split13_ki;
 reg [15:0] _quant_lane13_m_out;
 reg _quant_lane13_f_nan;
 reg _quant_lane13_f_inf;
 reg _quant_lane13_f_subn;
 reg _quant_lane13_f_ovf;
-reg [31:0] _lane_split14_xi;
-reg [30:0] _lane_split14_ki;
+reg [31:0] lane_split14_xi;
+reg [30:0] lane_split14_ki;
 reg [15:0] _quant_lane14_m_out;
 reg _quant_lane14_f_nan;
 reg _quant_lane14_f_inf;
 reg _quant_lane14_f_subn;
 reg _quant_lane14_f_ovf;
-reg [31:0] _lane_split15_xi;
-reg [30:0] _lane_split15_ki;
+reg [31:0] lane_split15_xi;
+reg [30:0] lane_split15_ki;
 reg [15:0] _quant_lane15_m_out;
 reg _quant_lane15_f_nan;
 reg _quant_lane15_f_inf;
 reg _quant_lane15_f_subn;
 reg _quant_lane15_f_ovf;
-reg [30:0] _max_tree0_hi_max;
-reg [30:0] _max_tree0_lo_max;
-reg [30:0] _max_tree0__max_tree1_hi_max;
-reg [30:0] _max_tree0__max_tree1_lo_max;
-reg [30:0] _max_tree0__max_tree1__max_tree2_hi_max;
-reg [30:0] _max_tree0__max_tree1__max_tree2_lo_max;
-wire [30:0] _max_tree0__max_tree1__max_tree2__max_tree3_hi_max;
-wire [30:0] _max_tree0__max_tree1__max_tree2__max_tree3_lo_max;
-wire [30:0] _max_tree0__max_tree1__max_tree2__max_tree6_hi_max;
-wire [30:0] _max_tree0__max_tree1__max_tree2__max_tree6_lo_max;
-reg [30:0] _max_tree0__max_tree1__max_tree9_hi_max;
-reg [30:0] _max_tree0__max_tree1__max_tree9_lo_max;
-wire [30:0] _max_tree0__max_tree1__max_tree9__max_tree10_hi_max;
-wire [30:0] _max_tree0__max_tree1__max_tree9__max_tree10_lo_max;
-wire [30:0] _max_tree0__max_tree1__max_tree9__max_tree13_hi_max;
-wire [30:0] _max_tree0__max_tree1__max_tree9__max_tree13_lo_max;
-reg [30:0] _max_tree0__max_tree16_hi_max;
-reg [30:0] _max_tree0__max_tree16_lo_max;
-reg [30:0] _max_tree0__max_tree16__max_tree17_hi_max;
-reg [30:0] _max_tree0__max_tree16__max_tree17_lo_max;
-wire [30:0] _max_tree0__max_tree16__max_tree17__max_tree18_hi_max;
-wire [30:0] _max_tree0__max_tree16__max_tree17__max_tree18_lo_max;
-wire [30:0] _max_tree0__max_tree16__max_tree17__max_tree21_hi_max;
-wire [30:0] _max_tree0__max_tree16__max_tree17__max_tree21_lo_max;
-reg [30:0] _max_tree0__max_tree16__max_tree24_hi_max;
-reg [30:0] _max_tree0__max_tree16__max_tree24_lo_max;
-wire [30:0] _max_tree0__max_tree16__max_tree24__max_tree25_hi_max;
-wire [30:0] _max_tree0__max_tree16__max_tree24__max_tree25_lo_max;
-wire [30:0] _max_tree0__max_tree16__max_tree24__max_tree28_hi_max;
-wire [30:0] _max_tree0__max_tree16__max_tree24__max_tree28_lo_max;
-reg [15:0] _msb0_hi;
-reg [3:0] _msb0_hi_i;
-reg [15:0] _msb0_lo;
-reg [3:0] _msb0_lo_i;
-reg [7:0] _msb0__msb1_hi;
-reg [2:0] _msb0__msb1_hi_i;
-reg [7:0] _msb0__msb1_lo;
-reg [2:0] _msb0__msb1_lo_i;
-reg [3:0] _msb0__msb1__msb2_hi;
-reg [1:0] _msb0__msb1__msb2_hi_i;
-reg [3:0] _msb0__msb1__msb2_lo;
-reg [1:0] _msb0__msb1__msb2_lo_i;
-reg [1:0] _msb0__msb1__msb2__msb3_hi;
-wire [0:0] _msb0__msb1__msb2__msb3_hi_i;
-reg [1:0] _msb0__msb1__msb2__msb3_lo;
-wire [0:0] _msb0__msb1__msb2__msb3_lo_i;
-wire _msb0__msb1__msb2__msb3__msb4_unused_lsb;
-wire _msb0__msb1__msb2__msb3__msb5_unused_lsb;
-reg [1:0] _msb0__msb1__msb2__msb6_hi;
-wire [0:0] _msb0__msb1__msb2__msb6_hi_i;
-reg [1:0] _msb0__msb1__msb2__msb6_lo;
-wire [0:0] _msb0__msb1__msb2__msb6_lo_i;
-wire _msb0__msb1__msb2__msb6__msb7_unused_lsb;
-wire _msb0__msb1__msb2__msb6__msb8_unused_lsb;
-reg [3:0] _msb0__msb1__msb9_hi;
-reg [1:0] _msb0__msb1__msb9_hi_i;
-reg [3:0] _msb0__msb1__msb9_lo;
-reg [1:0] _msb0__msb1__msb9_lo_i;
-reg [1:0] _msb0__msb1__msb9__msb10_hi;
-wire [0:0] _msb0__msb1__msb9__msb10_hi_i;
-reg [1:0] _msb0__msb1__msb9__msb10_lo;
-wire [0:0] _msb0__msb1__msb9__msb10_lo_i;
-wire _msb0__msb1__msb9__msb10__msb11_unused_lsb;
-wire _msb0__msb1__msb9__msb10__msb12_unused_lsb;
-reg [1:0] _msb0__msb1__msb9__msb13_hi;
-wire [0:0] _msb0__msb1__msb9__msb13_hi_i;
-reg [1:0] _msb0__msb1__msb9__msb13_lo;
-wire [0:0] _msb0__msb1__msb9__msb13_lo_i;
-wire _msb0__msb1__msb9__msb13__msb14_unused_lsb;
-wire _msb0__msb1__msb9__msb13__msb15_unused_lsb;
-reg [7:0] _msb0__msb16_hi;
-reg [2:0] _msb0__msb16_hi_i;
-reg [7:0] _msb0__msb16_lo;
-reg [2:0] _msb0__msb16_lo_i;
-reg [3:0] _msb0__msb16__msb17_hi;
-reg [1:0] _msb0__msb16__msb17_hi_i;
-reg [3:0] _msb0__msb16__msb17_lo;
-reg [1:0] _msb0__msb16__msb17_lo_i;
-reg [1:0] _msb0__msb16__msb17__msb18_hi;
-wire [0:0] _msb0__msb16__msb17__msb18_hi_i;
-reg [1:0] _msb0__msb16__msb17__msb18_lo;
-wire [0:0] _msb0__msb16__msb17__msb18_lo_i;
-wire _msb0__msb16__msb17__msb18__msb19_unused_lsb;
-wire _msb0__msb16__msb17__msb18__msb20_unused_lsb;
-reg [1:0] _msb0__msb16__msb17__msb21_hi;
-wire [0:0] _msb0__msb16__msb17__msb21_hi_i;
-reg [1:0] _msb0__msb16__msb17__msb21_lo;
-wire [0:0] _msb0__msb16__msb17__msb21_lo_i;
-wire _msb0__msb16__msb17__msb21__msb22_unused_lsb;
-wire _msb0__msb16__msb17__msb21__msb23_unused_lsb;
-reg [3:0] _msb0__msb16__msb24_hi;
-reg [1:0] _msb0__msb16__msb24_hi_i;
-reg [3:0] _msb0__msb16__msb24_lo;
-reg [1:0] _msb0__msb16__msb24_lo_i;
-reg [1:0] _msb0__msb16__msb24__msb25_hi;
-wire [0:0] _msb0__msb16__msb24__msb25_hi_i;
-reg [1:0] _msb0__msb16__msb24__msb25_lo;
-wire [0:0] _msb0__msb16__msb24__msb25_lo_i;
-wire _msb0__msb16__msb24__msb25__msb26_unused_lsb;
-wire _msb0__msb16__msb24__msb25__msb27_unused_lsb;
-reg [1:0] _msb0__msb16__msb24__msb28_hi;
-wire [0:0] _msb0__msb16__msb24__msb28_hi_i;
-reg [1:0] _msb0__msb16__msb24__msb28_lo;
-wire [0:0] _msb0__msb16__msb24__msb28_lo_i;
-wire _msb0__msb16__msb24__msb28__msb29_unused_lsb;
-wire _msb0__msb16__msb24__msb28__msb30_unused_lsb;
-wire _any0_out;
-wire [15:0] _any0_vec;
-wire _any1_out;
-wire [15:0] _any1_vec;
-wire _any2_out;
-wire [15:0] _any2_vec;
-wire _any3_out;
-wire [15:0] _any3_vec;
+reg [30:0] max_tree0_hi_max;
+reg [30:0] max_tree0_lo_max;
+reg [30:0] max_tree0_max_tree1_hi_max;
+reg [30:0] max_tree0_max_tree1_lo_max;
+reg [30:0] max_tree0_max_tree1_max_tree2_hi_max;
+reg [30:0] max_tree0_max_tree1_max_tree2_lo_max;
+wire [30:0] max_tree0_max_tree1_max_tree2_max_tree3_hi_max;
+wire [30:0] max_tree0_max_tree1_max_tree2_max_tree3_lo_max;
+wire [30:0] max_tree0_max_tree1_max_tree2_max_tree6_hi_max;
+wire [30:0] max_tree0_max_tree1_max_tree2_max_tree6_lo_max;
+reg [30:0] max_tree0_max_tree1_max_tree9_hi_max;
+reg [30:0] max_tree0_max_tree1_max_tree9_lo_max;
+wire [30:0] max_tree0_max_tree1_max_tree9_max_tree10_hi_max;
+wire [30:0] max_tree0_max_tree1_max_tree9_max_tree10_lo_max;
+wire [30:0] max_tree0_max_tree1_max_tree9_max_tree13_hi_max;
+wire [30:0] max_tree0_max_tree1_max_tree9_max_tree13_lo_max;
+reg [30:0] max_tree0_max_tree16_hi_max;
+reg [30:0] max_tree0_max_tree16_lo_max;
+reg [30:0] max_tree0_max_tree16_max_tree17_hi_max;
+reg [30:0] max_tree0_max_tree16_max_tree17_lo_max;
+wire [30:0] max_tree0_max_tree16_max_tree17_max_tree18_hi_max;
+wire [30:0] max_tree0_max_tree16_max_tree17_max_tree18_lo_max;
+wire [30:0] max_tree0_max_tree16_max_tree17_max_tree21_hi_max;
+wire [30:0] max_tree0_max_tree16_max_tree17_max_tree21_lo_max;
+reg [30:0] max_tree0_max_tree16_max_tree24_hi_max;
+reg [30:0] max_tree0_max_tree16_max_tree24_lo_max;
+wire [30:0] max_tree0_max_tree16_max_tree24_max_tree25_hi_max;
+wire [30:0] max_tree0_max_tree16_max_tree24_max_tree25_lo_max;
+wire [30:0] max_tree0_max_tree16_max_tree24_max_tree28_hi_max;
+wire [30:0] max_tree0_max_tree16_max_tree24_max_tree28_lo_max;
+reg [15:0] msb_index0_hi;
+reg [3:0] msb_index0_hi_i;
+reg [15:0] msb_index0_lo;
+reg [3:0] msb_index0_lo_i;
+reg [7:0] msb_index0_msb_index1_hi;
+reg [2:0] msb_index0_msb_index1_hi_i;
+reg [7:0] msb_index0_msb_index1_lo;
+reg [2:0] msb_index0_msb_index1_lo_i;
+reg [3:0] msb_index0_msb_index1_msb_index2_hi;
+reg [1:0] msb_index0_msb_index1_msb_index2_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index2_lo;
+reg [1:0] msb_index0_msb_index1_msb_index2_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_lo;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_lo_i;
+wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_unused_lsb;
+wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index6_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index6_hi_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index6_lo;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index6_lo_i;
+wire msb_index0_msb_index1_msb_index2_msb_index6_msb_index7_unused_lsb;
+wire msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb;
+reg [3:0] msb_index0_msb_index1_msb_index9_hi;
+reg [1:0] msb_index0_msb_index1_msb_index9_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index9_lo;
+reg [1:0] msb_index0_msb_index1_msb_index9_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index9_msb_index10_hi;
+wire [0:0] msb_index0_msb_index1_msb_index9_msb_index10_hi_i;
+reg [1:0] msb_index0_msb_index1_msb_index9_msb_index10_lo;
+wire [0:0] msb_index0_msb_index1_msb_index9_msb_index10_lo_i;
+wire msb_index0_msb_index1_msb_index9_msb_index10_msb_index11_unused_lsb;
+wire msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb;
+reg [1:0] msb_index0_msb_index1_msb_index9_msb_index13_hi;
+wire [0:0] msb_index0_msb_index1_msb_index9_msb_index13_hi_i;
+reg [1:0] msb_index0_msb_index1_msb_index9_msb_index13_lo;
+wire [0:0] msb_index0_msb_index1_msb_index9_msb_index13_lo_i;
+wire msb_index0_msb_index1_msb_index9_msb_index13_msb_index14_unused_lsb;
+wire msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb;
+reg [7:0] msb_index0_msb_index16_hi;
+reg [2:0] msb_index0_msb_index16_hi_i;
+reg [7:0] msb_index0_msb_index16_lo;
+reg [2:0] msb_index0_msb_index16_lo_i;
+reg [3:0] msb_index0_msb_index16_msb_index17_hi;
+reg [1:0] msb_index0_msb_index16_msb_index17_hi_i;
+reg [3:0] msb_index0_msb_index16_msb_index17_lo;
+reg [1:0] msb_index0_msb_index16_msb_index17_lo_i;
+reg [1:0] msb_index0_msb_index16_msb_index17_msb_index18_hi;
+wire [0:0] msb_index0_msb_index16_msb_index17_msb_index18_hi_i;
+reg [1:0] msb_index0_msb_index16_msb_index17_msb_index18_lo;
+wire [0:0] msb_index0_msb_index16_msb_index17_msb_index18_lo_i;
+wire msb_index0_msb_index16_msb_index17_msb_index18_msb_index19_unused_lsb;
+wire msb_index0_msb_index16_msb_index17_msb_index18_msb_index20_unused_lsb;
+reg [1:0] msb_index0_msb_index16_msb_index17_msb_index21_hi;
+wire [0:0] msb_index0_msb_index16_msb_index17_msb_index21_hi_i;
+reg [1:0] msb_index0_msb_index16_msb_index17_msb_index21_lo;
+wire [0:0] msb_index0_msb_index16_msb_index17_msb_index21_lo_i;
+wire msb_index0_msb_index16_msb_index17_msb_index21_msb_index22_unused_lsb;
+wire msb_index0_msb_index16_msb_index17_msb_index21_msb_index23_unused_lsb;
+reg [3:0] msb_index0_msb_index16_msb_index24_hi;
+reg [1:0] msb_index0_msb_index16_msb_index24_hi_i;
+reg [3:0] msb_index0_msb_index16_msb_index24_lo;
+reg [1:0] msb_index0_msb_index16_msb_index24_lo_i;
+reg [1:0] msb_index0_msb_index16_msb_index24_msb_index25_hi;
+wire [0:0] msb_index0_msb_index16_msb_index24_msb_index25_hi_i;
+reg [1:0] msb_index0_msb_index16_msb_index24_msb_index25_lo;
+wire [0:0] msb_index0_msb_index16_msb_index24_msb_index25_lo_i;
+wire msb_index0_msb_index16_msb_index24_msb_index25_msb_index26_unused_lsb;
+wire msb_index0_msb_index16_msb_index24_msb_index25_msb_index27_unused_lsb;
+reg [1:0] msb_index0_msb_index16_msb_index24_msb_index28_hi;
+wire [0:0] msb_index0_msb_index16_msb_index24_msb_index28_hi_i;
+reg [1:0] msb_index0_msb_index16_msb_index24_msb_index28_lo;
+wire [0:0] msb_index0_msb_index16_msb_index24_msb_index28_lo_i;
+wire msb_index0_msb_index16_msb_index24_msb_index28_msb_index29_unused_lsb;
+wire msb_index0_msb_index16_msb_index24_msb_index28_msb_index30_unused_lsb;
+wire any_of0_out;
+wire [15:0] any_of0_vec;
+wire any_of1_out;
+wire [15:0] any_of1_vec;
+wire any_of2_out;
+wire [15:0] any_of2_vec;
+wire any_of3_out;
+wire [15:0] any_of3_vec;
 
 assign mant_bus[256-1:240] = _quant_lane15_m_out;
 assign mant_bus[240-1:224] = _quant_lane14_m_out;
@@ -306,91 +306,91 @@ assign mant_bus[64-1:48] = _quant_lane3_m_out;
 assign mant_bus[48-1:32] = _quant_lane2_m_out;
 assign mant_bus[32-1:16] = _quant_lane1_m_out;
 assign mant_bus[16-1:0] = _quant_lane0_m_out;
-assign flags[6] = _any2_out;
-assign flags[5] = _any3_out;
+assign flags[6] = any_of2_out;
+assign flags[5] = any_of3_out;
 assign flags[4] = f_lo;
 assign flags[3] = f_hi;
-assign flags[2] = _any1_out;
-assign flags[1] = _any0_out;
+assign flags[2] = any_of1_out;
+assign flags[1] = any_of0_out;
 assign flags[0] = f_zero;
-assign _any0_vec[15] = _quant_lane15_f_nan;
-assign _any0_vec[14] = _quant_lane14_f_nan;
-assign _any0_vec[13] = _quant_lane13_f_nan;
-assign _any0_vec[12] = _quant_lane12_f_nan;
-assign _any0_vec[11] = _quant_lane11_f_nan;
-assign _any0_vec[10] = _quant_lane10_f_nan;
-assign _any0_vec[9] = _quant_lane9_f_nan;
-assign _any0_vec[8] = _quant_lane8_f_nan;
-assign _any0_vec[7] = _quant_lane7_f_nan;
-assign _any0_vec[6] = _quant_lane6_f_nan;
-assign _any0_vec[5] = _quant_lane5_f_nan;
-assign _any0_vec[4] = _quant_lane4_f_nan;
-assign _any0_vec[3] = _quant_lane3_f_nan;
-assign _any0_vec[2] = _quant_lane2_f_nan;
-assign _any0_vec[1] = _quant_lane1_f_nan;
-assign _any0_vec[0] = _quant_lane0_f_nan;
-assign _any1_vec[15] = _quant_lane15_f_inf;
-assign _any1_vec[14] = _quant_lane14_f_inf;
-assign _any1_vec[13] = _quant_lane13_f_inf;
-assign _any1_vec[12] = _quant_lane12_f_inf;
-assign _any1_vec[11] = _quant_lane11_f_inf;
-assign _any1_vec[10] = _quant_lane10_f_inf;
-assign _any1_vec[9] = _quant_lane9_f_inf;
-assign _any1_vec[8] = _quant_lane8_f_inf;
-assign _any1_vec[7] = _quant_lane7_f_inf;
-assign _any1_vec[6] = _quant_lane6_f_inf;
-assign _any1_vec[5] = _quant_lane5_f_inf;
-assign _any1_vec[4] = _quant_lane4_f_inf;
-assign _any1_vec[3] = _quant_lane3_f_inf;
-assign _any1_vec[2] = _quant_lane2_f_inf;
-assign _any1_vec[1] = _quant_lane1_f_inf;
-assign _any1_vec[0] = _quant_lane0_f_inf;
-assign _any2_vec[15] = _quant_lane15_f_subn;
-assign _any2_vec[14] = _quant_lane14_f_subn;
-assign _any2_vec[13] = _quant_lane13_f_subn;
-assign _any2_vec[12] = _quant_lane12_f_subn;
-assign _any2_vec[11] = _quant_lane11_f_subn;
-assign _any2_vec[10] = _quant_lane10_f_subn;
-assign _any2_vec[9] = _quant_lane9_f_subn;
-assign _any2_vec[8] = _quant_lane8_f_subn;
-assign _any2_vec[7] = _quant_lane7_f_subn;
-assign _any2_vec[6] = _quant_lane6_f_subn;
-assign _any2_vec[5] = _quant_lane5_f_subn;
-assign _any2_vec[4] = _quant_lane4_f_subn;
-assign _any2_vec[3] = _quant_lane3_f_subn;
-assign _any2_vec[2] = _quant_lane2_f_subn;
-assign _any2_vec[1] = _quant_lane1_f_subn;
-assign _any2_vec[0] = _quant_lane0_f_subn;
-assign _any3_vec[15] = _quant_lane15_f_ovf;
-assign _any3_vec[14] = _quant_lane14_f_ovf;
-assign _any3_vec[13] = _quant_lane13_f_ovf;
-assign _any3_vec[12] = _quant_lane12_f_ovf;
-assign _any3_vec[11] = _quant_lane11_f_ovf;
-assign _any3_vec[10] = _quant_lane10_f_ovf;
-assign _any3_vec[9] = _quant_lane9_f_ovf;
-assign _any3_vec[8] = _quant_lane8_f_ovf;
-assign _any3_vec[7] = _quant_lane7_f_ovf;
-assign _any3_vec[6] = _quant_lane6_f_ovf;
-assign _any3_vec[5] = _quant_lane5_f_ovf;
-assign _any3_vec[4] = _quant_lane4_f_ovf;
-assign _any3_vec[3] = _quant_lane3_f_ovf;
-assign _any3_vec[2] = _quant_lane2_f_ovf;
-assign _any3_vec[1] = _quant_lane1_f_ovf;
-assign _any3_vec[0] = _quant_lane0_f_ovf;
+assign any_of0_vec[15] = _quant_lane15_f_nan;
+assign any_of0_vec[14] = _quant_lane14_f_nan;
+assign any_of0_vec[13] = _quant_lane13_f_nan;
+assign any_of0_vec[12] = _quant_lane12_f_nan;
+assign any_of0_vec[11] = _quant_lane11_f_nan;
+assign any_of0_vec[10] = _quant_lane10_f_nan;
+assign any_of0_vec[9] = _quant_lane9_f_nan;
+assign any_of0_vec[8] = _quant_lane8_f_nan;
+assign any_of0_vec[7] = _quant_lane7_f_nan;
+assign any_of0_vec[6] = _quant_lane6_f_nan;
+assign any_of0_vec[5] = _quant_lane5_f_nan;
+assign any_of0_vec[4] = _quant_lane4_f_nan;
+assign any_of0_vec[3] = _quant_lane3_f_nan;
+assign any_of0_vec[2] = _quant_lane2_f_nan;
+assign any_of0_vec[1] = _quant_lane1_f_nan;
+assign any_of0_vec[0] = _quant_lane0_f_nan;
+assign any_of1_vec[15] = _quant_lane15_f_inf;
+assign any_of1_vec[14] = _quant_lane14_f_inf;
+assign any_of1_vec[13] = _quant_lane13_f_inf;
+assign any_of1_vec[12] = _quant_lane12_f_inf;
+assign any_of1_vec[11] = _quant_lane11_f_inf;
+assign any_of1_vec[10] = _quant_lane10_f_inf;
+assign any_of1_vec[9] = _quant_lane9_f_inf;
+assign any_of1_vec[8] = _quant_lane8_f_inf;
+assign any_of1_vec[7] = _quant_lane7_f_inf;
+assign any_of1_vec[6] = _quant_lane6_f_inf;
+assign any_of1_vec[5] = _quant_lane5_f_inf;
+assign any_of1_vec[4] = _quant_lane4_f_inf;
+assign any_of1_vec[3] = _quant_lane3_f_inf;
+assign any_of1_vec[2] = _quant_lane2_f_inf;
+assign any_of1_vec[1] = _quant_lane1_f_inf;
+assign any_of1_vec[0] = _quant_lane0_f_inf;
+assign any_of2_vec[15] = _quant_lane15_f_subn;
+assign any_of2_vec[14] = _quant_lane14_f_subn;
+assign any_of2_vec[13] = _quant_lane13_f_subn;
+assign any_of2_vec[12] = _quant_lane12_f_subn;
+assign any_of2_vec[11] = _quant_lane11_f_subn;
+assign any_of2_vec[10] = _quant_lane10_f_subn;
+assign any_of2_vec[9] = _quant_lane9_f_subn;
+assign any_of2_vec[8] = _quant_lane8_f_subn;
+assign any_of2_vec[7] = _quant_lane7_f_subn;
+assign any_of2_vec[6] = _quant_lane6_f_subn;
+assign any_of2_vec[5] = _quant_lane5_f_subn;
+assign any_of2_vec[4] = _quant_lane4_f_subn;
+assign any_of2_vec[3] = _quant_lane3_f_subn;
+assign any_of2_vec[2] = _quant_lane2_f_subn;
+assign any_of2_vec[1] = _quant_lane1_f_subn;
+assign any_of2_vec[0] = _quant_lane0_f_subn;
+assign any_of3_vec[15] = _quant_lane15_f_ovf;
+assign any_of3_vec[14] = _quant_lane14_f_ovf;
+assign any_of3_vec[13] = _quant_lane13_f_ovf;
+assign any_of3_vec[12] = _quant_lane12_f_ovf;
+assign any_of3_vec[11] = _quant_lane11_f_ovf;
+assign any_of3_vec[10] = _quant_lane10_f_ovf;
+assign any_of3_vec[9] = _quant_lane9_f_ovf;
+assign any_of3_vec[8] = _quant_lane8_f_ovf;
+assign any_of3_vec[7] = _quant_lane7_f_ovf;
+assign any_of3_vec[6] = _quant_lane6_f_ovf;
+assign any_of3_vec[5] = _quant_lane5_f_ovf;
+assign any_of3_vec[4] = _quant_lane4_f_ovf;
+assign any_of3_vec[3] = _quant_lane3_f_ovf;
+assign any_of3_vec[2] = _quant_lane2_f_ovf;
+assign any_of3_vec[1] = _quant_lane1_f_ovf;
+assign any_of3_vec[0] = _quant_lane0_f_ovf;
 
 
-always @(in_data) begin: _lane_split0_split
-    _lane_split0_xi = in_data[0+:32];
+always @(in_data) begin: lane_split0_split
+    lane_split0_xi = in_data[0+:32];
     if ((in_data[(0 + 31)-1:(0 + 23)] == 255)) begin
-        _lane_split0_ki = 0;
+        lane_split0_ki = 0;
     end
     else begin
-        _lane_split0_ki = in_data[0+:31];
+        lane_split0_ki = in_data[0+:31];
     end
 end
 
 
-always @(ex, _lane_split0_xi) begin: _quant_lane0_comb
+always @(lane_split0_xi, ex) begin: _quant_lane0_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -417,8 +417,8 @@ always @(ex, _lane_split0_xi) begin: _quant_lane0_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split0_xi[31-1:23];
-    frac = _lane_split0_xi[23-1:0];
+    be = lane_split0_xi[31-1:23];
+    frac = lane_split0_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -464,7 +464,7 @@ always @(ex, _lane_split0_xi) begin: _quant_lane0_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split0_xi[31]) begin
+        else if (lane_split0_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -472,14 +472,14 @@ always @(ex, _lane_split0_xi) begin: _quant_lane0_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split0_xi[31]) begin
+        if (lane_split0_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split0_xi[31]) begin
+    else if (lane_split0_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -489,18 +489,18 @@ always @(ex, _lane_split0_xi) begin: _quant_lane0_comb
 end
 
 
-always @(in_data) begin: _lane_split1_split
-    _lane_split1_xi = in_data[32+:32];
+always @(in_data) begin: lane_split1_split
+    lane_split1_xi = in_data[32+:32];
     if ((in_data[(32 + 31)-1:(32 + 23)] == 255)) begin
-        _lane_split1_ki = 0;
+        lane_split1_ki = 0;
     end
     else begin
-        _lane_split1_ki = in_data[32+:31];
+        lane_split1_ki = in_data[32+:31];
     end
 end
 
 
-always @(ex, _lane_split1_xi) begin: _quant_lane1_comb
+always @(lane_split1_xi, ex) begin: _quant_lane1_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -527,8 +527,8 @@ always @(ex, _lane_split1_xi) begin: _quant_lane1_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split1_xi[31-1:23];
-    frac = _lane_split1_xi[23-1:0];
+    be = lane_split1_xi[31-1:23];
+    frac = lane_split1_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -574,7 +574,7 @@ always @(ex, _lane_split1_xi) begin: _quant_lane1_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split1_xi[31]) begin
+        else if (lane_split1_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -582,14 +582,14 @@ always @(ex, _lane_split1_xi) begin: _quant_lane1_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split1_xi[31]) begin
+        if (lane_split1_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split1_xi[31]) begin
+    else if (lane_split1_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -599,18 +599,18 @@ always @(ex, _lane_split1_xi) begin: _quant_lane1_comb
 end
 
 
-always @(in_data) begin: _lane_split2_split
-    _lane_split2_xi = in_data[64+:32];
+always @(in_data) begin: lane_split2_split
+    lane_split2_xi = in_data[64+:32];
     if ((in_data[(64 + 31)-1:(64 + 23)] == 255)) begin
-        _lane_split2_ki = 0;
+        lane_split2_ki = 0;
     end
     else begin
-        _lane_split2_ki = in_data[64+:31];
+        lane_split2_ki = in_data[64+:31];
     end
 end
 
 
-always @(ex, _lane_split2_xi) begin: _quant_lane2_comb
+always @(lane_split2_xi, ex) begin: _quant_lane2_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -637,8 +637,8 @@ always @(ex, _lane_split2_xi) begin: _quant_lane2_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split2_xi[31-1:23];
-    frac = _lane_split2_xi[23-1:0];
+    be = lane_split2_xi[31-1:23];
+    frac = lane_split2_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -684,7 +684,7 @@ always @(ex, _lane_split2_xi) begin: _quant_lane2_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split2_xi[31]) begin
+        else if (lane_split2_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -692,14 +692,14 @@ always @(ex, _lane_split2_xi) begin: _quant_lane2_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split2_xi[31]) begin
+        if (lane_split2_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split2_xi[31]) begin
+    else if (lane_split2_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -709,18 +709,18 @@ always @(ex, _lane_split2_xi) begin: _quant_lane2_comb
 end
 
 
-always @(in_data) begin: _lane_split3_split
-    _lane_split3_xi = in_data[96+:32];
+always @(in_data) begin: lane_split3_split
+    lane_split3_xi = in_data[96+:32];
     if ((in_data[(96 + 31)-1:(96 + 23)] == 255)) begin
-        _lane_split3_ki = 0;
+        lane_split3_ki = 0;
     end
     else begin
-        _lane_split3_ki = in_data[96+:31];
+        lane_split3_ki = in_data[96+:31];
     end
 end
 
 
-always @(ex, _lane_split3_xi) begin: _quant_lane3_comb
+always @(lane_split3_xi, ex) begin: _quant_lane3_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -747,8 +747,8 @@ always @(ex, _lane_split3_xi) begin: _quant_lane3_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split3_xi[31-1:23];
-    frac = _lane_split3_xi[23-1:0];
+    be = lane_split3_xi[31-1:23];
+    frac = lane_split3_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -794,7 +794,7 @@ always @(ex, _lane_split3_xi) begin: _quant_lane3_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split3_xi[31]) begin
+        else if (lane_split3_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -802,14 +802,14 @@ always @(ex, _lane_split3_xi) begin: _quant_lane3_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split3_xi[31]) begin
+        if (lane_split3_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split3_xi[31]) begin
+    else if (lane_split3_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -819,18 +819,18 @@ always @(ex, _lane_split3_xi) begin: _quant_lane3_comb
 end
 
 
-always @(in_data) begin: _lane_split4_split
-    _lane_split4_xi = in_data[128+:32];
+always @(in_data) begin: lane_split4_split
+    lane_split4_xi = in_data[128+:32];
     if ((in_data[(128 + 31)-1:(128 + 23)] == 255)) begin
-        _lane_split4_ki = 0;
+        lane_split4_ki = 0;
     end
     else begin
-        _lane_split4_ki = in_data[128+:31];
+        lane_split4_ki = in_data[128+:31];
     end
 end
 
 
-always @(ex, _lane_split4_xi) begin: _quant_lane4_comb
+always @(lane_split4_xi, ex) begin: _quant_lane4_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -857,8 +857,8 @@ always @(ex, _lane_split4_xi) begin: _quant_lane4_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split4_xi[31-1:23];
-    frac = _lane_split4_xi[23-1:0];
+    be = lane_split4_xi[31-1:23];
+    frac = lane_split4_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -904,7 +904,7 @@ always @(ex, _lane_split4_xi) begin: _quant_lane4_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split4_xi[31]) begin
+        else if (lane_split4_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -912,14 +912,14 @@ always @(ex, _lane_split4_xi) begin: _quant_lane4_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split4_xi[31]) begin
+        if (lane_split4_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split4_xi[31]) begin
+    else if (lane_split4_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -929,18 +929,18 @@ always @(ex, _lane_split4_xi) begin: _quant_lane4_comb
 end
 
 
-always @(in_data) begin: _lane_split5_split
-    _lane_split5_xi = in_data[160+:32];
+always @(in_data) begin: lane_split5_split
+    lane_split5_xi = in_data[160+:32];
     if ((in_data[(160 + 31)-1:(160 + 23)] == 255)) begin
-        _lane_split5_ki = 0;
+        lane_split5_ki = 0;
     end
     else begin
-        _lane_split5_ki = in_data[160+:31];
+        lane_split5_ki = in_data[160+:31];
     end
 end
 
 
-always @(ex, _lane_split5_xi) begin: _quant_lane5_comb
+always @(lane_split5_xi, ex) begin: _quant_lane5_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -967,8 +967,8 @@ always @(ex, _lane_split5_xi) begin: _quant_lane5_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split5_xi[31-1:23];
-    frac = _lane_split5_xi[23-1:0];
+    be = lane_split5_xi[31-1:23];
+    frac = lane_split5_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1014,7 +1014,7 @@ always @(ex, _lane_split5_xi) begin: _quant_lane5_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split5_xi[31]) begin
+        else if (lane_split5_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1022,14 +1022,14 @@ always @(ex, _lane_split5_xi) begin: _quant_lane5_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split5_xi[31]) begin
+        if (lane_split5_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split5_xi[31]) begin
+    else if (lane_split5_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1039,18 +1039,18 @@ always @(ex, _lane_split5_xi) begin: _quant_lane5_comb
 end
 
 
-always @(in_data) begin: _lane_split6_split
-    _lane_split6_xi = in_data[192+:32];
+always @(in_data) begin: lane_split6_split
+    lane_split6_xi = in_data[192+:32];
     if ((in_data[(192 + 31)-1:(192 + 23)] == 255)) begin
-        _lane_split6_ki = 0;
+        lane_split6_ki = 0;
     end
     else begin
-        _lane_split6_ki = in_data[192+:31];
+        lane_split6_ki = in_data[192+:31];
     end
 end
 
 
-always @(ex, _lane_split6_xi) begin: _quant_lane6_comb
+always @(lane_split6_xi, ex) begin: _quant_lane6_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1077,8 +1077,8 @@ always @(ex, _lane_split6_xi) begin: _quant_lane6_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split6_xi[31-1:23];
-    frac = _lane_split6_xi[23-1:0];
+    be = lane_split6_xi[31-1:23];
+    frac = lane_split6_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1124,7 +1124,7 @@ always @(ex, _lane_split6_xi) begin: _quant_lane6_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split6_xi[31]) begin
+        else if (lane_split6_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1132,14 +1132,14 @@ always @(ex, _lane_split6_xi) begin: _quant_lane6_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split6_xi[31]) begin
+        if (lane_split6_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split6_xi[31]) begin
+    else if (lane_split6_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1149,18 +1149,18 @@ always @(ex, _lane_split6_xi) begin: _quant_lane6_comb
 end
 
 
-always @(in_data) begin: _lane_split7_split
-    _lane_split7_xi = in_data[224+:32];
+always @(in_data) begin: lane_split7_split
+    lane_split7_xi = in_data[224+:32];
     if ((in_data[(224 + 31)-1:(224 + 23)] == 255)) begin
-        _lane_split7_ki = 0;
+        lane_split7_ki = 0;
     end
     else begin
-        _lane_split7_ki = in_data[224+:31];
+        lane_split7_ki = in_data[224+:31];
     end
 end
 
 
-always @(ex, _lane_split7_xi) begin: _quant_lane7_comb
+always @(lane_split7_xi, ex) begin: _quant_lane7_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1187,8 +1187,8 @@ always @(ex, _lane_split7_xi) begin: _quant_lane7_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split7_xi[31-1:23];
-    frac = _lane_split7_xi[23-1:0];
+    be = lane_split7_xi[31-1:23];
+    frac = lane_split7_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1234,7 +1234,7 @@ always @(ex, _lane_split7_xi) begin: _quant_lane7_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split7_xi[31]) begin
+        else if (lane_split7_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1242,14 +1242,14 @@ always @(ex, _lane_split7_xi) begin: _quant_lane7_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split7_xi[31]) begin
+        if (lane_split7_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split7_xi[31]) begin
+    else if (lane_split7_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1259,18 +1259,18 @@ always @(ex, _lane_split7_xi) begin: _quant_lane7_comb
 end
 
 
-always @(in_data) begin: _lane_split8_split
-    _lane_split8_xi = in_data[256+:32];
+always @(in_data) begin: lane_split8_split
+    lane_split8_xi = in_data[256+:32];
     if ((in_data[(256 + 31)-1:(256 + 23)] == 255)) begin
-        _lane_split8_ki = 0;
+        lane_split8_ki = 0;
     end
     else begin
-        _lane_split8_ki = in_data[256+:31];
+        lane_split8_ki = in_data[256+:31];
     end
 end
 
 
-always @(ex, _lane_split8_xi) begin: _quant_lane8_comb
+always @(lane_split8_xi, ex) begin: _quant_lane8_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1297,8 +1297,8 @@ always @(ex, _lane_split8_xi) begin: _quant_lane8_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split8_xi[31-1:23];
-    frac = _lane_split8_xi[23-1:0];
+    be = lane_split8_xi[31-1:23];
+    frac = lane_split8_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1344,7 +1344,7 @@ always @(ex, _lane_split8_xi) begin: _quant_lane8_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split8_xi[31]) begin
+        else if (lane_split8_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1352,14 +1352,14 @@ always @(ex, _lane_split8_xi) begin: _quant_lane8_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split8_xi[31]) begin
+        if (lane_split8_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split8_xi[31]) begin
+    else if (lane_split8_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1369,18 +1369,18 @@ always @(ex, _lane_split8_xi) begin: _quant_lane8_comb
 end
 
 
-always @(in_data) begin: _lane_split9_split
-    _lane_split9_xi = in_data[288+:32];
+always @(in_data) begin: lane_split9_split
+    lane_split9_xi = in_data[288+:32];
     if ((in_data[(288 + 31)-1:(288 + 23)] == 255)) begin
-        _lane_split9_ki = 0;
+        lane_split9_ki = 0;
     end
     else begin
-        _lane_split9_ki = in_data[288+:31];
+        lane_split9_ki = in_data[288+:31];
     end
 end
 
 
-always @(ex, _lane_split9_xi) begin: _quant_lane9_comb
+always @(lane_split9_xi, ex) begin: _quant_lane9_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1407,8 +1407,8 @@ always @(ex, _lane_split9_xi) begin: _quant_lane9_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split9_xi[31-1:23];
-    frac = _lane_split9_xi[23-1:0];
+    be = lane_split9_xi[31-1:23];
+    frac = lane_split9_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1454,7 +1454,7 @@ always @(ex, _lane_split9_xi) begin: _quant_lane9_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split9_xi[31]) begin
+        else if (lane_split9_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1462,14 +1462,14 @@ always @(ex, _lane_split9_xi) begin: _quant_lane9_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split9_xi[31]) begin
+        if (lane_split9_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split9_xi[31]) begin
+    else if (lane_split9_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1479,18 +1479,18 @@ always @(ex, _lane_split9_xi) begin: _quant_lane9_comb
 end
 
 
-always @(in_data) begin: _lane_split10_split
-    _lane_split10_xi = in_data[320+:32];
+always @(in_data) begin: lane_split10_split
+    lane_split10_xi = in_data[320+:32];
     if ((in_data[(320 + 31)-1:(320 + 23)] == 255)) begin
-        _lane_split10_ki = 0;
+        lane_split10_ki = 0;
     end
     else begin
-        _lane_split10_ki = in_data[320+:31];
+        lane_split10_ki = in_data[320+:31];
     end
 end
 
 
-always @(ex, _lane_split10_xi) begin: _quant_lane10_comb
+always @(lane_split10_xi, ex) begin: _quant_lane10_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1517,8 +1517,8 @@ always @(ex, _lane_split10_xi) begin: _quant_lane10_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split10_xi[31-1:23];
-    frac = _lane_split10_xi[23-1:0];
+    be = lane_split10_xi[31-1:23];
+    frac = lane_split10_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1564,7 +1564,7 @@ always @(ex, _lane_split10_xi) begin: _quant_lane10_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split10_xi[31]) begin
+        else if (lane_split10_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1572,14 +1572,14 @@ always @(ex, _lane_split10_xi) begin: _quant_lane10_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split10_xi[31]) begin
+        if (lane_split10_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split10_xi[31]) begin
+    else if (lane_split10_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1589,18 +1589,18 @@ always @(ex, _lane_split10_xi) begin: _quant_lane10_comb
 end
 
 
-always @(in_data) begin: _lane_split11_split
-    _lane_split11_xi = in_data[352+:32];
+always @(in_data) begin: lane_split11_split
+    lane_split11_xi = in_data[352+:32];
     if ((in_data[(352 + 31)-1:(352 + 23)] == 255)) begin
-        _lane_split11_ki = 0;
+        lane_split11_ki = 0;
     end
     else begin
-        _lane_split11_ki = in_data[352+:31];
+        lane_split11_ki = in_data[352+:31];
     end
 end
 
 
-always @(ex, _lane_split11_xi) begin: _quant_lane11_comb
+always @(lane_split11_xi, ex) begin: _quant_lane11_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1627,8 +1627,8 @@ always @(ex, _lane_split11_xi) begin: _quant_lane11_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split11_xi[31-1:23];
-    frac = _lane_split11_xi[23-1:0];
+    be = lane_split11_xi[31-1:23];
+    frac = lane_split11_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1674,7 +1674,7 @@ always @(ex, _lane_split11_xi) begin: _quant_lane11_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split11_xi[31]) begin
+        else if (lane_split11_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1682,14 +1682,14 @@ always @(ex, _lane_split11_xi) begin: _quant_lane11_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split11_xi[31]) begin
+        if (lane_split11_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split11_xi[31]) begin
+    else if (lane_split11_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1699,18 +1699,18 @@ always @(ex, _lane_split11_xi) begin: _quant_lane11_comb
 end
 
 
-always @(in_data) begin: _lane_split12_split
-    _lane_split12_xi = in_data[384+:32];
+always @(in_data) begin: lane_split12_split
+    lane_split12_xi = in_data[384+:32];
     if ((in_data[(384 + 31)-1:(384 + 23)] == 255)) begin
-        _lane_split12_ki = 0;
+        lane_split12_ki = 0;
     end
     else begin
-        _lane_split12_ki = in_data[384+:31];
+        lane_split12_ki = in_data[384+:31];
     end
 end
 
 
-always @(ex, _lane_split12_xi) begin: _quant_lane12_comb
+always @(lane_split12_xi, ex) begin: _quant_lane12_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1737,8 +1737,8 @@ always @(ex, _lane_split12_xi) begin: _quant_lane12_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split12_xi[31-1:23];
-    frac = _lane_split12_xi[23-1:0];
+    be = lane_split12_xi[31-1:23];
+    frac = lane_split12_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1784,7 +1784,7 @@ always @(ex, _lane_split12_xi) begin: _quant_lane12_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split12_xi[31]) begin
+        else if (lane_split12_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1792,14 +1792,14 @@ always @(ex, _lane_split12_xi) begin: _quant_lane12_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split12_xi[31]) begin
+        if (lane_split12_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split12_xi[31]) begin
+    else if (lane_split12_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1809,18 +1809,18 @@ always @(ex, _lane_split12_xi) begin: _quant_lane12_comb
 end
 
 
-always @(in_data) begin: _lane_split13_split
-    _lane_split13_xi = in_data[416+:32];
+always @(in_data) begin: lane_split13_split
+    lane_split13_xi = in_data[416+:32];
     if ((in_data[(416 + 31)-1:(416 + 23)] == 255)) begin
-        _lane_split13_ki = 0;
+        lane_split13_ki = 0;
     end
     else begin
-        _lane_split13_ki = in_data[416+:31];
+        lane_split13_ki = in_data[416+:31];
     end
 end
 
 
-always @(ex, _lane_split13_xi) begin: _quant_lane13_comb
+always @(lane_split13_xi, ex) begin: _quant_lane13_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1847,8 +1847,8 @@ always @(ex, _lane_split13_xi) begin: _quant_lane13_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split13_xi[31-1:23];
-    frac = _lane_split13_xi[23-1:0];
+    be = lane_split13_xi[31-1:23];
+    frac = lane_split13_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -1894,7 +1894,7 @@ always @(ex, _lane_split13_xi) begin: _quant_lane13_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split13_xi[31]) begin
+        else if (lane_split13_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -1902,14 +1902,14 @@ always @(ex, _lane_split13_xi) begin: _quant_lane13_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split13_xi[31]) begin
+        if (lane_split13_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split13_xi[31]) begin
+    else if (lane_split13_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -1919,18 +1919,18 @@ always @(ex, _lane_split13_xi) begin: _quant_lane13_comb
 end
 
 
-always @(in_data) begin: _lane_split14_split
-    _lane_split14_xi = in_data[448+:32];
+always @(in_data) begin: lane_split14_split
+    lane_split14_xi = in_data[448+:32];
     if ((in_data[(448 + 31)-1:(448 + 23)] == 255)) begin
-        _lane_split14_ki = 0;
+        lane_split14_ki = 0;
     end
     else begin
-        _lane_split14_ki = in_data[448+:31];
+        lane_split14_ki = in_data[448+:31];
     end
 end
 
 
-always @(ex, _lane_split14_xi) begin: _quant_lane14_comb
+always @(lane_split14_xi, ex) begin: _quant_lane14_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -1957,8 +1957,8 @@ always @(ex, _lane_split14_xi) begin: _quant_lane14_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split14_xi[31-1:23];
-    frac = _lane_split14_xi[23-1:0];
+    be = lane_split14_xi[31-1:23];
+    frac = lane_split14_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -2004,7 +2004,7 @@ always @(ex, _lane_split14_xi) begin: _quant_lane14_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split14_xi[31]) begin
+        else if (lane_split14_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -2012,14 +2012,14 @@ always @(ex, _lane_split14_xi) begin: _quant_lane14_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split14_xi[31]) begin
+        if (lane_split14_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split14_xi[31]) begin
+    else if (lane_split14_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -2029,18 +2029,18 @@ always @(ex, _lane_split14_xi) begin: _quant_lane14_comb
 end
 
 
-always @(in_data) begin: _lane_split15_split
-    _lane_split15_xi = in_data[480+:32];
+always @(in_data) begin: lane_split15_split
+    lane_split15_xi = in_data[480+:32];
     if ((in_data[(480 + 31)-1:(480 + 23)] == 255)) begin
-        _lane_split15_ki = 0;
+        lane_split15_ki = 0;
     end
     else begin
-        _lane_split15_ki = in_data[480+:31];
+        lane_split15_ki = in_data[480+:31];
     end
 end
 
 
-always @(ex, _lane_split15_xi) begin: _quant_lane15_comb
+always @(lane_split15_xi, ex) begin: _quant_lane15_comb
     reg [8-1:0] be;
     reg [23-1:0] frac;
     reg [24-1:0] sig;
@@ -2067,8 +2067,8 @@ always @(ex, _lane_split15_xi) begin: _quant_lane15_comb
     mag = 41'h0;
     neg = 16'h0;
     ovf = (0 != 0);
-    be = _lane_split15_xi[31-1:23];
-    frac = _lane_split15_xi[23-1:0];
+    be = lane_split15_xi[31-1:23];
+    frac = lane_split15_xi[23-1:0];
     if ((be == 0)) begin
         sig = {(0 != 0), frac};
         be_eff = 1;
@@ -2114,7 +2114,7 @@ always @(ex, _lane_split15_xi) begin: _quant_lane15_comb
         if ((frac != 0)) begin
             neg = 0;
         end
-        else if (_lane_split15_xi[31]) begin
+        else if (lane_split15_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
@@ -2122,14 +2122,14 @@ always @(ex, _lane_split15_xi) begin: _quant_lane15_comb
         end
     end
     else if ((ovf && 1'b1)) begin
-        if (_lane_split15_xi[31]) begin
+        if (lane_split15_xi[31]) begin
             neg = ((~16'h7fff) + 1);
         end
         else begin
             neg = 32767;
         end
     end
-    else if (_lane_split15_xi[31]) begin
+    else if (lane_split15_xi[31]) begin
         neg = ((~mag[16-1:0]) + 1);
     end
     else begin
@@ -2140,215 +2140,215 @@ end
 
 
 
-assign _max_tree0__max_tree1__max_tree2__max_tree3_lo_max = _lane_split0_ki;
+assign max_tree0_max_tree1_max_tree2_max_tree3_lo_max = lane_split0_ki;
 
 
 
-assign _max_tree0__max_tree1__max_tree2__max_tree3_hi_max = _lane_split1_ki;
+assign max_tree0_max_tree1_max_tree2_max_tree3_hi_max = lane_split1_ki;
 
 
-always @(_max_tree0__max_tree1__max_tree2__max_tree3_hi_max, _max_tree0__max_tree1__max_tree2__max_tree3_lo_max) begin: _max_tree0__max_tree1__max_tree2__max_tree3_pick
-    if ((_max_tree0__max_tree1__max_tree2__max_tree3_hi_max > _max_tree0__max_tree1__max_tree2__max_tree3_lo_max)) begin
-        _max_tree0__max_tree1__max_tree2_lo_max = _max_tree0__max_tree1__max_tree2__max_tree3_hi_max;
+always @(max_tree0_max_tree1_max_tree2_max_tree3_lo_max, max_tree0_max_tree1_max_tree2_max_tree3_hi_max) begin: max_tree0_max_tree1_max_tree2_max_tree3_pick
+    if ((max_tree0_max_tree1_max_tree2_max_tree3_hi_max > max_tree0_max_tree1_max_tree2_max_tree3_lo_max)) begin
+        max_tree0_max_tree1_max_tree2_lo_max = max_tree0_max_tree1_max_tree2_max_tree3_hi_max;
     end
     else begin
-        _max_tree0__max_tree1__max_tree2_lo_max = _max_tree0__max_tree1__max_tree2__max_tree3_lo_max;
+        max_tree0_max_tree1_max_tree2_lo_max = max_tree0_max_tree1_max_tree2_max_tree3_lo_max;
     end
 end
 
 
 
-assign _max_tree0__max_tree1__max_tree2__max_tree6_lo_max = _lane_split2_ki;
+assign max_tree0_max_tree1_max_tree2_max_tree6_lo_max = lane_split2_ki;
 
 
 
-assign _max_tree0__max_tree1__max_tree2__max_tree6_hi_max = _lane_split3_ki;
+assign max_tree0_max_tree1_max_tree2_max_tree6_hi_max = lane_split3_ki;
 
 
-always @(_max_tree0__max_tree1__max_tree2__max_tree6_hi_max, _max_tree0__max_tree1__max_tree2__max_tree6_lo_max) begin: _max_tree0__max_tree1__max_tree2__max_tree6_pick
-    if ((_max_tree0__max_tree1__max_tree2__max_tree6_hi_max > _max_tree0__max_tree1__max_tree2__max_tree6_lo_max)) begin
-        _max_tree0__max_tree1__max_tree2_hi_max = _max_tree0__max_tree1__max_tree2__max_tree6_hi_max;
+always @(max_tree0_max_tree1_max_tree2_max_tree6_lo_max, max_tree0_max_tree1_max_tree2_max_tree6_hi_max) begin: max_tree0_max_tree1_max_tree2_max_tree6_pick
+    if ((max_tree0_max_tree1_max_tree2_max_tree6_hi_max > max_tree0_max_tree1_max_tree2_max_tree6_lo_max)) begin
+        max_tree0_max_tree1_max_tree2_hi_max = max_tree0_max_tree1_max_tree2_max_tree6_hi_max;
     end
     else begin
-        _max_tree0__max_tree1__max_tree2_hi_max = _max_tree0__max_tree1__max_tree2__max_tree6_lo_max;
+        max_tree0_max_tree1_max_tree2_hi_max = max_tree0_max_tree1_max_tree2_max_tree6_lo_max;
     end
 end
 
 
-always @(_max_tree0__max_tree1__max_tree2_hi_max, _max_tree0__max_tree1__max_tree2_lo_max) begin: _max_tree0__max_tree1__max_tree2_pick
-    if ((_max_tree0__max_tree1__max_tree2_hi_max > _max_tree0__max_tree1__max_tree2_lo_max)) begin
-        _max_tree0__max_tree1_lo_max = _max_tree0__max_tree1__max_tree2_hi_max;
+always @(max_tree0_max_tree1_max_tree2_lo_max, max_tree0_max_tree1_max_tree2_hi_max) begin: max_tree0_max_tree1_max_tree2_pick
+    if ((max_tree0_max_tree1_max_tree2_hi_max > max_tree0_max_tree1_max_tree2_lo_max)) begin
+        max_tree0_max_tree1_lo_max = max_tree0_max_tree1_max_tree2_hi_max;
     end
     else begin
-        _max_tree0__max_tree1_lo_max = _max_tree0__max_tree1__max_tree2_lo_max;
-    end
-end
-
-
-
-assign _max_tree0__max_tree1__max_tree9__max_tree10_lo_max = _lane_split4_ki;
-
-
-
-assign _max_tree0__max_tree1__max_tree9__max_tree10_hi_max = _lane_split5_ki;
-
-
-always @(_max_tree0__max_tree1__max_tree9__max_tree10_hi_max, _max_tree0__max_tree1__max_tree9__max_tree10_lo_max) begin: _max_tree0__max_tree1__max_tree9__max_tree10_pick
-    if ((_max_tree0__max_tree1__max_tree9__max_tree10_hi_max > _max_tree0__max_tree1__max_tree9__max_tree10_lo_max)) begin
-        _max_tree0__max_tree1__max_tree9_lo_max = _max_tree0__max_tree1__max_tree9__max_tree10_hi_max;
-    end
-    else begin
-        _max_tree0__max_tree1__max_tree9_lo_max = _max_tree0__max_tree1__max_tree9__max_tree10_lo_max;
+        max_tree0_max_tree1_lo_max = max_tree0_max_tree1_max_tree2_lo_max;
     end
 end
 
 
 
-assign _max_tree0__max_tree1__max_tree9__max_tree13_lo_max = _lane_split6_ki;
+assign max_tree0_max_tree1_max_tree9_max_tree10_lo_max = lane_split4_ki;
 
 
 
-assign _max_tree0__max_tree1__max_tree9__max_tree13_hi_max = _lane_split7_ki;
+assign max_tree0_max_tree1_max_tree9_max_tree10_hi_max = lane_split5_ki;
 
 
-always @(_max_tree0__max_tree1__max_tree9__max_tree13_hi_max, _max_tree0__max_tree1__max_tree9__max_tree13_lo_max) begin: _max_tree0__max_tree1__max_tree9__max_tree13_pick
-    if ((_max_tree0__max_tree1__max_tree9__max_tree13_hi_max > _max_tree0__max_tree1__max_tree9__max_tree13_lo_max)) begin
-        _max_tree0__max_tree1__max_tree9_hi_max = _max_tree0__max_tree1__max_tree9__max_tree13_hi_max;
+always @(max_tree0_max_tree1_max_tree9_max_tree10_lo_max, max_tree0_max_tree1_max_tree9_max_tree10_hi_max) begin: max_tree0_max_tree1_max_tree9_max_tree10_pick
+    if ((max_tree0_max_tree1_max_tree9_max_tree10_hi_max > max_tree0_max_tree1_max_tree9_max_tree10_lo_max)) begin
+        max_tree0_max_tree1_max_tree9_lo_max = max_tree0_max_tree1_max_tree9_max_tree10_hi_max;
     end
     else begin
-        _max_tree0__max_tree1__max_tree9_hi_max = _max_tree0__max_tree1__max_tree9__max_tree13_lo_max;
-    end
-end
-
-
-always @(_max_tree0__max_tree1__max_tree9_hi_max, _max_tree0__max_tree1__max_tree9_lo_max) begin: _max_tree0__max_tree1__max_tree9_pick
-    if ((_max_tree0__max_tree1__max_tree9_hi_max > _max_tree0__max_tree1__max_tree9_lo_max)) begin
-        _max_tree0__max_tree1_hi_max = _max_tree0__max_tree1__max_tree9_hi_max;
-    end
-    else begin
-        _max_tree0__max_tree1_hi_max = _max_tree0__max_tree1__max_tree9_lo_max;
-    end
-end
-
-
-always @(_max_tree0__max_tree1_hi_max, _max_tree0__max_tree1_lo_max) begin: _max_tree0__max_tree1_pick
-    if ((_max_tree0__max_tree1_hi_max > _max_tree0__max_tree1_lo_max)) begin
-        _max_tree0_lo_max = _max_tree0__max_tree1_hi_max;
-    end
-    else begin
-        _max_tree0_lo_max = _max_tree0__max_tree1_lo_max;
+        max_tree0_max_tree1_max_tree9_lo_max = max_tree0_max_tree1_max_tree9_max_tree10_lo_max;
     end
 end
 
 
 
-assign _max_tree0__max_tree16__max_tree17__max_tree18_lo_max = _lane_split8_ki;
+assign max_tree0_max_tree1_max_tree9_max_tree13_lo_max = lane_split6_ki;
 
 
 
-assign _max_tree0__max_tree16__max_tree17__max_tree18_hi_max = _lane_split9_ki;
+assign max_tree0_max_tree1_max_tree9_max_tree13_hi_max = lane_split7_ki;
 
 
-always @(_max_tree0__max_tree16__max_tree17__max_tree18_hi_max, _max_tree0__max_tree16__max_tree17__max_tree18_lo_max) begin: _max_tree0__max_tree16__max_tree17__max_tree18_pick
-    if ((_max_tree0__max_tree16__max_tree17__max_tree18_hi_max > _max_tree0__max_tree16__max_tree17__max_tree18_lo_max)) begin
-        _max_tree0__max_tree16__max_tree17_lo_max = _max_tree0__max_tree16__max_tree17__max_tree18_hi_max;
+always @(max_tree0_max_tree1_max_tree9_max_tree13_lo_max, max_tree0_max_tree1_max_tree9_max_tree13_hi_max) begin: max_tree0_max_tree1_max_tree9_max_tree13_pick
+    if ((max_tree0_max_tree1_max_tree9_max_tree13_hi_max > max_tree0_max_tree1_max_tree9_max_tree13_lo_max)) begin
+        max_tree0_max_tree1_max_tree9_hi_max = max_tree0_max_tree1_max_tree9_max_tree13_hi_max;
     end
     else begin
-        _max_tree0__max_tree16__max_tree17_lo_max = _max_tree0__max_tree16__max_tree17__max_tree18_lo_max;
+        max_tree0_max_tree1_max_tree9_hi_max = max_tree0_max_tree1_max_tree9_max_tree13_lo_max;
+    end
+end
+
+
+always @(max_tree0_max_tree1_max_tree9_lo_max, max_tree0_max_tree1_max_tree9_hi_max) begin: max_tree0_max_tree1_max_tree9_pick
+    if ((max_tree0_max_tree1_max_tree9_hi_max > max_tree0_max_tree1_max_tree9_lo_max)) begin
+        max_tree0_max_tree1_hi_max = max_tree0_max_tree1_max_tree9_hi_max;
+    end
+    else begin
+        max_tree0_max_tree1_hi_max = max_tree0_max_tree1_max_tree9_lo_max;
+    end
+end
+
+
+always @(max_tree0_max_tree1_lo_max, max_tree0_max_tree1_hi_max) begin: max_tree0_max_tree1_pick
+    if ((max_tree0_max_tree1_hi_max > max_tree0_max_tree1_lo_max)) begin
+        max_tree0_lo_max = max_tree0_max_tree1_hi_max;
+    end
+    else begin
+        max_tree0_lo_max = max_tree0_max_tree1_lo_max;
     end
 end
 
 
 
-assign _max_tree0__max_tree16__max_tree17__max_tree21_lo_max = _lane_split10_ki;
+assign max_tree0_max_tree16_max_tree17_max_tree18_lo_max = lane_split8_ki;
 
 
 
-assign _max_tree0__max_tree16__max_tree17__max_tree21_hi_max = _lane_split11_ki;
+assign max_tree0_max_tree16_max_tree17_max_tree18_hi_max = lane_split9_ki;
 
 
-always @(_max_tree0__max_tree16__max_tree17__max_tree21_hi_max, _max_tree0__max_tree16__max_tree17__max_tree21_lo_max) begin: _max_tree0__max_tree16__max_tree17__max_tree21_pick
-    if ((_max_tree0__max_tree16__max_tree17__max_tree21_hi_max > _max_tree0__max_tree16__max_tree17__max_tree21_lo_max)) begin
-        _max_tree0__max_tree16__max_tree17_hi_max = _max_tree0__max_tree16__max_tree17__max_tree21_hi_max;
+always @(max_tree0_max_tree16_max_tree17_max_tree18_lo_max, max_tree0_max_tree16_max_tree17_max_tree18_hi_max) begin: max_tree0_max_tree16_max_tree17_max_tree18_pick
+    if ((max_tree0_max_tree16_max_tree17_max_tree18_hi_max > max_tree0_max_tree16_max_tree17_max_tree18_lo_max)) begin
+        max_tree0_max_tree16_max_tree17_lo_max = max_tree0_max_tree16_max_tree17_max_tree18_hi_max;
     end
     else begin
-        _max_tree0__max_tree16__max_tree17_hi_max = _max_tree0__max_tree16__max_tree17__max_tree21_lo_max;
-    end
-end
-
-
-always @(_max_tree0__max_tree16__max_tree17_hi_max, _max_tree0__max_tree16__max_tree17_lo_max) begin: _max_tree0__max_tree16__max_tree17_pick
-    if ((_max_tree0__max_tree16__max_tree17_hi_max > _max_tree0__max_tree16__max_tree17_lo_max)) begin
-        _max_tree0__max_tree16_lo_max = _max_tree0__max_tree16__max_tree17_hi_max;
-    end
-    else begin
-        _max_tree0__max_tree16_lo_max = _max_tree0__max_tree16__max_tree17_lo_max;
+        max_tree0_max_tree16_max_tree17_lo_max = max_tree0_max_tree16_max_tree17_max_tree18_lo_max;
     end
 end
 
 
 
-assign _max_tree0__max_tree16__max_tree24__max_tree25_lo_max = _lane_split12_ki;
+assign max_tree0_max_tree16_max_tree17_max_tree21_lo_max = lane_split10_ki;
 
 
 
-assign _max_tree0__max_tree16__max_tree24__max_tree25_hi_max = _lane_split13_ki;
+assign max_tree0_max_tree16_max_tree17_max_tree21_hi_max = lane_split11_ki;
 
 
-always @(_max_tree0__max_tree16__max_tree24__max_tree25_hi_max, _max_tree0__max_tree16__max_tree24__max_tree25_lo_max) begin: _max_tree0__max_tree16__max_tree24__max_tree25_pick
-    if ((_max_tree0__max_tree16__max_tree24__max_tree25_hi_max > _max_tree0__max_tree16__max_tree24__max_tree25_lo_max)) begin
-        _max_tree0__max_tree16__max_tree24_lo_max = _max_tree0__max_tree16__max_tree24__max_tree25_hi_max;
+always @(max_tree0_max_tree16_max_tree17_max_tree21_lo_max, max_tree0_max_tree16_max_tree17_max_tree21_hi_max) begin: max_tree0_max_tree16_max_tree17_max_tree21_pick
+    if ((max_tree0_max_tree16_max_tree17_max_tree21_hi_max > max_tree0_max_tree16_max_tree17_max_tree21_lo_max)) begin
+        max_tree0_max_tree16_max_tree17_hi_max = max_tree0_max_tree16_max_tree17_max_tree21_hi_max;
     end
     else begin
-        _max_tree0__max_tree16__max_tree24_lo_max = _max_tree0__max_tree16__max_tree24__max_tree25_lo_max;
+        max_tree0_max_tree16_max_tree17_hi_max = max_tree0_max_tree16_max_tree17_max_tree21_lo_max;
+    end
+end
+
+
+always @(max_tree0_max_tree16_max_tree17_lo_max, max_tree0_max_tree16_max_tree17_hi_max) begin: max_tree0_max_tree16_max_tree17_pick
+    if ((max_tree0_max_tree16_max_tree17_hi_max > max_tree0_max_tree16_max_tree17_lo_max)) begin
+        max_tree0_max_tree16_lo_max = max_tree0_max_tree16_max_tree17_hi_max;
+    end
+    else begin
+        max_tree0_max_tree16_lo_max = max_tree0_max_tree16_max_tree17_lo_max;
     end
 end
 
 
 
-assign _max_tree0__max_tree16__max_tree24__max_tree28_lo_max = _lane_split14_ki;
+assign max_tree0_max_tree16_max_tree24_max_tree25_lo_max = lane_split12_ki;
 
 
 
-assign _max_tree0__max_tree16__max_tree24__max_tree28_hi_max = _lane_split15_ki;
+assign max_tree0_max_tree16_max_tree24_max_tree25_hi_max = lane_split13_ki;
 
 
-always @(_max_tree0__max_tree16__max_tree24__max_tree28_hi_max, _max_tree0__max_tree16__max_tree24__max_tree28_lo_max) begin: _max_tree0__max_tree16__max_tree24__max_tree28_pick
-    if ((_max_tree0__max_tree16__max_tree24__max_tree28_hi_max > _max_tree0__max_tree16__max_tree24__max_tree28_lo_max)) begin
-        _max_tree0__max_tree16__max_tree24_hi_max = _max_tree0__max_tree16__max_tree24__max_tree28_hi_max;
+always @(max_tree0_max_tree16_max_tree24_max_tree25_lo_max, max_tree0_max_tree16_max_tree24_max_tree25_hi_max) begin: max_tree0_max_tree16_max_tree24_max_tree25_pick
+    if ((max_tree0_max_tree16_max_tree24_max_tree25_hi_max > max_tree0_max_tree16_max_tree24_max_tree25_lo_max)) begin
+        max_tree0_max_tree16_max_tree24_lo_max = max_tree0_max_tree16_max_tree24_max_tree25_hi_max;
     end
     else begin
-        _max_tree0__max_tree16__max_tree24_hi_max = _max_tree0__max_tree16__max_tree24__max_tree28_lo_max;
+        max_tree0_max_tree16_max_tree24_lo_max = max_tree0_max_tree16_max_tree24_max_tree25_lo_max;
     end
 end
 
 
-always @(_max_tree0__max_tree16__max_tree24_hi_max, _max_tree0__max_tree16__max_tree24_lo_max) begin: _max_tree0__max_tree16__max_tree24_pick
-    if ((_max_tree0__max_tree16__max_tree24_hi_max > _max_tree0__max_tree16__max_tree24_lo_max)) begin
-        _max_tree0__max_tree16_hi_max = _max_tree0__max_tree16__max_tree24_hi_max;
+
+assign max_tree0_max_tree16_max_tree24_max_tree28_lo_max = lane_split14_ki;
+
+
+
+assign max_tree0_max_tree16_max_tree24_max_tree28_hi_max = lane_split15_ki;
+
+
+always @(max_tree0_max_tree16_max_tree24_max_tree28_lo_max, max_tree0_max_tree16_max_tree24_max_tree28_hi_max) begin: max_tree0_max_tree16_max_tree24_max_tree28_pick
+    if ((max_tree0_max_tree16_max_tree24_max_tree28_hi_max > max_tree0_max_tree16_max_tree24_max_tree28_lo_max)) begin
+        max_tree0_max_tree16_max_tree24_hi_max = max_tree0_max_tree16_max_tree24_max_tree28_hi_max;
     end
     else begin
-        _max_tree0__max_tree16_hi_max = _max_tree0__max_tree16__max_tree24_lo_max;
+        max_tree0_max_tree16_max_tree24_hi_max = max_tree0_max_tree16_max_tree24_max_tree28_lo_max;
     end
 end
 
 
-always @(_max_tree0__max_tree16_hi_max, _max_tree0__max_tree16_lo_max) begin: _max_tree0__max_tree16_pick
-    if ((_max_tree0__max_tree16_hi_max > _max_tree0__max_tree16_lo_max)) begin
-        _max_tree0_hi_max = _max_tree0__max_tree16_hi_max;
+always @(max_tree0_max_tree16_max_tree24_lo_max, max_tree0_max_tree16_max_tree24_hi_max) begin: max_tree0_max_tree16_max_tree24_pick
+    if ((max_tree0_max_tree16_max_tree24_hi_max > max_tree0_max_tree16_max_tree24_lo_max)) begin
+        max_tree0_max_tree16_hi_max = max_tree0_max_tree16_max_tree24_hi_max;
     end
     else begin
-        _max_tree0_hi_max = _max_tree0__max_tree16_lo_max;
+        max_tree0_max_tree16_hi_max = max_tree0_max_tree16_max_tree24_lo_max;
     end
 end
 
 
-always @(_max_tree0_hi_max, _max_tree0_lo_max) begin: _max_tree0_pick
-    if ((_max_tree0_hi_max > _max_tree0_lo_max)) begin
-        absmax = _max_tree0_hi_max;
+always @(max_tree0_max_tree16_lo_max, max_tree0_max_tree16_hi_max) begin: max_tree0_max_tree16_pick
+    if ((max_tree0_max_tree16_hi_max > max_tree0_max_tree16_lo_max)) begin
+        max_tree0_hi_max = max_tree0_max_tree16_hi_max;
     end
     else begin
-        absmax = _max_tree0_lo_max;
+        max_tree0_hi_max = max_tree0_max_tree16_lo_max;
+    end
+end
+
+
+always @(max_tree0_lo_max, max_tree0_hi_max) begin: max_tree0_pick
+    if ((max_tree0_hi_max > max_tree0_lo_max)) begin
+        absmax = max_tree0_hi_max;
+    end
+    else begin
+        absmax = max_tree0_lo_max;
     end
 end
 
@@ -2358,282 +2358,282 @@ assign frac32 = {9'h0, absmax[23-1:0]};
 
 
 
-assign _msb0__msb1__msb2__msb3_hi_i = _msb0__msb1__msb2__msb3_hi[1];
-assign _msb0__msb1__msb2__msb3__msb4_unused_lsb = _msb0__msb1__msb2__msb3_hi[0];
+assign msb_index0_msb_index1_msb_index2_msb_index3_hi_i = msb_index0_msb_index1_msb_index2_msb_index3_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_hi[0];
 
 
 
-assign _msb0__msb1__msb2__msb3_lo_i = _msb0__msb1__msb2__msb3_lo[1];
-assign _msb0__msb1__msb2__msb3__msb5_unused_lsb = _msb0__msb1__msb2__msb3_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index3_lo_i = msb_index0_msb_index1_msb_index2_msb_index3_lo[1];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_lo[0];
 
 
-always @(_msb0__msb1__msb2_hi, _msb0__msb1__msb2__msb3_hi_i, _msb0__msb1__msb2__msb3_lo_i) begin: _msb0__msb1__msb2__msb3_node
-    _msb0__msb1__msb2__msb3_hi = _msb0__msb1__msb2_hi[4-1:2];
-    _msb0__msb1__msb2__msb3_lo = _msb0__msb1__msb2_hi[2-1:0];
-    if ((_msb0__msb1__msb2_hi[4-1:2] != 0)) begin
-        _msb0__msb1__msb2_hi_i = {(1 != 0), _msb0__msb1__msb2__msb3_hi_i};
+always @(msb_index0_msb_index1_msb_index2_msb_index3_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_hi_i, msb_index0_msb_index1_msb_index2_hi) begin: msb_index0_msb_index1_msb_index2_msb_index3_node
+    msb_index0_msb_index1_msb_index2_msb_index3_hi = msb_index0_msb_index1_msb_index2_hi[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index3_lo = msb_index0_msb_index1_msb_index2_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
     end
     else begin
-        _msb0__msb1__msb2_hi_i = {(0 != 0), _msb0__msb1__msb2__msb3_lo_i};
+        msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
     end
 end
 
 
 
-assign _msb0__msb1__msb2__msb6_hi_i = _msb0__msb1__msb2__msb6_hi[1];
-assign _msb0__msb1__msb2__msb6__msb7_unused_lsb = _msb0__msb1__msb2__msb6_hi[0];
+assign msb_index0_msb_index1_msb_index2_msb_index6_hi_i = msb_index0_msb_index1_msb_index2_msb_index6_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index6_msb_index7_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index6_hi[0];
 
 
 
-assign _msb0__msb1__msb2__msb6_lo_i = _msb0__msb1__msb2__msb6_lo[1];
-assign _msb0__msb1__msb2__msb6__msb8_unused_lsb = _msb0__msb1__msb2__msb6_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index6_lo_i = msb_index0_msb_index1_msb_index2_msb_index6_lo[1];
+assign msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index6_lo[0];
 
 
-always @(_msb0__msb1__msb2_lo, _msb0__msb1__msb2__msb6_hi_i, _msb0__msb1__msb2__msb6_lo_i) begin: _msb0__msb1__msb2__msb6_node
-    _msb0__msb1__msb2__msb6_hi = _msb0__msb1__msb2_lo[4-1:2];
-    _msb0__msb1__msb2__msb6_lo = _msb0__msb1__msb2_lo[2-1:0];
-    if ((_msb0__msb1__msb2_lo[4-1:2] != 0)) begin
-        _msb0__msb1__msb2_lo_i = {(1 != 0), _msb0__msb1__msb2__msb6_hi_i};
+always @(msb_index0_msb_index1_msb_index2_msb_index6_lo_i, msb_index0_msb_index1_msb_index2_msb_index6_hi_i, msb_index0_msb_index1_msb_index2_lo) begin: msb_index0_msb_index1_msb_index2_msb_index6_node
+    msb_index0_msb_index1_msb_index2_msb_index6_hi = msb_index0_msb_index1_msb_index2_lo[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index6_lo = msb_index0_msb_index1_msb_index2_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index6_hi_i};
     end
     else begin
-        _msb0__msb1__msb2_lo_i = {(0 != 0), _msb0__msb1__msb2__msb6_lo_i};
+        msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index6_lo_i};
     end
 end
 
 
-always @(_msb0__msb1_hi, _msb0__msb1__msb2_hi_i, _msb0__msb1__msb2_lo_i) begin: _msb0__msb1__msb2_node
-    _msb0__msb1__msb2_hi = _msb0__msb1_hi[8-1:4];
-    _msb0__msb1__msb2_lo = _msb0__msb1_hi[4-1:0];
-    if ((_msb0__msb1_hi[8-1:4] != 0)) begin
-        _msb0__msb1_hi_i = {(1 != 0), _msb0__msb1__msb2_hi_i};
+always @(msb_index0_msb_index1_msb_index2_lo_i, msb_index0_msb_index1_msb_index2_hi_i, msb_index0_msb_index1_hi) begin: msb_index0_msb_index1_msb_index2_node
+    msb_index0_msb_index1_msb_index2_hi = msb_index0_msb_index1_hi[8-1:4];
+    msb_index0_msb_index1_msb_index2_lo = msb_index0_msb_index1_hi[4-1:0];
+    if ((msb_index0_msb_index1_hi[8-1:4] != 0)) begin
+        msb_index0_msb_index1_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_hi_i};
     end
     else begin
-        _msb0__msb1_hi_i = {(0 != 0), _msb0__msb1__msb2_lo_i};
-    end
-end
-
-
-
-assign _msb0__msb1__msb9__msb10_hi_i = _msb0__msb1__msb9__msb10_hi[1];
-assign _msb0__msb1__msb9__msb10__msb11_unused_lsb = _msb0__msb1__msb9__msb10_hi[0];
-
-
-
-assign _msb0__msb1__msb9__msb10_lo_i = _msb0__msb1__msb9__msb10_lo[1];
-assign _msb0__msb1__msb9__msb10__msb12_unused_lsb = _msb0__msb1__msb9__msb10_lo[0];
-
-
-always @(_msb0__msb1__msb9_hi, _msb0__msb1__msb9__msb10_hi_i, _msb0__msb1__msb9__msb10_lo_i) begin: _msb0__msb1__msb9__msb10_node
-    _msb0__msb1__msb9__msb10_hi = _msb0__msb1__msb9_hi[4-1:2];
-    _msb0__msb1__msb9__msb10_lo = _msb0__msb1__msb9_hi[2-1:0];
-    if ((_msb0__msb1__msb9_hi[4-1:2] != 0)) begin
-        _msb0__msb1__msb9_hi_i = {(1 != 0), _msb0__msb1__msb9__msb10_hi_i};
-    end
-    else begin
-        _msb0__msb1__msb9_hi_i = {(0 != 0), _msb0__msb1__msb9__msb10_lo_i};
+        msb_index0_msb_index1_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_lo_i};
     end
 end
 
 
 
-assign _msb0__msb1__msb9__msb13_hi_i = _msb0__msb1__msb9__msb13_hi[1];
-assign _msb0__msb1__msb9__msb13__msb14_unused_lsb = _msb0__msb1__msb9__msb13_hi[0];
+assign msb_index0_msb_index1_msb_index9_msb_index10_hi_i = msb_index0_msb_index1_msb_index9_msb_index10_hi[1];
+assign msb_index0_msb_index1_msb_index9_msb_index10_msb_index11_unused_lsb = msb_index0_msb_index1_msb_index9_msb_index10_hi[0];
 
 
 
-assign _msb0__msb1__msb9__msb13_lo_i = _msb0__msb1__msb9__msb13_lo[1];
-assign _msb0__msb1__msb9__msb13__msb15_unused_lsb = _msb0__msb1__msb9__msb13_lo[0];
+assign msb_index0_msb_index1_msb_index9_msb_index10_lo_i = msb_index0_msb_index1_msb_index9_msb_index10_lo[1];
+assign msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb = msb_index0_msb_index1_msb_index9_msb_index10_lo[0];
 
 
-always @(_msb0__msb1__msb9_lo, _msb0__msb1__msb9__msb13_hi_i, _msb0__msb1__msb9__msb13_lo_i) begin: _msb0__msb1__msb9__msb13_node
-    _msb0__msb1__msb9__msb13_hi = _msb0__msb1__msb9_lo[4-1:2];
-    _msb0__msb1__msb9__msb13_lo = _msb0__msb1__msb9_lo[2-1:0];
-    if ((_msb0__msb1__msb9_lo[4-1:2] != 0)) begin
-        _msb0__msb1__msb9_lo_i = {(1 != 0), _msb0__msb1__msb9__msb13_hi_i};
+always @(msb_index0_msb_index1_msb_index9_msb_index10_lo_i, msb_index0_msb_index1_msb_index9_msb_index10_hi_i, msb_index0_msb_index1_msb_index9_hi) begin: msb_index0_msb_index1_msb_index9_msb_index10_node
+    msb_index0_msb_index1_msb_index9_msb_index10_hi = msb_index0_msb_index1_msb_index9_hi[4-1:2];
+    msb_index0_msb_index1_msb_index9_msb_index10_lo = msb_index0_msb_index1_msb_index9_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index9_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index9_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index9_msb_index10_hi_i};
     end
     else begin
-        _msb0__msb1__msb9_lo_i = {(0 != 0), _msb0__msb1__msb9__msb13_lo_i};
-    end
-end
-
-
-always @(_msb0__msb1_lo, _msb0__msb1__msb9_hi_i, _msb0__msb1__msb9_lo_i) begin: _msb0__msb1__msb9_node
-    _msb0__msb1__msb9_hi = _msb0__msb1_lo[8-1:4];
-    _msb0__msb1__msb9_lo = _msb0__msb1_lo[4-1:0];
-    if ((_msb0__msb1_lo[8-1:4] != 0)) begin
-        _msb0__msb1_lo_i = {(1 != 0), _msb0__msb1__msb9_hi_i};
-    end
-    else begin
-        _msb0__msb1_lo_i = {(0 != 0), _msb0__msb1__msb9_lo_i};
-    end
-end
-
-
-always @(_msb0_hi, _msb0__msb1_hi_i, _msb0__msb1_lo_i) begin: _msb0__msb1_node
-    _msb0__msb1_hi = _msb0_hi[16-1:8];
-    _msb0__msb1_lo = _msb0_hi[8-1:0];
-    if ((_msb0_hi[16-1:8] != 0)) begin
-        _msb0_hi_i = {(1 != 0), _msb0__msb1_hi_i};
-    end
-    else begin
-        _msb0_hi_i = {(0 != 0), _msb0__msb1_lo_i};
+        msb_index0_msb_index1_msb_index9_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index9_msb_index10_lo_i};
     end
 end
 
 
 
-assign _msb0__msb16__msb17__msb18_hi_i = _msb0__msb16__msb17__msb18_hi[1];
-assign _msb0__msb16__msb17__msb18__msb19_unused_lsb = _msb0__msb16__msb17__msb18_hi[0];
+assign msb_index0_msb_index1_msb_index9_msb_index13_hi_i = msb_index0_msb_index1_msb_index9_msb_index13_hi[1];
+assign msb_index0_msb_index1_msb_index9_msb_index13_msb_index14_unused_lsb = msb_index0_msb_index1_msb_index9_msb_index13_hi[0];
 
 
 
-assign _msb0__msb16__msb17__msb18_lo_i = _msb0__msb16__msb17__msb18_lo[1];
-assign _msb0__msb16__msb17__msb18__msb20_unused_lsb = _msb0__msb16__msb17__msb18_lo[0];
+assign msb_index0_msb_index1_msb_index9_msb_index13_lo_i = msb_index0_msb_index1_msb_index9_msb_index13_lo[1];
+assign msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb = msb_index0_msb_index1_msb_index9_msb_index13_lo[0];
 
 
-always @(_msb0__msb16__msb17_hi, _msb0__msb16__msb17__msb18_hi_i, _msb0__msb16__msb17__msb18_lo_i) begin: _msb0__msb16__msb17__msb18_node
-    _msb0__msb16__msb17__msb18_hi = _msb0__msb16__msb17_hi[4-1:2];
-    _msb0__msb16__msb17__msb18_lo = _msb0__msb16__msb17_hi[2-1:0];
-    if ((_msb0__msb16__msb17_hi[4-1:2] != 0)) begin
-        _msb0__msb16__msb17_hi_i = {(1 != 0), _msb0__msb16__msb17__msb18_hi_i};
+always @(msb_index0_msb_index1_msb_index9_msb_index13_lo_i, msb_index0_msb_index1_msb_index9_msb_index13_hi_i, msb_index0_msb_index1_msb_index9_lo) begin: msb_index0_msb_index1_msb_index9_msb_index13_node
+    msb_index0_msb_index1_msb_index9_msb_index13_hi = msb_index0_msb_index1_msb_index9_lo[4-1:2];
+    msb_index0_msb_index1_msb_index9_msb_index13_lo = msb_index0_msb_index1_msb_index9_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index9_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index9_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index9_msb_index13_hi_i};
     end
     else begin
-        _msb0__msb16__msb17_hi_i = {(0 != 0), _msb0__msb16__msb17__msb18_lo_i};
+        msb_index0_msb_index1_msb_index9_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index9_msb_index13_lo_i};
+    end
+end
+
+
+always @(msb_index0_msb_index1_msb_index9_lo_i, msb_index0_msb_index1_msb_index9_hi_i, msb_index0_msb_index1_lo) begin: msb_index0_msb_index1_msb_index9_node
+    msb_index0_msb_index1_msb_index9_hi = msb_index0_msb_index1_lo[8-1:4];
+    msb_index0_msb_index1_msb_index9_lo = msb_index0_msb_index1_lo[4-1:0];
+    if ((msb_index0_msb_index1_lo[8-1:4] != 0)) begin
+        msb_index0_msb_index1_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index9_hi_i};
+    end
+    else begin
+        msb_index0_msb_index1_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index9_lo_i};
+    end
+end
+
+
+always @(msb_index0_msb_index1_lo_i, msb_index0_msb_index1_hi_i, msb_index0_hi) begin: msb_index0_msb_index1_node
+    msb_index0_msb_index1_hi = msb_index0_hi[16-1:8];
+    msb_index0_msb_index1_lo = msb_index0_hi[8-1:0];
+    if ((msb_index0_hi[16-1:8] != 0)) begin
+        msb_index0_hi_i = {(1 != 0), msb_index0_msb_index1_hi_i};
+    end
+    else begin
+        msb_index0_hi_i = {(0 != 0), msb_index0_msb_index1_lo_i};
     end
 end
 
 
 
-assign _msb0__msb16__msb17__msb21_hi_i = _msb0__msb16__msb17__msb21_hi[1];
-assign _msb0__msb16__msb17__msb21__msb22_unused_lsb = _msb0__msb16__msb17__msb21_hi[0];
+assign msb_index0_msb_index16_msb_index17_msb_index18_hi_i = msb_index0_msb_index16_msb_index17_msb_index18_hi[1];
+assign msb_index0_msb_index16_msb_index17_msb_index18_msb_index19_unused_lsb = msb_index0_msb_index16_msb_index17_msb_index18_hi[0];
 
 
 
-assign _msb0__msb16__msb17__msb21_lo_i = _msb0__msb16__msb17__msb21_lo[1];
-assign _msb0__msb16__msb17__msb21__msb23_unused_lsb = _msb0__msb16__msb17__msb21_lo[0];
+assign msb_index0_msb_index16_msb_index17_msb_index18_lo_i = msb_index0_msb_index16_msb_index17_msb_index18_lo[1];
+assign msb_index0_msb_index16_msb_index17_msb_index18_msb_index20_unused_lsb = msb_index0_msb_index16_msb_index17_msb_index18_lo[0];
 
 
-always @(_msb0__msb16__msb17_lo, _msb0__msb16__msb17__msb21_hi_i, _msb0__msb16__msb17__msb21_lo_i) begin: _msb0__msb16__msb17__msb21_node
-    _msb0__msb16__msb17__msb21_hi = _msb0__msb16__msb17_lo[4-1:2];
-    _msb0__msb16__msb17__msb21_lo = _msb0__msb16__msb17_lo[2-1:0];
-    if ((_msb0__msb16__msb17_lo[4-1:2] != 0)) begin
-        _msb0__msb16__msb17_lo_i = {(1 != 0), _msb0__msb16__msb17__msb21_hi_i};
+always @(msb_index0_msb_index16_msb_index17_msb_index18_lo_i, msb_index0_msb_index16_msb_index17_msb_index18_hi_i, msb_index0_msb_index16_msb_index17_hi) begin: msb_index0_msb_index16_msb_index17_msb_index18_node
+    msb_index0_msb_index16_msb_index17_msb_index18_hi = msb_index0_msb_index16_msb_index17_hi[4-1:2];
+    msb_index0_msb_index16_msb_index17_msb_index18_lo = msb_index0_msb_index16_msb_index17_hi[2-1:0];
+    if ((msb_index0_msb_index16_msb_index17_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index16_msb_index17_hi_i = {(1 != 0), msb_index0_msb_index16_msb_index17_msb_index18_hi_i};
     end
     else begin
-        _msb0__msb16__msb17_lo_i = {(0 != 0), _msb0__msb16__msb17__msb21_lo_i};
-    end
-end
-
-
-always @(_msb0__msb16_hi, _msb0__msb16__msb17_hi_i, _msb0__msb16__msb17_lo_i) begin: _msb0__msb16__msb17_node
-    _msb0__msb16__msb17_hi = _msb0__msb16_hi[8-1:4];
-    _msb0__msb16__msb17_lo = _msb0__msb16_hi[4-1:0];
-    if ((_msb0__msb16_hi[8-1:4] != 0)) begin
-        _msb0__msb16_hi_i = {(1 != 0), _msb0__msb16__msb17_hi_i};
-    end
-    else begin
-        _msb0__msb16_hi_i = {(0 != 0), _msb0__msb16__msb17_lo_i};
+        msb_index0_msb_index16_msb_index17_hi_i = {(0 != 0), msb_index0_msb_index16_msb_index17_msb_index18_lo_i};
     end
 end
 
 
 
-assign _msb0__msb16__msb24__msb25_hi_i = _msb0__msb16__msb24__msb25_hi[1];
-assign _msb0__msb16__msb24__msb25__msb26_unused_lsb = _msb0__msb16__msb24__msb25_hi[0];
+assign msb_index0_msb_index16_msb_index17_msb_index21_hi_i = msb_index0_msb_index16_msb_index17_msb_index21_hi[1];
+assign msb_index0_msb_index16_msb_index17_msb_index21_msb_index22_unused_lsb = msb_index0_msb_index16_msb_index17_msb_index21_hi[0];
 
 
 
-assign _msb0__msb16__msb24__msb25_lo_i = _msb0__msb16__msb24__msb25_lo[1];
-assign _msb0__msb16__msb24__msb25__msb27_unused_lsb = _msb0__msb16__msb24__msb25_lo[0];
+assign msb_index0_msb_index16_msb_index17_msb_index21_lo_i = msb_index0_msb_index16_msb_index17_msb_index21_lo[1];
+assign msb_index0_msb_index16_msb_index17_msb_index21_msb_index23_unused_lsb = msb_index0_msb_index16_msb_index17_msb_index21_lo[0];
 
 
-always @(_msb0__msb16__msb24_hi, _msb0__msb16__msb24__msb25_hi_i, _msb0__msb16__msb24__msb25_lo_i) begin: _msb0__msb16__msb24__msb25_node
-    _msb0__msb16__msb24__msb25_hi = _msb0__msb16__msb24_hi[4-1:2];
-    _msb0__msb16__msb24__msb25_lo = _msb0__msb16__msb24_hi[2-1:0];
-    if ((_msb0__msb16__msb24_hi[4-1:2] != 0)) begin
-        _msb0__msb16__msb24_hi_i = {(1 != 0), _msb0__msb16__msb24__msb25_hi_i};
+always @(msb_index0_msb_index16_msb_index17_msb_index21_lo_i, msb_index0_msb_index16_msb_index17_msb_index21_hi_i, msb_index0_msb_index16_msb_index17_lo) begin: msb_index0_msb_index16_msb_index17_msb_index21_node
+    msb_index0_msb_index16_msb_index17_msb_index21_hi = msb_index0_msb_index16_msb_index17_lo[4-1:2];
+    msb_index0_msb_index16_msb_index17_msb_index21_lo = msb_index0_msb_index16_msb_index17_lo[2-1:0];
+    if ((msb_index0_msb_index16_msb_index17_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index16_msb_index17_lo_i = {(1 != 0), msb_index0_msb_index16_msb_index17_msb_index21_hi_i};
     end
     else begin
-        _msb0__msb16__msb24_hi_i = {(0 != 0), _msb0__msb16__msb24__msb25_lo_i};
+        msb_index0_msb_index16_msb_index17_lo_i = {(0 != 0), msb_index0_msb_index16_msb_index17_msb_index21_lo_i};
+    end
+end
+
+
+always @(msb_index0_msb_index16_msb_index17_lo_i, msb_index0_msb_index16_msb_index17_hi_i, msb_index0_msb_index16_hi) begin: msb_index0_msb_index16_msb_index17_node
+    msb_index0_msb_index16_msb_index17_hi = msb_index0_msb_index16_hi[8-1:4];
+    msb_index0_msb_index16_msb_index17_lo = msb_index0_msb_index16_hi[4-1:0];
+    if ((msb_index0_msb_index16_hi[8-1:4] != 0)) begin
+        msb_index0_msb_index16_hi_i = {(1 != 0), msb_index0_msb_index16_msb_index17_hi_i};
+    end
+    else begin
+        msb_index0_msb_index16_hi_i = {(0 != 0), msb_index0_msb_index16_msb_index17_lo_i};
     end
 end
 
 
 
-assign _msb0__msb16__msb24__msb28_hi_i = _msb0__msb16__msb24__msb28_hi[1];
-assign _msb0__msb16__msb24__msb28__msb29_unused_lsb = _msb0__msb16__msb24__msb28_hi[0];
+assign msb_index0_msb_index16_msb_index24_msb_index25_hi_i = msb_index0_msb_index16_msb_index24_msb_index25_hi[1];
+assign msb_index0_msb_index16_msb_index24_msb_index25_msb_index26_unused_lsb = msb_index0_msb_index16_msb_index24_msb_index25_hi[0];
 
 
 
-assign _msb0__msb16__msb24__msb28_lo_i = _msb0__msb16__msb24__msb28_lo[1];
-assign _msb0__msb16__msb24__msb28__msb30_unused_lsb = _msb0__msb16__msb24__msb28_lo[0];
+assign msb_index0_msb_index16_msb_index24_msb_index25_lo_i = msb_index0_msb_index16_msb_index24_msb_index25_lo[1];
+assign msb_index0_msb_index16_msb_index24_msb_index25_msb_index27_unused_lsb = msb_index0_msb_index16_msb_index24_msb_index25_lo[0];
 
 
-always @(_msb0__msb16__msb24_lo, _msb0__msb16__msb24__msb28_hi_i, _msb0__msb16__msb24__msb28_lo_i) begin: _msb0__msb16__msb24__msb28_node
-    _msb0__msb16__msb24__msb28_hi = _msb0__msb16__msb24_lo[4-1:2];
-    _msb0__msb16__msb24__msb28_lo = _msb0__msb16__msb24_lo[2-1:0];
-    if ((_msb0__msb16__msb24_lo[4-1:2] != 0)) begin
-        _msb0__msb16__msb24_lo_i = {(1 != 0), _msb0__msb16__msb24__msb28_hi_i};
+always @(msb_index0_msb_index16_msb_index24_msb_index25_lo_i, msb_index0_msb_index16_msb_index24_msb_index25_hi_i, msb_index0_msb_index16_msb_index24_hi) begin: msb_index0_msb_index16_msb_index24_msb_index25_node
+    msb_index0_msb_index16_msb_index24_msb_index25_hi = msb_index0_msb_index16_msb_index24_hi[4-1:2];
+    msb_index0_msb_index16_msb_index24_msb_index25_lo = msb_index0_msb_index16_msb_index24_hi[2-1:0];
+    if ((msb_index0_msb_index16_msb_index24_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index16_msb_index24_hi_i = {(1 != 0), msb_index0_msb_index16_msb_index24_msb_index25_hi_i};
     end
     else begin
-        _msb0__msb16__msb24_lo_i = {(0 != 0), _msb0__msb16__msb24__msb28_lo_i};
+        msb_index0_msb_index16_msb_index24_hi_i = {(0 != 0), msb_index0_msb_index16_msb_index24_msb_index25_lo_i};
     end
 end
 
 
-always @(_msb0__msb16_lo, _msb0__msb16__msb24_hi_i, _msb0__msb16__msb24_lo_i) begin: _msb0__msb16__msb24_node
-    _msb0__msb16__msb24_hi = _msb0__msb16_lo[8-1:4];
-    _msb0__msb16__msb24_lo = _msb0__msb16_lo[4-1:0];
-    if ((_msb0__msb16_lo[8-1:4] != 0)) begin
-        _msb0__msb16_lo_i = {(1 != 0), _msb0__msb16__msb24_hi_i};
+
+assign msb_index0_msb_index16_msb_index24_msb_index28_hi_i = msb_index0_msb_index16_msb_index24_msb_index28_hi[1];
+assign msb_index0_msb_index16_msb_index24_msb_index28_msb_index29_unused_lsb = msb_index0_msb_index16_msb_index24_msb_index28_hi[0];
+
+
+
+assign msb_index0_msb_index16_msb_index24_msb_index28_lo_i = msb_index0_msb_index16_msb_index24_msb_index28_lo[1];
+assign msb_index0_msb_index16_msb_index24_msb_index28_msb_index30_unused_lsb = msb_index0_msb_index16_msb_index24_msb_index28_lo[0];
+
+
+always @(msb_index0_msb_index16_msb_index24_msb_index28_lo_i, msb_index0_msb_index16_msb_index24_msb_index28_hi_i, msb_index0_msb_index16_msb_index24_lo) begin: msb_index0_msb_index16_msb_index24_msb_index28_node
+    msb_index0_msb_index16_msb_index24_msb_index28_hi = msb_index0_msb_index16_msb_index24_lo[4-1:2];
+    msb_index0_msb_index16_msb_index24_msb_index28_lo = msb_index0_msb_index16_msb_index24_lo[2-1:0];
+    if ((msb_index0_msb_index16_msb_index24_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index16_msb_index24_lo_i = {(1 != 0), msb_index0_msb_index16_msb_index24_msb_index28_hi_i};
     end
     else begin
-        _msb0__msb16_lo_i = {(0 != 0), _msb0__msb16__msb24_lo_i};
+        msb_index0_msb_index16_msb_index24_lo_i = {(0 != 0), msb_index0_msb_index16_msb_index24_msb_index28_lo_i};
     end
 end
 
 
-always @(_msb0_lo, _msb0__msb16_hi_i, _msb0__msb16_lo_i) begin: _msb0__msb16_node
-    _msb0__msb16_hi = _msb0_lo[16-1:8];
-    _msb0__msb16_lo = _msb0_lo[8-1:0];
-    if ((_msb0_lo[16-1:8] != 0)) begin
-        _msb0_lo_i = {(1 != 0), _msb0__msb16_hi_i};
+always @(msb_index0_msb_index16_msb_index24_lo_i, msb_index0_msb_index16_msb_index24_hi_i, msb_index0_msb_index16_lo) begin: msb_index0_msb_index16_msb_index24_node
+    msb_index0_msb_index16_msb_index24_hi = msb_index0_msb_index16_lo[8-1:4];
+    msb_index0_msb_index16_msb_index24_lo = msb_index0_msb_index16_lo[4-1:0];
+    if ((msb_index0_msb_index16_lo[8-1:4] != 0)) begin
+        msb_index0_msb_index16_lo_i = {(1 != 0), msb_index0_msb_index16_msb_index24_hi_i};
     end
     else begin
-        _msb0_lo_i = {(0 != 0), _msb0__msb16_lo_i};
+        msb_index0_msb_index16_lo_i = {(0 != 0), msb_index0_msb_index16_msb_index24_lo_i};
     end
 end
 
 
-always @(frac32, _msb0_hi_i, _msb0_lo_i) begin: _msb0_node
-    _msb0_hi = frac32[32-1:16];
-    _msb0_lo = frac32[16-1:0];
+always @(msb_index0_msb_index16_lo_i, msb_index0_msb_index16_hi_i, msb_index0_lo) begin: msb_index0_msb_index16_node
+    msb_index0_msb_index16_hi = msb_index0_lo[16-1:8];
+    msb_index0_msb_index16_lo = msb_index0_lo[8-1:0];
+    if ((msb_index0_lo[16-1:8] != 0)) begin
+        msb_index0_lo_i = {(1 != 0), msb_index0_msb_index16_hi_i};
+    end
+    else begin
+        msb_index0_lo_i = {(0 != 0), msb_index0_msb_index16_lo_i};
+    end
+end
+
+
+always @(msb_index0_lo_i, msb_index0_hi_i, frac32) begin: msb_index0_node
+    msb_index0_hi = frac32[32-1:16];
+    msb_index0_lo = frac32[16-1:0];
     if ((frac32[32-1:16] != 0)) begin
-        sub_msb = {(1 != 0), _msb0_hi_i};
+        sub_msb = {(1 != 0), msb_index0_hi_i};
     end
     else begin
-        sub_msb = {(0 != 0), _msb0_lo_i};
+        sub_msb = {(0 != 0), msb_index0_lo_i};
     end
 end
 
 
 
-assign _any0_out = (_any0_vec != 0);
+assign any_of0_out = (any_of0_vec != 0);
 
 
 
-assign _any1_out = (_any1_vec != 0);
+assign any_of1_out = (any_of1_vec != 0);
 
 
 
-assign _any2_out = (_any2_vec != 0);
+assign any_of2_out = (any_of2_vec != 0);
 
 
 
-assign _any3_out = (_any3_vec != 0);
+assign any_of3_out = (any_of3_vec != 0);
 
 
-always @(absmax, in_exp, in_force, sub_msb) begin: select_exp
+always @(sub_msb, in_force, in_exp, absmax) begin: select_exp
     reg signed [10-1:0] am_be;
     reg signed [10-1:0] p;
     reg signed [10-1:0] lop;
@@ -2687,10 +2687,10 @@ assign out_valid = out_v;
 
 always @(posedge clk) begin: regs
     if (rst == 1) begin
+        out_exp <= 0;
         err <= 0;
         out_v <= 0;
         out_flags <= 0;
-        out_exp <= 0;
         out_data <= 0;
     end
     else begin

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv, ResetSignal
+from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import BfpFormat, ParamError
 
-from .common import Emitted, emit, flat_signal
+from ..common import Emitted, emit_stream_unit, flat_signal
+from .parts import any_of, lane_split, max_tree, msb_index
 
-__all__ = ["QUANT_FLAGS", "quantizer", "emit_quantizer", "QUANTIZER_LATENCY"]
+__all__ = ["QUANT_FLAGS", "QUANTIZER_LATENCY", "quantizer", "quantizer_ports", "emit_quantizer"]
 
 #: Flag bit order of the quantizer's ``out_flags``/``err`` (same as lockstep.models.bfp).
 QUANT_FLAGS = ("zero", "nan", "inf", "exp_hi", "exp_lo", "ovf", "subn")
@@ -39,113 +40,6 @@ def _exp_bits(fmt: BfpFormat) -> int:
     # +-(2**(e-1) + 300): 11 bits for e <= 9, 12 for e = 10.
     lim = (1 << (fmt.e - 1)) + 300
     return lim.bit_length() + 1
-
-
-@block
-def _max_tree(keys, out):
-    """Unsigned maximum of a list of equal-width signals, as a balanced tree.
-
-    Ports:
-        keys: list of input signals (recursion splits it in halves).
-        out: the largest of ``keys``.
-    """
-    if len(keys) == 1:
-        k0 = keys[0]
-
-        @always_comb
-        def pass1():
-            out.next = k0
-
-        return pass1
-    half = len(keys) // 2
-    width = len(out)
-    lo_max, hi_max = flat_signal(width), flat_signal(width)
-    lo = _max_tree(keys[:half], lo_max)
-    hi = _max_tree(keys[half:], hi_max)
-
-    @always_comb
-    def pick():
-        if hi_max > lo_max:
-            out.next = hi_max
-        else:
-            out.next = lo_max
-
-    return lo, hi, pick
-
-
-@block
-def _lane_split(in_data, xi, ki, lo):
-    """Lane view of a packed float32 bus.
-
-    Ports:
-        in_data: packed bus; this lane is ``[lo +: 32]``.
-        xi: the lane's float32 bits.
-        ki: magnitude key for the max search (``bits[30:0]``, 0 for Inf/NaN).
-    """
-
-    @always_comb
-    def split():
-        xi.next = in_data[lo + 32 : lo]
-        if in_data[lo + 31 : lo + 23] == 255:
-            ki.next = 0
-        else:
-            ki.next = in_data[lo + 31 : lo]
-
-    return split
-
-
-@block
-def _any(bits, out):
-    """OR of a list of 1-bit signals.
-
-    Ports:
-        bits: list of 1-bit signals.
-        out: high when any of ``bits`` is high.
-    """
-    vec = ConcatSignal(*reversed(bits)) if len(bits) > 1 else bits[0]
-
-    @always_comb
-    def reduce_or():
-        out.next = vec != 0
-
-    return reduce_or
-
-
-@block
-def _msb(vec, idx):
-    """Index of the most significant set bit (0 when ``vec`` is 0), as a binary tree.
-
-    Ports:
-        vec: input vector, width a power of two (>= 2).
-        idx: ``log2(len(vec))``-bit index.
-    """
-    width = len(vec)
-    if width == 2:
-        # The MSB index of a 2-bit vector ignores bit 0; the signal name matches
-        # Verilator's default --unused-regexp (*unused*), which says so to the linter.
-        unused_lsb = Signal(bool(0))
-
-        @always_comb
-        def leaf():
-            idx.next = vec[1]
-            unused_lsb.next = vec[0]
-
-        return leaf
-    half = width // 2
-    hi, lo = flat_signal(half), flat_signal(half)
-    hi_i, lo_i = flat_signal(len(idx) - 1), flat_signal(len(idx) - 1)
-    subs = [_msb(hi, hi_i), _msb(lo, lo_i)]
-
-    @always_comb
-    def node():
-        hi.next = vec[width:half]
-        lo.next = vec[half:0]
-        if vec[width:half] != 0:
-            idx.next = concat(bool(1), hi_i)
-        else:
-            idx.next = concat(bool(0), lo_i)
-
-    return subs, node
 
 
 @block
@@ -281,9 +175,9 @@ def quantizer(
     insts = []
 
     for i in range(n):
-        insts.append(_lane_split(in_data, xs[i], keys[i], 32 * i))
+        insts.append(lane_split(in_data, xs[i], keys[i], 32 * i))
         insts.append(_quant_lane(xs[i], ex, ms[i], nans[i], infs[i], subns[i], ovfs[i], fmt))
-    insts.append(_max_tree(keys, absmax))
+    insts.append(max_tree(keys, absmax))
 
     sub_msb = flat_signal(5)
     frac32 = flat_signal(32)
@@ -292,7 +186,7 @@ def quantizer(
     def pad_frac():
         frac32.next = concat(intbv(0)[9:], absmax[23:0])
 
-    insts += [pad_frac, _msb(frac32, sub_msb)]
+    insts += [pad_frac, msb_index(frac32, sub_msb)]
 
     @always_comb
     def select_exp():
@@ -328,7 +222,7 @@ def quantizer(
             ex.next = raw
 
     any_nan, any_inf, any_subn, any_ovf = (Signal(bool(0)) for _ in range(4))
-    insts += [_any(nans, any_nan), _any(infs, any_inf), _any(subns, any_subn), _any(ovfs, any_ovf)]
+    insts += [any_of(nans, any_nan), any_of(infs, any_inf), any_of(subns, any_subn), any_of(ovfs, any_ovf)]
     mant_bus = ConcatSignal(*reversed(ms)) if n > 1 else ms[0]
     flags = ConcatSignal(any_subn, any_ovf, f_lo, f_hi, any_inf, any_nan, f_zero)
     out_v = Signal(bool(0))
@@ -374,28 +268,14 @@ def quantizer_ports(fmt: BfpFormat) -> dict[str, dict]:
 
 def emit_quantizer(fmt: BfpFormat, outdir: Path | str, name: str = "bfp_quantize") -> Emitted:
     """Write the quantizer for ``fmt`` as ``<outdir>/<name>.v`` plus its JSON record."""
-    if not isinstance(fmt, BfpFormat):
-        raise ParamError(f"emit_quantizer: fmt must be a BfpFormat, got {type(fmt).__name__}")
-    ports = quantizer_ports(fmt)
-
-    def make():
-        sigs = {}
-        for pname, p in ports.items():
-            if pname == "rst":
-                sigs[pname] = ResetSignal(0, active=1, isasync=False)
-            elif p["width"] == 1:
-                sigs[pname] = Signal(bool(0))
-            else:
-                sigs[pname] = flat_signal(p["width"])
-        return quantizer(**sigs, fmt=fmt)
-
-    return emit(
-        make,
-        name,
+    return emit_stream_unit(
+        quantizer,
+        fmt,
+        BfpFormat,
+        quantizer_ports,
         outdir,
+        name,
         family="bfp",
-        params=fmt,
-        ports=ports,
         timing={"latency": QUANTIZER_LATENCY, "blocks_per_cycle": 1},
         doc="float32 block -> BFP (shared exponent by Eq. 4, W-bit mantissas, flags)",
     )

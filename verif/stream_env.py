@@ -1,0 +1,313 @@
+"""Generic pyuvm environment for a one-in, one-out valid/ready streaming unit.
+
+A unit testbench supplies one :class:`StreamUnit` subclass: the payload fields, the
+stimulus, the golden-model check and the cover points. Everything else is shared:
+
+* :class:`StreamBfm` owns the signals (a :class:`StreamSource` and a
+  :class:`StreamSink` with reproducible idle and back-pressure pause generators);
+* :class:`StreamSeq` -> :class:`StreamDriver` send the unit's transactions;
+* :class:`PairMonitor` pairs each output beat with the input accepted in the same order
+  and publishes the pairs to the scoreboard and the coverage collector;
+* :class:`StreamScoreboard` asks the unit to check all pairs in one vectorised golden
+  model call (check phase) and checks count, order, timing and the sticky ``err``;
+* :class:`StreamTest` starts clock and reset, runs the sequence under a watchdog derived
+  from the cycle model, and writes ``summary.json``.
+
+Timing rule checked for every beat: an output first becomes valid exactly ``latency``
+cycles (from the generator's JSON record) after its input was accepted.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
+from pyuvm import (
+    ConfigDB,
+    uvm_analysis_port,
+    uvm_component,
+    uvm_driver,
+    uvm_env,
+    uvm_sequence,
+    uvm_sequence_item,
+    uvm_sequencer,
+    uvm_test,
+    uvm_tlm_analysis_fifo,
+)
+
+from .agents.stream import Beat, CycleCounter, StreamSink, StreamSource, random_pauses
+from .context import CLOCK_NS, TbContext, start
+from .coverage import Covergroup
+
+__all__ = ["StreamUnit", "StreamTest", "StreamEnv", "StreamBfm"]
+
+
+class StreamUnit:
+    """What a testbench knows about one streaming unit. Subclass and fill in.
+
+    Class attributes:
+        params_type: the family's parameter dataclass (has ``from_dict``).
+        in_fields / out_fields: payload fields of ``in_*`` / ``out_*``.
+        covergroup: name of the unit's cover group.
+        default_count: transactions per run unless the ``blocks`` option says otherwise.
+
+    Args:
+        ctx: the runner context.
+        params: the parameters the testbench checks against.
+    """
+
+    params_type: ClassVar[type]
+    in_fields: ClassVar[list[str]]
+    out_fields: ClassVar[list[str]]
+    covergroup: ClassVar[str]
+    default_count: ClassVar[int] = 400
+
+    def __init__(self, ctx: TbContext, params: Any) -> None:
+        self.ctx = ctx
+        self.params = params
+
+    def items(self, rng: np.random.Generator, count: int) -> list[Any]:
+        """``count`` stimulus transactions (any objects :meth:`encode` understands)."""
+        raise NotImplementedError
+
+    def encode(self, item: Any) -> dict[str, int]:
+        """Input payload field values for one transaction."""
+        raise NotImplementedError
+
+    def check(self, items: list[Any], outs: list[dict[str, int]]) -> tuple[list[str], int, int | None]:
+        """Compare outputs with the golden model.
+
+        Returns:
+            ``(errors, mismatching_transactions, expected_sticky_err)``; the last is
+            ``None`` when the unit has no ``err`` port.
+        """
+        raise NotImplementedError
+
+    def define_coverage(self, cg: Covergroup) -> None:
+        """Add cover points to ``cg``."""
+
+    def samples(self, items: list[Any], outs: list[Beat]) -> list[dict[str, Any]]:
+        """One dict per transaction for the cover points (batch, after the run)."""
+        return []
+
+
+class _Item(uvm_sequence_item):
+    def __init__(self, name: str, item: Any) -> None:
+        super().__init__(name)
+        self.item = item
+
+
+class StreamBfm:
+    """Owns the DUT's signals: cycle counter, input source and output sink."""
+
+    def __init__(self, dut, ctx: TbContext, unit: StreamUnit) -> None:
+        self.unit = unit
+        self.counter = CycleCounter(dut.clk)
+        idle = random_pauses(ctx.seed + 1, float(ctx.opt("idle", 0.2)))
+        bp = random_pauses(ctx.seed + 2, float(ctx.opt("backpressure", 0.3)))
+        self.source = StreamSource(dut, self.counter, "in", unit.in_fields, idle)
+        self.sink = StreamSink(dut, self.counter, "out", unit.out_fields, bp)
+
+    async def send(self, item: Any) -> None:
+        """Queue one transaction on the input stream."""
+        await self.source.send(Beat(self.unit.encode(item), meta=item))
+
+
+class StreamSeq(uvm_sequence):
+    """All of the unit's stimulus, generated up front from the test's seed."""
+
+    async def body(self) -> None:
+        unit: StreamUnit = ConfigDB().get(None, "", "UNIT")
+        ctx: TbContext = ConfigDB().get(None, "", "CTX")
+        count = int(ctx.opt("blocks", unit.default_count))
+        for i, item in enumerate(unit.items(np.random.default_rng(ctx.seed), count)):
+            seq_item = _Item(f"t{i}", item)
+            await self.start_item(seq_item)
+            await self.finish_item(seq_item)
+
+
+class StreamDriver(uvm_driver):
+    """Hands sequence items to the BFM."""
+
+    def connect_phase(self) -> None:
+        self.bfm: StreamBfm = ConfigDB().get(self, "", "BFM")
+
+    async def run_phase(self) -> None:
+        while True:
+            seq_item = await self.seq_item_port.get_next_item()
+            await self.bfm.send(seq_item.item)
+            self.seq_item_port.item_done()
+
+
+class PairMonitor(uvm_component):
+    """Pairs output beats with accepted inputs in order; publishes ``(in, out)`` on ``ap``.
+
+    Inputs never matched stay in :attr:`unmatched` (a lost transaction), outputs with
+    no input in :attr:`extra` (an invented one).
+    """
+
+    def build_phase(self) -> None:
+        self.ap = uvm_analysis_port("ap", self)
+        self.unmatched: list[Beat] = []
+        self.extra: list[Beat] = []
+
+    def connect_phase(self) -> None:
+        self.bfm: StreamBfm = ConfigDB().get(self, "", "BFM")
+
+    async def run_phase(self) -> None:
+        cocotb.start_soon(self._inputs())
+        while True:
+            out = await self.bfm.sink.received.get()
+            if self.unmatched:
+                self.ap.write((self.unmatched.pop(0), out))
+            else:
+                self.extra.append(out)
+
+    async def _inputs(self) -> None:
+        while True:
+            self.unmatched.append(await self.bfm.source.sent.get())
+
+
+def _drain(fifo: uvm_tlm_analysis_fifo) -> list[Any]:
+    out = []
+    while True:
+        ok, x = fifo.try_get()
+        if not ok:
+            return out
+        out.append(x)
+
+
+class StreamScoreboard(uvm_component):
+    """Golden-model comparison of every pair, plus count, order, timing and sticky err."""
+
+    def build_phase(self) -> None:
+        self.fifo = uvm_tlm_analysis_fifo("fifo", self)
+        self.export = self.fifo.analysis_export
+
+    def check_phase(self) -> None:
+        ctx: TbContext = ConfigDB().get(self, "", "CTX")
+        unit: StreamUnit = ConfigDB().get(self, "", "UNIT")
+        monitor: PairMonitor = ConfigDB().get(self, "", "MONITOR")
+        latency = int(ctx.record["timing"]["latency"])
+        pairs = _drain(self.fifo)
+        errors: list[str] = []
+        if monitor.unmatched:
+            errors.append(f"{len(monitor.unmatched)} accepted transaction(s) never came out")
+        if monitor.extra:
+            errors.append(f"{len(monitor.extra)} output beat(s) with no input")
+        mismatches = 0
+        if not pairs:
+            errors.append("no transaction was checked")
+        else:
+            items = [i.meta for i, _ in pairs]
+            errs, mismatches, sticky = unit.check(items, [o.fields for _, o in pairs])
+            errors += errs
+            late = [k for k, (i, o) in enumerate(pairs) if o.first_valid - i.cycle != latency]
+            for k in late[:5]:
+                i, o = pairs[k]
+                errors.append(
+                    f"transaction {k}: accepted at cycle {i.cycle}, first valid at "
+                    f"{o.first_valid}; the record says latency {latency}"
+                )
+            ctx.summary["late"] = len(late)
+            if sticky is not None:
+                dut_err = int(cocotb.top.err.value)
+                if dut_err != sticky:
+                    errors.append(f"sticky err={dut_err:#x}, golden OR of flags={sticky:#x}")
+        ctx.summary.update(blocks=len(pairs), mismatches=int(mismatches), errors=errors[:20])
+        ctx.write_summary()  # also when failing: the runner reports what went wrong
+        for e in errors:
+            self.logger.error(e)
+        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+
+
+class StreamCoverage(uvm_component):
+    """Samples the unit's cover group with every (input, output) pair, in one batch."""
+
+    def build_phase(self) -> None:
+        self.fifo = uvm_tlm_analysis_fifo("fifo", self)
+        self.export = self.fifo.analysis_export
+        unit: StreamUnit = ConfigDB().get(self, "", "UNIT")
+        self.cg = Covergroup(unit.covergroup)
+        self.cg.point("stalled", lambda t: t["stalled"], [False, True])
+        unit.define_coverage(self.cg)
+
+    def extract_phase(self) -> None:
+        unit: StreamUnit = ConfigDB().get(self, "", "UNIT")
+        pairs = _drain(self.fifo)
+        if not pairs:
+            return
+        samples = unit.samples([i.meta for i, _ in pairs], [o for _, o in pairs])
+        for (_, o), s in zip(pairs, samples or [{} for _ in pairs]):
+            self.cg.sample({**s, "stalled": o.cycle > o.first_valid})
+
+
+class StreamEnv(uvm_env):
+    """Sequencer, driver, pair monitor, scoreboard and coverage for one unit."""
+
+    def build_phase(self) -> None:
+        self.seqr = uvm_sequencer("seqr", self)
+        self.driver = StreamDriver("driver", self)
+        self.monitor = PairMonitor("monitor", self)
+        self.scoreboard = StreamScoreboard("scoreboard", self)
+        self.coverage = StreamCoverage("coverage", self)
+        ConfigDB().set(None, "*", "MONITOR", self.monitor)
+
+    def connect_phase(self) -> None:
+        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
+        self.monitor.ap.connect(self.scoreboard.export)
+        self.monitor.ap.connect(self.coverage.export)
+
+
+class StreamTest(uvm_test):
+    """Random stimulus with idle cycles and back-pressure, checked against the model.
+
+    Subclasses set :attr:`UNIT`.
+    """
+
+    UNIT: ClassVar[type[StreamUnit]]
+
+    def build_phase(self) -> None:
+        ctx = TbContext.from_env()
+        unit = self.UNIT(ctx, self.UNIT.params_type.from_dict(ctx.params))
+        ConfigDB().set(None, "*", "CTX", ctx)
+        ConfigDB().set(None, "*", "UNIT", unit)
+        ConfigDB().set(None, "*", "BFM", StreamBfm(cocotb.top, ctx, unit))
+        self.ctx, self.unit = ctx, unit
+        self.env = StreamEnv("env", self)
+
+    async def run_phase(self) -> None:
+        self.raise_objection()
+        bfm: StreamBfm = ConfigDB().get(self, "", "BFM")
+        await start(cocotb.top)
+        count = int(self.ctx.opt("blocks", self.unit.default_count))
+        latency = int(self.ctx.record["timing"]["latency"])
+        # Watchdog from the cycle model: one transaction per cycle stretched by the idle
+        # and back-pressure rates, plus the latency; x4 margin. A hang fails here.
+        idle, bp = float(self.ctx.opt("idle", 0.2)), float(self.ctx.opt("backpressure", 0.3))
+        budget = int(4 * (count / ((1 - idle) * (1 - bp)) + latency + 50))
+        t0 = bfm.counter.cycle
+
+        async def body() -> None:
+            await StreamSeq("seq").start(self.env.seqr)
+            while bfm.sink.count < count:
+                await RisingEdge(cocotb.top.clk)
+
+        try:
+            await with_timeout(body(), budget * CLOCK_NS, "ns")
+        except SimTimeoutError as exc:
+            raise AssertionError(
+                f"watchdog: {bfm.sink.count}/{count} transactions out after {budget} cycles "
+                f"(limit from the cycle model)"
+            ) from exc
+        await ClockCycles(cocotb.top.clk, latency + 2)  # let a stray extra output show up
+        self.ctx.summary["cycles"] = bfm.counter.cycle - t0
+        self.drop_objection()
+
+    def report_phase(self) -> None:
+        cg = self.env.coverage.cg
+        self.ctx.summary.update(cg.summary())
+        self.ctx.summary["coverage_file"] = str(cg.export(self.ctx.results))
+        self.ctx.write_summary()
