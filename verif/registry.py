@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import BfpFormat
+from lockstep.models.formats import PATENT, BfpFormat
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -82,15 +82,16 @@ def get(name: str) -> Testbench:
     try:
         return TESTBENCHES[name]
     except KeyError:
-        known = "\n  ".join(sorted(TESTBENCHES))
-        raise UnknownTestbench(f"unknown testbench {name!r}; known testbenches:\n  {known}") from None
+        known = "".join(f"\n  {n}" for n in sorted(TESTBENCHES))
+        raise UnknownTestbench(f"unknown testbench {name!r}; known testbenches:{known}\n") from None
 
 
 # ---- bfp family ---------------------------------------------------------------------
 _QUANT_SETS = {
     # name suffix: (format, why)
     "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne", overflow="sat"), "RNE, saturate, tiny block"),
-    "patent": (BfpFormat(w=16, e=5, n=16, rounding="trunc", overflow="wrap"), "claim 29: W=16, E=5, wrap"),
+    "patent": (PATENT, "claim 29: W=16, E=5, saturate (the hdl/ default)"),
+    "w16_wrap": (BfpFormat(w=16, e=5, n=16, rounding="trunc", overflow="wrap"), "W=16, E=5, wrap (Table 2)"),
     "w4n32_rne": (BfpFormat(w=4, e=8, n=32, rounding="rne", overflow="sat"), "W=4, MX-sized block"),
     "w16e3_trunc": (BfpFormat(w=16, e=3, n=8, rounding="trunc", overflow="sat"), "E=3: exponent clamps"),
 }

@@ -21,7 +21,9 @@ import importlib
 import json
 import os
 import random
+import re
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -90,6 +92,14 @@ class RunResult:
         return f"make sim TEST={self.test} SIM={self.sim} SEED={self.seed}"
 
 
+def verilator_fst_ok() -> bool:
+    """Verilator 5.48 writes FST through lz4; without lz4.h (Debian: liblz4-dev) it can
+    only write VCD. ``make setup`` installs liblz4-dev when it can."""
+    probe = subprocess.run(["g++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                           capture_output=True, text=True)
+    return probe.returncode == 0
+
+
 def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
@@ -106,6 +116,28 @@ def source_hash() -> str:
 def build_key(tb: Testbench) -> str:
     """Folder name of ``tb``'s builds: parameter hash + generator source hash."""
     return f"{params_hash(tb.params)}-{source_hash()}"
+
+
+_PORT_DECL = re.compile(r"\b(input|output|inout)\s+(?:wire\s+|reg\s+|logic\s+)?(?:signed\s+)?(?:\[\s*(\d+)\s*:\s*(\d+)\s*\]\s*)?(\w+)")
+
+
+def check_rtl_ports(rtl: Path, toplevel: str, record: dict[str, Any]) -> None:
+    """Refuse an ``RTL=`` file whose module or ports differ from the generated record.
+
+    Raises:
+        ValueError: naming the missing module or each port whose direction or width differs.
+    """
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", rtl.read_text(errors="replace"), flags=re.S)
+    m = re.search(rf"\bmodule\s+{toplevel}\b(.*?)\bendmodule\b", text, re.S)
+    if not m:
+        raise ValueError(f"RTL={rtl}: no module named {toplevel!r} (the testbench's DUT)")
+    found = {name: (d, (int(hi) - int(lo) + 1) if hi else 1) for d, hi, lo, name in _PORT_DECL.findall(m.group(1))}
+    want = {name: ({"in": "input", "out": "output"}[p["dir"]], p["width"]) for name, p in record["ports"].items()}
+    problems = [f"port {n}: expected {d} [{w}], found {found.get(n, ('missing', 0))[0]} [{found.get(n, (0, 0))[1]}]"
+                for n, (d, w) in want.items() if found.get(n) != (d, w)]
+    problems += [f"port {n}: not in the block's port list" for n in found if n not in want]
+    if problems:
+        raise ValueError(f"RTL={rtl} does not match {toplevel}'s ports:\n  " + "\n  ".join(problems))
 
 
 def _generate(tb: Testbench, outdir: Path) -> Path:
@@ -148,6 +180,7 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
         rtl = Path(rtl).resolve()
         if not rtl.is_file():
             raise FileNotFoundError(f"RTL={rtl}: no such file")
+        check_rtl_ports(rtl, tb.toplevel, json.loads(record.read_text()))
         source = rtl
         tag += f"-rtl{_file_hash(rtl)}"
     build_dir = base / tag
@@ -161,7 +194,9 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
     runner = get_runner(sim)
     args: list[str] = []
     if sim == "verilator":
-        args = list(_VERILATOR_ARGS) + (["--trace-fst", "--trace-structs"] if waves else [])
+        args = list(_VERILATOR_ARGS)
+        if waves:
+            args += ["--trace-fst" if verilator_fst_ok() else "--trace", "--trace-structs"]
     runner.build(
         sources=[source],
         hdl_toplevel=tb.toplevel,
@@ -243,7 +278,8 @@ def run(
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     wave_file = None
     if waves:
-        wave_file = results / ("waves.fst" if sim == "icarus" else "dump.fst")
+        names = ["waves.fst"] if sim == "icarus" else ["dump.fst", "dump.vcd"]
+        wave_file = next((results / n for n in names if (results / n).exists()), results / names[0])
     res = RunResult(name, sim, seed, passed, passed != tb.expect_fail, wall, build_wall, results, wave_file, summary)
     (results / "result.json").write_text(
         json.dumps({**{k: str(v) for k, v in vars(res).items() if k != "summary"}, "summary": summary}, indent=2)
@@ -272,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         opts[k] = json.loads(v) if v[:1] in "0123456789-[{tf" else v
     try:
         res = run(a.test, a.sim, seed=a.seed, waves=a.waves, rtl=a.rtl, opts=opts)
-    except UnknownTestbench as exc:
+    except (UnknownTestbench, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"[lockstep] {res.line()}")
@@ -280,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     if res.summary.get("functional_coverage") is not None:
         print(f"[lockstep] functional coverage: {res.summary['functional_coverage']}%")
     if res.waves:
-        print(f"[lockstep] waves: {res.waves}")
+        note = "" if res.waves.suffix == ".fst" else " (VCD: install liblz4-dev for FST from Verilator)"
+        print(f"[lockstep] waves: {res.waves}{note}")
     if not res.ok:
         print(f"[lockstep] replay: {res.repro()}")
     return 0 if res.ok else 1
