@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from lockstep.models.formats import PATENT
 
-from .bfp import emit_quantizer
+from .bfp import emit_dot, emit_quantizer, emit_to_float
 from .common import Emitted
 
 __all__ = ["Design", "DEFAULT_DESIGNS"]
@@ -30,4 +30,6 @@ class Design:
 
 DEFAULT_DESIGNS: list[Design] = [
     Design("bfp", "bfp_quantize", emit_quantizer, PATENT),
+    Design("bfp", "bfp_dot", emit_dot, PATENT),
+    Design("bfp", "bfp_to_float", emit_to_float, PATENT),
 ]

@@ -122,3 +122,69 @@ _register(
         opts={"blocks": 100},
     )
 )
+
+_TOFLOAT_SETS = {
+    "patent": (PATENT, "claim 29 W=16 E=5 (always exact, normal)"),
+    "w8e8n4": (BfpFormat(w=8, e=8, n=4), "E=8: +-Inf and exact subnormals"),
+    "w24e10n2": (BfpFormat(w=24, e=10, n=2), "E=10: overflow, subnormal rounding, underflow, ties"),
+    "w4e8n32": (BfpFormat(w=4, e=8, n=32), "W=4, 32 lanes"),
+}
+for _suffix, (_fmt, _why) in _TOFLOAT_SETS.items():
+    _register(
+        Testbench(
+            name=f"bfp_to_float_{_suffix}",
+            family="bfp",
+            toplevel="bfp_to_float",
+            params=_fmt,
+            generator="lockstep.gen.bfp:emit_to_float",
+            test_module="lockstep.verif.bfp.test_tofloat",
+            doc=f"BFP -> float32, {_why}",
+        )
+    )
+_register(
+    Testbench(
+        name="bfp_to_float_mutant",
+        family="bfp",
+        toplevel="bfp_to_float",
+        params=BfpFormat(w=24, e=10, n=2),
+        tb_params=BfpFormat(w=24, e=9, n=2),
+        generator="lockstep.gen.bfp:emit_to_float",
+        test_module="lockstep.verif.bfp.test_tofloat",
+        doc="negative: a 10-bit-exponent converter checked as 9-bit must fail the scoreboard",
+        expect_fail=True,
+        opts={"blocks": 100},
+    )
+)
+
+_DOT_SETS = {
+    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne"), "RNE bias alignment, tiny block"),
+    "patent": (PATENT, "claim 29: W=16, E=5, n=16, TRUNC"),
+    "w4n32_acc20": (BfpFormat(w=4, e=8, n=32, rounding="rne", acc=20), "W=4, n=32, non-default acc=20"),
+    "w24n5_acc64": (BfpFormat(w=24, e=10, n=5, rounding="rne", acc=64), "W=24, E=10, odd n=5, acc=64"),
+}
+for _suffix, (_fmt, _why) in _DOT_SETS.items():
+    _register(
+        Testbench(
+            name=f"bfp_dot_{_suffix}",
+            family="bfp",
+            toplevel="bfp_dot",
+            params=_fmt,
+            generator="lockstep.gen.bfp:emit_dot",
+            test_module="lockstep.verif.bfp.test_dot",
+            doc=f"BFP dot product + bias, {_why}",
+        )
+    )
+_register(
+    Testbench(
+        name="bfp_dot_mutant",
+        family="bfp",
+        toplevel="bfp_dot",
+        params=BfpFormat(w=8, e=5, n=4, rounding="rne"),
+        tb_params=BfpFormat(w=8, e=5, n=4, rounding="trunc"),
+        generator="lockstep.gen.bfp:emit_dot",
+        test_module="lockstep.verif.bfp.test_dot",
+        doc="negative: an RNE dot unit checked as TRUNC must fail the scoreboard",
+        expect_fail=True,
+        opts={"blocks": 200},
+    )
+)

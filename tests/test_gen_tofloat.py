@@ -1,0 +1,58 @@
+"""BFP -> float32 converter: checks specific to this unit.
+
+Determinism, refusals, flag order, record-versus-Verilog and lint are checked for every
+unit by tests/test_gen.py.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from lockstep.gen.bfp.tofloat import TO_FLOAT_FLAGS, TO_FLOAT_LATENCY, emit_to_float, to_float_ports
+from lockstep.models import bfp
+from lockstep.models.formats import BfpFormat
+from lockstep.verif.bfp.tofloat_env import reachable, result_classes, tf_blocks
+
+
+def test_record_describes_the_module(tmp_path):
+    """The JSON record carries the parameters, the port widths and the latency."""
+    fmt = BfpFormat(w=6, e=9, n=3)
+    em = emit_to_float(fmt, tmp_path)
+    rec = json.loads(em.sidecar.read_text())
+    assert BfpFormat.from_dict(rec["params"]) == fmt
+    assert rec["ports"] == to_float_ports(fmt)
+    assert rec["ports"]["in_data"]["width"] == 6 * 3
+    assert rec["ports"]["in_exp"]["width"] == 9
+    assert rec["ports"]["out_data"]["width"] == 32 * 3
+    assert rec["ports"]["out_flags"]["width"] == len(TO_FLOAT_FLAGS)
+    assert rec["timing"]["latency"] == TO_FLOAT_LATENCY == 1
+    text = em.verilog.read_text()
+    assert "input [17:0] in_data;" in text and "output [95:0] out_data;" in text
+    assert em.verilog.name == "bfp_to_float.v"
+
+
+@pytest.mark.parametrize("fmt", [BfpFormat(w=4, e=8, n=1), BfpFormat(w=8, e=8, n=1), BfpFormat(w=6, e=9, n=1)])
+def test_reachability_table_is_exact(fmt):
+    """The coverage bins the testbench leaves out are exactly those the model never
+    produces (exhaustive over every mantissa and exponent of small formats)."""
+    m = np.arange(-(1 << (fmt.w - 1)), 1 << (fmt.w - 1), dtype=np.int64)
+    x = np.arange(fmt.e_min, fmt.e_max + 1, dtype=np.int64)
+    bits, ff = bfp.to_float32(np.broadcast_to(m, (x.size, m.size)), x)
+    cls = result_classes(bits)
+    reach = reachable(fmt)
+    assert reach["ovf"] == bool((ff & bfp.FFLAG_OVF).any()) == bool((cls == 3).any())
+    assert reach["subnormal"] == bool((cls == 1).any())
+    rounded = (ff & bfp.FFLAG_INEXACT).astype(bool) & ~(ff & bfp.FFLAG_OVF).astype(bool)
+    assert reach["rounding"] == bool(rounded.any()) == bool((ff & bfp.FFLAG_UNF).any())
+
+
+def test_stimulus_in_range_and_hits_edges():
+    """Stimulus mantissas/exponents fit the format; the wide format reaches every class."""
+    fmt = BfpFormat(w=24, e=10, n=2)
+    m, x, _ = tf_blocks(np.random.default_rng(0), fmt, 400)
+    assert m.min() >= -(1 << 23) and m.max() <= (1 << 23) - 1
+    assert x.min() >= fmt.e_min and x.max() <= fmt.e_max
+    bits, ff = bfp.to_float32(m, x)
+    assert set(result_classes(bits).ravel().tolist()) == {0, 1, 2, 3}
+    assert all((ff & v).any() for v in bfp.FFLAG_NAMES.values())

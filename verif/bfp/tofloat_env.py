@@ -1,0 +1,260 @@
+"""Testbench knowledge of the BFP -> float32 converter (mantissas + exponent -> float32).
+
+Plugs into :mod:`lockstep.verif.stream_env`: corner-biased stimulus (special mantissas,
+exponents concentrated at the float32 overflow, normal/subnormal and underflow edges,
+exact rounding ties), a check that predicts every block with
+:func:`lockstep.models.bfp.to_float32` in one vectorised call, and cover points over the
+flags, result classes x sign, ties and stimulus kinds. Bins a format cannot reach (for
+example +-Inf with a 5-bit exponent) are left out, so 100 % coverage is attainable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lockstep.models import bfp
+from lockstep.models.formats import BfpFormat
+from lockstep.verif.agents.stream import Beat
+from lockstep.verif.coverage import Covergroup
+from lockstep.verif.packing import pack_lanes, unpack_lanes
+from lockstep.verif.stream_env import StreamTest, StreamUnit
+
+__all__ = ["TF_KINDS", "TfItem", "ToFloatUnit", "ToFloatTest", "reachable", "result_classes", "tf_blocks"]
+
+#: Stimulus kinds and their weights.
+TF_KINDS: dict[str, float] = {
+    "uniform": 2.0,  # uniform mantissas, uniform exponent over the whole e-bit range
+    "special": 2.0,  # 0, +-1, +-m_max, -2**(w-1), +-2**k; uniform exponent
+    "overflow": 2.0,  # exponent + lop(m) near 127/128 (largest normal, +-Inf)
+    "normal_edge": 2.0,  # exponent + lop(m) near -126 (normal / subnormal boundary)
+    "subnormal": 2.0,  # exponent in [-149 - (w-1), -127]: exact subnormals and rounding
+    "underflow": 2.0,  # exponent near -149/-150 and below (rounding to 0 / min subnormal)
+    "ties": 2.0,  # magnitudes exactly halfway between two subnormals (+-1 lsb)
+}
+
+_CLASSES = ("zero", "subnormal", "normal", "inf")
+
+
+def _lop(mag: np.ndarray) -> np.ndarray:
+    """floor(log2 mag) of non-negative int64 values, -1 for 0 (exact for mag < 2**53)."""
+    out = np.full(mag.shape, -1, dtype=np.int64)
+    nz = mag > 0
+    out[nz] = np.frexp(mag[nz].astype(np.float64))[1] - 1
+    return out
+
+
+def _special_mantissas(rng: np.random.Generator, shape: tuple[int, ...], w: int) -> np.ndarray:
+    """Mantissas drawn from 0, +-1, +-m_max, -2**(w-1) and +-2**k."""
+    m_max = (1 << (w - 1)) - 1
+    pick = rng.integers(0, 6, size=shape)
+    pow2 = np.left_shift(1, rng.integers(0, w - 1, size=shape)).astype(np.int64)
+    sign = rng.choice([-1, 1], size=shape)
+    vals = np.select(
+        [pick == 0, pick == 1, pick == 2, pick == 3, pick == 4],
+        [np.zeros(shape, np.int64), sign, sign * m_max, np.full(shape, -(1 << (w - 1))), sign * pow2],
+        default=sign * pow2,
+    )
+    return vals.astype(np.int64)
+
+
+def tf_blocks(
+    rng: np.random.Generator, fmt: BfpFormat, count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random converter input blocks, biased to the float32 range edges.
+
+    Args:
+        rng: the generator (seeded by the test).
+        fmt: block format (``w``, ``e``, ``n``).
+        count: number of blocks.
+
+    Returns:
+        ``(mantissas (count, n) int64, exponents (count,) int64, kinds (count,))``;
+        ``kinds`` indexes ``list(TF_KINDS)``. Exponents are clipped to
+        ``[e_min, e_max]`` (a format that cannot reach an edge gets its extreme
+        exponent instead).
+    """
+    if count < 0:
+        raise ValueError(f"count={count} must be >= 0")
+    n, w = fmt.n, fmt.w
+    lo_m, hi_m = -(1 << (w - 1)), 1 << (w - 1)
+    names = list(TF_KINDS)
+    p = np.array([TF_KINDS[k] for k in names])
+    kinds = rng.choice(len(names), size=count, p=p / p.sum())
+    m = rng.integers(lo_m, hi_m, size=(count, n)).astype(np.int64)
+    # a quarter of the lanes of every block are special values
+    spec = rng.random((count, n)) < 0.25
+    m = np.where(spec, _special_mantissas(rng, (count, n), w), m)
+    x = rng.integers(fmt.e_min, fmt.e_max + 1, size=count).astype(np.int64)
+    lop0 = _lop(np.abs(m[:, 0]))
+    lop0 = np.where(lop0 < 0, 0, lop0)
+    for ki, name in enumerate(names):
+        sel = kinds == ki
+        c = int(sel.sum())
+        if not c:
+            continue
+        if name == "special":
+            m[sel] = _special_mantissas(rng, (c, n), w)
+        elif name == "overflow":
+            x[sel] = 127 - lop0[sel] + rng.integers(-2, 3, size=c)
+        elif name == "normal_edge":
+            x[sel] = -126 - lop0[sel] + rng.integers(-2, 2, size=c)
+        elif name == "subnormal":
+            x[sel] = rng.integers(-149 - (w - 1), -126, size=c)
+        elif name == "underflow":
+            x[sel] = rng.integers(-152 - w, -147, size=c)
+        elif name == "ties":
+            # r = -149 - x >= 1 bits are rounded off; |m| = (2q + 1) * 2**(r - 1) is a tie
+            r = rng.integers(1, w, size=c)
+            qmax = ((1 << (w - r)) - 1) // 2
+            q = (rng.random((c, n)) * (qmax[:, None] + 1)).astype(np.int64)
+            mag = (2 * q + 1) << (r[:, None] - 1)
+            mag = mag + rng.choice([-1, 0, 0, 0, 1], size=(c, n))  # some +-1 lsb off the tie
+            mag = np.clip(mag, 0, hi_m)
+            sign = rng.choice([-1, 1], size=(c, n))
+            m[sel] = np.clip(sign * mag, lo_m, hi_m - 1)
+            x[sel] = -149 - r
+    x = np.clip(x, fmt.e_min, fmt.e_max)
+    return m, x, kinds
+
+
+def result_classes(bits: np.ndarray) -> np.ndarray:
+    """Class index into ``("zero", "subnormal", "normal", "inf")`` of float32 bit patterns."""
+    b = np.asarray(bits, dtype=np.int64)
+    be = (b >> 23) & 0xFF
+    frac = b & 0x7FFFFF
+    return np.select([(be == 0) & (frac == 0), be == 0, be < 255], [0, 1, 2], default=3)
+
+
+def reachable(fmt: BfpFormat) -> dict[str, bool]:
+    """Which outcomes a format can produce (``|m| <= 2**(w-1)``, ``x`` in its range).
+
+    Returns:
+        ``ovf`` (+-Inf, flags ``ovf`` and ``inexact``), ``subnormal`` (a nonzero
+        subnormal result) and ``rounding`` (a finite inexact result: flags ``unf`` and
+        ``inexact``, and a negative value rounded to -0.0).
+    """
+    return {
+        "ovf": fmt.e_max + fmt.w - 1 >= 128,  # lop + x >= 128
+        "subnormal": fmt.e_min <= -127,  # 1 * 2**x below 2**-126
+        "rounding": fmt.e_min <= -150,  # 1 * 2**-150 rounds (to zero)
+    }
+
+
+@dataclass
+class TfItem:
+    """One input block.
+
+    Attributes:
+        m: ``n`` mantissas (signed ints).
+        exp: the shared exponent.
+        kind: stimulus kind (coverage and error messages).
+    """
+
+    m: np.ndarray
+    exp: int
+    kind: str = "uniform"
+
+
+class ToFloatUnit(StreamUnit):
+    """The converter: ``in_data/in_exp`` -> ``out_data/out_flags``."""
+
+    params_type = BfpFormat
+    in_fields = ["data", "exp"]
+    out_fields = ["data", "flags"]
+    covergroup = "bfp.to_float"
+    default_count = 600
+
+    def items(self, rng: np.random.Generator, count: int) -> list[TfItem]:
+        m, x, kinds = tf_blocks(rng, self.params, count)
+        names = list(TF_KINDS)
+        return [TfItem(m[i], int(x[i]), names[kinds[i]]) for i in range(count)]
+
+    def encode(self, item: TfItem) -> dict[str, int]:
+        fmt: BfpFormat = self.params
+        return {"data": pack_lanes(item.m, fmt.w), "exp": int(item.exp) & ((1 << fmt.e) - 1)}
+
+    def golden(self, items: list[TfItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Model outputs: ``(bits (T, n), lane flags (T, n), block flags (T,))``."""
+        fmt: BfpFormat = self.params
+        m = np.array([it.m for it in items], dtype=np.int64).reshape(len(items), fmt.n)
+        x = np.array([it.exp for it in items], dtype=np.int64)
+        bits, ff = bfp.to_float32(m, x)
+        return bits.astype(np.int64), ff, np.bitwise_or.reduce(ff, axis=-1)
+
+    def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray]:
+        fmt: BfpFormat = self.params
+        bits = np.array([unpack_lanes(o["data"], 32, fmt.n) for o in outs], dtype=np.int64)
+        flg = np.array([o["flags"] for o in outs], dtype=np.int64)
+        return bits, flg
+
+    def check(self, items, outs):
+        g_bits, g_lane, g_flg = self.golden(items)
+        d_bits, d_flg = self._decode(outs)
+        bad = np.flatnonzero((d_flg != g_flg) | (d_bits != g_bits).any(axis=1))
+        names = bfp.FFLAG_NAMES
+        errors = []
+        for i in bad[:10]:
+            lanes = np.flatnonzero(d_bits[i] != g_bits[i])
+            detail = "".join(
+                f"\n    lane {k}: m={int(items[i].m[k])} -> DUT {int(d_bits[i, k]):#010x} "
+                f"golden {int(g_bits[i, k]):#010x} (golden lane flags "
+                f"{bfp.decode_flags(int(g_lane[i, k]), names)})"
+                for k in lanes[:4]
+            )
+            errors.append(
+                f"block {i} ({items[i].kind}): exp={items[i].exp} m={items[i].m.tolist()}\n"
+                f"    DUT flags={bfp.decode_flags(int(d_flg[i]), names)} "
+                f"golden flags={bfp.decode_flags(int(g_flg[i]), names)}; "
+                f"{len(lanes)} lane(s) differ{detail}"
+            )
+        if len(bad) > 10:
+            errors.append(f"... and {len(bad) - 10} more mismatching blocks")
+        return errors, len(bad), bfp.sticky(g_flg)
+
+    def define_coverage(self, cg: Covergroup) -> None:
+        reach = reachable(self.params)
+        need = {"ovf": reach["ovf"], "unf": reach["rounding"], "inexact": reach["rounding"] or reach["ovf"]}
+        for name, bit in bfp.FFLAG_NAMES.items():
+            bins = [False, True] if need[name] else [False]
+            cg.point(f"flag_{name}", lambda t, b=bit: bool(t["flags"] & b), bins)
+        ok_cls = {
+            "zero": True,
+            "subnormal": reach["subnormal"],
+            "normal": True,
+            "inf": reach["ovf"],
+        }
+        for cls in _CLASSES:
+            for sign in ("pos", "neg"):
+                # -0.0 only comes from a negative value rounding to zero
+                if not ok_cls[cls] or (cls == "zero" and sign == "neg" and not reach["rounding"]):
+                    continue
+                cg.point(f"result_{sign}_{cls}", lambda t, k=(sign, cls): k in t["seen"], [True])
+        if reach["rounding"]:
+            cg.point("tie", lambda t: t["tie"], [False, True])
+        cg.point("kind", lambda t: t["kind"], list(TF_KINDS))
+
+    def samples(self, items: list[TfItem], outs: list[Beat]) -> list[dict[str, Any]]:
+        d_bits, d_flg = self._decode([o.fields for o in outs])
+        cls = result_classes(d_bits)
+        neg = (d_bits >> 31) & 1
+        m = np.array([it.m for it in items], dtype=np.int64)
+        x = np.array([it.exp for it in items], dtype=np.int64)
+        # an exact tie in the subnormal rounding: r = -149 - x bits dropped, r >= 1
+        r = np.clip(-149 - x, 0, 62)[:, None]
+        mag = np.abs(m)
+        low = mag & ((np.int64(1) << r) - 1)
+        tie = ((r >= 1) & (low == (np.int64(1) << np.maximum(r - 1, 0)))).any(axis=1)
+        out = []
+        for i, it in enumerate(items):
+            seen = {("neg" if s else "pos", _CLASSES[c]) for s, c in zip(neg[i], cls[i])}
+            out.append({"flags": int(d_flg[i]), "seen": seen, "tie": bool(tie[i]), "kind": it.kind})
+        return out
+
+
+class ToFloatTest(StreamTest):
+    """Random blocks with idle cycles and back-pressure, checked against the model."""
+
+    UNIT = ToFloatUnit
