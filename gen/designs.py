@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lockstep.models.formats import PATENT
+from lockstep.models.formats import PATENT, MxParams
 
-from .bfp import emit_dot, emit_quantizer, emit_to_float
+from .bfp import emit_dot, emit_mx_quantizer, emit_quantizer, emit_renorm, emit_stats, emit_to_float
 from .common import Emitted
 
 __all__ = ["Design", "DEFAULT_DESIGNS"]
@@ -31,5 +31,8 @@ class Design:
 DEFAULT_DESIGNS: list[Design] = [
     Design("bfp", "bfp_quantize", emit_quantizer, PATENT),
     Design("bfp", "bfp_dot", emit_dot, PATENT),
+    Design("bfp", "bfp_renorm", emit_renorm, PATENT),
+    Design("bfp", "bfp_stats", emit_stats, PATENT),
     Design("bfp", "bfp_to_float", emit_to_float, PATENT),
+    Design("bfp", "bfp_mx_quantize", emit_mx_quantizer, MxParams("fp8_e4m3", 32)),
 ]

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["BfpFormat", "MX_ELEMENTS", "MxElement", "ParamError", "params_hash"]
+__all__ = ["BfpFormat", "MX_ELEMENTS", "MxElement", "MxParams", "PATENT", "ParamError", "params_hash"]
 
 
 class ParamError(ValueError):
@@ -28,7 +28,7 @@ class MxElement:
     """An OCP Microscaling (MX) v1.0 element data type.
 
     Attributes:
-        name: the ``elem`` name used by :func:`lockstep.models.bfp.mx_quantize`.
+        name: the ``elem`` name used by :func:`lockstep.models.mx.mx_quantize`.
         bits: storage bits per element code.
         ebits: exponent bits (0 for the integer type).
         mbits: explicit mantissa (fraction) bits; for ``int8`` the magnitude bits.
@@ -70,13 +70,30 @@ MX_ELEMENTS: dict[str, MxElement] = {
 }
 
 
+class _Record:
+    """JSON round trip shared by every parameter record."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (JSON-safe)."""
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Any:
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        extra = set(d) - names
+        if extra:
+            raise ParamError(f"{cls.__name__}: unknown field(s) {sorted(extra)}")
+        return cls(**d)
+
+
 def _clog2(v: int) -> int:
     """Smallest k with 2**k >= v (0 for v <= 1)."""
     return max(0, (v - 1).bit_length())
 
 
 @dataclass(frozen=True)
-class BfpFormat:
+class BfpFormat(_Record):
     """Block-floating-point family parameters (spec 004, section 4.1).
 
     A block holds ``n`` elements that share one exponent. Each element is a signed
@@ -189,18 +206,51 @@ class BfpFormat:
         """Storage cost: ``w + e / n`` bits per element."""
         return self.w + self.e / self.n
 
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict (JSON-safe)."""
-        return dataclasses.asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "BfpFormat":
-        """Inverse of :meth:`to_dict`; unknown keys are an error."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        extra = set(d) - names
-        if extra:
-            raise ParamError(f"BfpFormat: unknown field(s) {sorted(extra)}")
-        return cls(**d)
+
+@dataclass(frozen=True)
+class MxParams(_Record):
+    """OCP MX v1.0 block parameters: element type and block size.
+
+    A block holds ``block`` elements sharing one E8M0 scale; each element is a code of
+    the type ``MX_ELEMENTS[elem]``. The semantics are :mod:`lockstep.models.mx`'s.
+
+    Attributes:
+        elem: element type, a key of :data:`~lockstep.models.formats.MX_ELEMENTS`
+            (``"int8"``, ``"fp8_e4m3"``, ``"fp8_e5m2"``, ``"fp6_e2m3"``, ``"fp6_e3m2"``,
+            ``"fp4_e2m1"``).
+        block: elements per block (OCP uses 32); one block per clock on the streaming
+            units, so the range is kept to ``[1, 64]``.
+
+    Raises:
+        ParamError: on a value that cannot work, naming the field.
+    """
+
+    elem: str
+    block: int = 32
+
+    BLOCK_MAX: ClassVar[int] = 64
+
+    def __post_init__(self) -> None:
+        def bad(field: str, why: str) -> ParamError:
+            return ParamError(f"MxParams.{field}={getattr(self, field)!r}: {why}")
+
+        if not isinstance(self.elem, str) or self.elem not in MX_ELEMENTS:
+            raise bad("elem", f"unknown MX element type; expected one of {sorted(MX_ELEMENTS)}")
+        if not isinstance(self.block, int) or isinstance(self.block, bool):
+            raise bad("block", "must be an int")
+        if not 1 <= self.block <= self.BLOCK_MAX:
+            raise bad("block", f"block size must be in [1, {self.BLOCK_MAX}]")
+
+    @property
+    def element(self) -> MxElement:
+        """The element type's record (bits, ebits, mbits, emax, max_normal, ...)."""
+        return MX_ELEMENTS[self.elem]
+
+    @property
+    def bits_per_element(self) -> float:
+        """Storage cost: ``bits + 8 / block`` bits per element."""
+        return self.element.bits + 8 / self.block
 
 
 #: The patent's configuration (claim 29: 16-bit mantissa, 5-bit exponent).

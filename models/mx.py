@@ -54,6 +54,7 @@ __all__ = [
     "E8M0_NAN",
     "E8M0_BIAS",
     "MX_FLAG_INF",
+    "MX_FLAG_NAMES",
     "MX_FLAG_NAN",
     "MX_FLAG_SAT",
     "MX_FLAG_SCALE_LO",
@@ -79,6 +80,16 @@ MX_FLAG_SCALE_LO = 1 << 4
 MX_FLAG_SAT = 1 << 5
 #: At least one input element is a float32 subnormal.
 MX_FLAG_SUBN = 1 << 6
+
+#: Flag name -> mask, bit order (the RTL's ``out_flags`` layout; bit 3 is unused).
+MX_FLAG_NAMES: dict[str, int] = {
+    "zero": MX_FLAG_ZERO,
+    "nan": MX_FLAG_NAN,
+    "inf": MX_FLAG_INF,
+    "scale_lo": MX_FLAG_SCALE_LO,
+    "sat": MX_FLAG_SAT,
+    "subn": MX_FLAG_SUBN,
+}
 
 #: E8M0 scale code of NaN.
 E8M0_NAN = 0xFF

@@ -17,8 +17,8 @@ import pytest
 from lockstep.gen import bfp as gbfp
 from lockstep.gen.common import check_name
 from lockstep.gen.lint import lint_file
-from lockstep.models import bfp
-from lockstep.models.formats import BfpFormat, ParamError
+from lockstep.models import bfp, mx
+from lockstep.models.formats import BfpFormat, MxParams, ParamError
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import check_rtl_ports
 
@@ -39,6 +39,12 @@ UNITS = {
                       gbfp.QUANT_FLAGS, bfp.FLAG_NAMES),
     "dot": Unit(gbfp.emit_dot, "bfp_dot", BfpFormat(w=8, e=5, n=4, rounding="rne", acc=24),
                 gbfp.DOT_FLAGS, bfp.FLAG_NAMES),
+    "renorm": Unit(gbfp.emit_renorm, "bfp_renorm", BfpFormat(w=8, e=5, n=4, rounding="rne"),
+                   gbfp.RENORM_FLAGS, bfp.FLAG_NAMES),
+    "stats": Unit(gbfp.emit_stats, "bfp_stats", BfpFormat(w=8, e=5, n=4, stat_log2_win=4),
+                  gbfp.RENORM_FLAGS, bfp.FLAG_NAMES),
+    "mx": Unit(gbfp.emit_mx_quantizer, "bfp_mx_quantize", MxParams("fp4_e2m1", 4), gbfp.MX_FLAGS,
+               mx.MX_FLAG_NAMES),
     "to_float": Unit(gbfp.emit_to_float, "bfp_to_float", BfpFormat(w=8, e=8, n=4),
                      gbfp.TO_FLOAT_FLAGS, bfp.FFLAG_NAMES),
 }

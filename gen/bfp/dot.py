@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from myhdl import Signal, always_comb, always_seq, block, concat, intbv
+from myhdl import Signal, always_comb, block, concat, intbv
 
 from lockstep.models.formats import BfpFormat, ParamError, _clog2
 
 from ..common import Emitted, emit_stream_unit, flat_signal
+from ..stream import STREAM_LATENCY, stream_ports, stream_register
 from .quantizer import QUANT_FLAGS
 
 __all__ = ["DOT_FLAGS", "DOT_LATENCY", "DOT_MAX_N", "bfp_dot", "dot_ports", "emit_dot"]
@@ -31,7 +32,7 @@ __all__ = ["DOT_FLAGS", "DOT_LATENCY", "DOT_MAX_N", "bfp_dot", "dot_ports", "emi
 #: Flag bit order of ``out_flags``/``err``: the family's layout (only ``ovf`` is used).
 DOT_FLAGS = QUANT_FLAGS
 #: Cycles from an accepted input block to its output (one register stage).
-DOT_LATENCY = 1
+DOT_LATENCY = STREAM_LATENCY
 #: Largest block size the generator elaborates (one multiplier per lane, one cycle).
 DOT_MAX_N = 256
 
@@ -340,49 +341,31 @@ def bfp_dot(
             if ovf1:
                 flags.next = _OVF_CODE
 
-    out_v = Signal(bool(0))
-
-    @always_comb
-    def ready():
-        in_ready.next = not out_v or out_ready
-        out_valid.next = out_v
-
-    @always_seq(clk.posedge, reset=rst)
-    def regs():
-        if in_valid and (not out_v or out_ready):
-            out_v.next = 1
-            out_acc.next = acc_o
-            out_e3.next = e3[e + 1 :]
-            out_flags.next = flags
-            err.next = err | flags
-        elif out_ready:
-            out_v.next = 0
-
-    return insts, exp_add, bias_add, ready, regs
+    shell = stream_register(
+        clk, rst, in_valid, in_ready, out_valid, out_ready,
+        [(out_acc, acc_o), (out_e3, e3(e + 1, 0)), (out_flags, flags)], flags, err,
+    )
+    return insts, exp_add, bias_add, shell
 
 
 def dot_ports(fmt: BfpFormat) -> dict[str, dict]:
     """Port list of :func:`bfp_dot` (name -> direction, width, doc)."""
-    nf = len(DOT_FLAGS)
-    return {
-        "clk": {"dir": "in", "width": 1, "doc": "clock"},
-        "rst": {"dir": "in", "width": 1, "doc": "synchronous active-high reset"},
-        "in_valid": {"dir": "in", "width": 1, "doc": "input block valid"},
-        "in_ready": {"dir": "out", "width": 1, "doc": "input block accepted when valid"},
-        "in_a": {"dir": "in", "width": fmt.w * fmt.n, "doc": "n W-bit mantissas of a"},
-        "in_ea": {"dir": "in", "width": fmt.e, "doc": "exponent of a (two's complement)"},
-        "in_b": {"dir": "in", "width": fmt.w * fmt.n, "doc": "n W-bit mantissas of b"},
-        "in_eb": {"dir": "in", "width": fmt.e, "doc": "exponent of b (two's complement)"},
-        "in_bias_en": {"dir": "in", "width": 1, "doc": "add the aligned bias"},
-        "in_bias": {"dir": "in", "width": fmt.w, "doc": "bias mantissa (two's complement)"},
-        "in_e5": {"dir": "in", "width": fmt.e, "doc": "bias exponent (two's complement)"},
-        "out_valid": {"dir": "out", "width": 1, "doc": "output valid"},
-        "out_ready": {"dir": "in", "width": 1, "doc": "output taken when valid"},
-        "out_acc": {"dir": "out", "width": fmt.acc_bits, "doc": "acc + aligned bias, saturated"},
-        "out_e3": {"dir": "out", "width": fmt.e_sum_bits, "doc": "e3 = ea + eb"},
-        "out_flags": {"dir": "out", "width": nf, "doc": "block flags " + ",".join(DOT_FLAGS)},
-        "err": {"dir": "out", "width": nf, "doc": "sticky OR of accepted flags"},
-    }
+    return stream_ports(
+        {
+            "a": (fmt.w * fmt.n, "n W-bit mantissas of a"),
+            "ea": (fmt.e, "exponent of a (two's complement)"),
+            "b": (fmt.w * fmt.n, "n W-bit mantissas of b"),
+            "eb": (fmt.e, "exponent of b (two's complement)"),
+            "bias_en": (1, "add the aligned bias"),
+            "bias": (fmt.w, "bias mantissa (two's complement)"),
+            "e5": (fmt.e, "bias exponent (two's complement)"),
+        },
+        {
+            "acc": (fmt.acc_bits, "acc + aligned bias, saturated"),
+            "e3": (fmt.e_sum_bits, "e3 = ea + eb"),
+        },
+        DOT_FLAGS,
+    )
 
 
 def emit_dot(fmt: BfpFormat, outdir: Path | str, name: str = "bfp_dot") -> Emitted:

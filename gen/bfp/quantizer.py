@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
+from myhdl import ConcatSignal, Signal, always_comb, block, concat, intbv
 
 from lockstep.models.formats import BfpFormat, ParamError
 
 from ..common import Emitted, emit_stream_unit, flat_signal
+from ..stream import STREAM_LATENCY, stream_ports, stream_register
 from .parts import any_of, lane_split, max_tree, msb_index
 
 __all__ = ["QUANT_FLAGS", "QUANTIZER_LATENCY", "quantizer", "quantizer_ports", "emit_quantizer"]
@@ -26,7 +27,7 @@ __all__ = ["QUANT_FLAGS", "QUANTIZER_LATENCY", "quantizer", "quantizer_ports", "
 #: Flag bit order of the quantizer's ``out_flags``/``err`` (same as lockstep.models.bfp).
 QUANT_FLAGS = ("zero", "nan", "inf", "exp_hi", "exp_lo", "ovf", "subn")
 #: Cycles from an accepted input block to its output block (one register stage).
-QUANTIZER_LATENCY = 1
+QUANTIZER_LATENCY = STREAM_LATENCY
 
 # Right shifts of the 24-bit float32 significand by 26 or more give the same integer
 # part (0), round bit (0) and sticky bit (significand != 0): clip there.
@@ -225,45 +226,24 @@ def quantizer(
     insts += [any_of(nans, any_nan), any_of(infs, any_inf), any_of(subns, any_subn), any_of(ovfs, any_ovf)]
     mant_bus = ConcatSignal(*reversed(ms)) if n > 1 else ms[0]
     flags = ConcatSignal(any_subn, any_ovf, f_lo, f_hi, any_inf, any_nan, f_zero)
-    out_v = Signal(bool(0))
-
-    @always_comb
-    def ready():
-        in_ready.next = not out_v or out_ready
-        out_valid.next = out_v
-
-    @always_seq(clk.posedge, reset=rst)
-    def regs():
-        if in_valid and (not out_v or out_ready):
-            out_v.next = 1
-            out_data.next = mant_bus
-            out_exp.next = ex[e:]
-            out_flags.next = flags
-            err.next = err | flags
-        elif out_ready:
-            out_v.next = 0
-
-    return insts, select_exp, ready, regs
+    shell = stream_register(
+        clk, rst, in_valid, in_ready, out_valid, out_ready,
+        [(out_data, mant_bus), (out_exp, ex(e, 0)), (out_flags, flags)], flags, err,
+    )
+    return insts, select_exp, shell
 
 
 def quantizer_ports(fmt: BfpFormat) -> dict[str, dict]:
     """Port list of :func:`quantizer` (name -> direction, width, doc)."""
-    nf = len(QUANT_FLAGS)
-    return {
-        "clk": {"dir": "in", "width": 1, "doc": "clock"},
-        "rst": {"dir": "in", "width": 1, "doc": "synchronous active-high reset"},
-        "in_valid": {"dir": "in", "width": 1, "doc": "input block valid"},
-        "in_ready": {"dir": "out", "width": 1, "doc": "input block accepted when valid"},
-        "in_data": {"dir": "in", "width": 32 * fmt.n, "doc": "n float32 bit patterns"},
-        "in_force": {"dir": "in", "width": 1, "doc": "use in_exp instead of Eq. 4"},
-        "in_exp": {"dir": "in", "width": fmt.e, "doc": "forced exponent (two's complement)"},
-        "out_valid": {"dir": "out", "width": 1, "doc": "output block valid"},
-        "out_ready": {"dir": "in", "width": 1, "doc": "output block taken when valid"},
-        "out_data": {"dir": "out", "width": fmt.w * fmt.n, "doc": "n W-bit mantissas"},
-        "out_exp": {"dir": "out", "width": fmt.e, "doc": "shared exponent"},
-        "out_flags": {"dir": "out", "width": nf, "doc": "block flags " + ",".join(QUANT_FLAGS)},
-        "err": {"dir": "out", "width": nf, "doc": "sticky OR of accepted flags"},
-    }
+    return stream_ports(
+        {
+            "data": (32 * fmt.n, "n float32 bit patterns"),
+            "force": (1, "use in_exp instead of Eq. 4"),
+            "exp": (fmt.e, "forced exponent (two's complement)"),
+        },
+        {"data": (fmt.w * fmt.n, "n W-bit mantissas"), "exp": (fmt.e, "shared exponent")},
+        QUANT_FLAGS,
+    )
 
 
 def emit_quantizer(fmt: BfpFormat, outdir: Path | str, name: str = "bfp_quantize") -> Emitted:

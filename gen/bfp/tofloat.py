@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
+from myhdl import ConcatSignal, Signal, always_comb, block, concat, intbv
 
 from lockstep.models.formats import BfpFormat
 
 from ..common import Emitted, emit_stream_unit, flat_signal
+from ..stream import STREAM_LATENCY, stream_ports, stream_register
 from .parts import any_of, msb_index
 
 __all__ = ["TO_FLOAT_FLAGS", "TO_FLOAT_LATENCY", "to_float", "to_float_ports", "emit_to_float"]
@@ -33,7 +34,7 @@ __all__ = ["TO_FLOAT_FLAGS", "TO_FLOAT_LATENCY", "to_float", "to_float_ports", "
 #: Flag bit order of ``out_flags``/``err`` (same as lockstep.models.bfp.FFLAG_NAMES).
 TO_FLOAT_FLAGS = ("ovf", "unf", "inexact")
 #: Cycles from an accepted input block to its output block (one register stage).
-TO_FLOAT_LATENCY = 1
+TO_FLOAT_LATENCY = STREAM_LATENCY
 
 _FRAC = 23  # float32 fraction bits
 _EMAX = 127  # largest unbiased float32 exponent
@@ -213,42 +214,22 @@ def to_float(
     insts += [any_of(ovfs, any_ovf), any_of(unfs, any_unf), any_of(inxs, any_inx)]
     data_bus = ConcatSignal(*reversed(fs)) if n > 1 else fs[0]
     flags = ConcatSignal(any_inx, any_unf, any_ovf)
-    out_v = Signal(bool(0))
-
-    @always_comb
-    def ready():
-        in_ready.next = not out_v or out_ready
-        out_valid.next = out_v
-
-    @always_seq(clk.posedge, reset=rst)
-    def regs():
-        if in_valid and (not out_v or out_ready):
-            out_v.next = 1
-            out_data.next = data_bus
-            out_flags.next = flags
-            err.next = err | flags
-        elif out_ready:
-            out_v.next = 0
-
-    return insts, sign_extend, ready, regs
+    shell = stream_register(
+        clk, rst, in_valid, in_ready, out_valid, out_ready, [(out_data, data_bus), (out_flags, flags)], flags, err
+    )
+    return insts, sign_extend, shell
 
 
 def to_float_ports(fmt: BfpFormat) -> dict[str, dict]:
     """Port list of :func:`to_float` (name -> direction, width, doc)."""
-    nf = len(TO_FLOAT_FLAGS)
-    return {
-        "clk": {"dir": "in", "width": 1, "doc": "clock"},
-        "rst": {"dir": "in", "width": 1, "doc": "synchronous active-high reset"},
-        "in_valid": {"dir": "in", "width": 1, "doc": "input block valid"},
-        "in_ready": {"dir": "out", "width": 1, "doc": "input block accepted when valid"},
-        "in_data": {"dir": "in", "width": fmt.w * fmt.n, "doc": "n W-bit two's-complement mantissas"},
-        "in_exp": {"dir": "in", "width": fmt.e, "doc": "shared exponent (two's complement)"},
-        "out_valid": {"dir": "out", "width": 1, "doc": "output block valid"},
-        "out_ready": {"dir": "in", "width": 1, "doc": "output block taken when valid"},
-        "out_data": {"dir": "out", "width": 32 * fmt.n, "doc": "n float32 bit patterns"},
-        "out_flags": {"dir": "out", "width": nf, "doc": "block flags " + ",".join(TO_FLOAT_FLAGS)},
-        "err": {"dir": "out", "width": nf, "doc": "sticky OR of accepted flags"},
-    }
+    return stream_ports(
+        {
+            "data": (fmt.w * fmt.n, "n W-bit two's-complement mantissas"),
+            "exp": (fmt.e, "shared exponent (two's complement)"),
+        },
+        {"data": (32 * fmt.n, "n float32 bit patterns")},
+        TO_FLOAT_FLAGS,
+    )
 
 
 def emit_to_float(fmt: BfpFormat, outdir: Path | str, name: str = "bfp_to_float") -> Emitted:

@@ -79,7 +79,6 @@ reg signed [36:0] al_x;
 reg [6:0] flags;
 reg [35:0] acc_o;
 reg ovf1;
-reg out_v;
 wire [15:0] _lane2_out;
 wire [15:0] _lane3_out;
 reg signed [31:0] _sext2_y;
@@ -218,6 +217,8 @@ reg signed [32:0] add_tree0_add_tree16_add_tree24_add_tree28_hi_x;
 reg signed [32:0] add_tree0_add_tree16_add_tree24_add_tree28_lo_x;
 reg signed [6:0] _sext64_y;
 reg [35:0] _bias_align0_aligned;
+wire stream_register0_load;
+reg stream_register0_out_v;
 
 
 
@@ -1396,28 +1397,69 @@ end
 
 
 
-assign in_ready = ((!out_v) || out_ready);
-assign out_valid = out_v;
+assign in_ready = ((!stream_register0_out_v) || out_ready);
+assign stream_register0_load = (in_valid && ((!stream_register0_out_v) || out_ready));
+assign out_valid = stream_register0_out_v;
 
 
-always @(posedge clk) begin: regs
+always @(posedge clk) begin: stream_register0_valid_reg
     if (rst == 1) begin
-        out_acc <= 0;
-        err <= 0;
-        out_e3 <= 0;
-        out_flags <= 0;
-        out_v <= 0;
+        stream_register0_out_v <= 0;
     end
     else begin
-        if ((in_valid && ((!out_v) || out_ready))) begin
-            out_v <= 1;
-            out_acc <= acc_o;
-            out_e3 <= e3[(5 + 1)-1:0];
-            out_flags <= flags;
-            err <= (err | flags);
+        if (stream_register0_load) begin
+            stream_register0_out_v <= 1;
         end
         else if (out_ready) begin
-            out_v <= 0;
+            stream_register0_out_v <= 0;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture0_cap
+    if (rst == 1) begin
+        out_acc <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            out_acc <= acc_o;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture1_cap
+    if (rst == 1) begin
+        out_e3 <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            out_e3 <= e3[6-1:0];
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture2_cap
+    if (rst == 1) begin
+        out_flags <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            out_flags <= flags;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__sticky0_stick
+    if (rst == 1) begin
+        err <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            err <= (err | flags);
         end
     end
 end

@@ -60,9 +60,6 @@ reg f_lo;
 reg f_zero;
 wire [31:0] frac32;
 reg [4:0] sub_msb;
-reg out_v;
-wire [255:0] mant_bus;
-wire [6:0] flags;
 reg [31:0] lane_split0_xi;
 reg [30:0] lane_split0_ki;
 reg [15:0] _quant_lane0_m_out;
@@ -289,30 +286,11 @@ wire any_of2_out;
 wire [15:0] any_of2_vec;
 wire any_of3_out;
 wire [15:0] any_of3_vec;
+wire [6:0] stream_register0_flags;
+wire stream_register0_load;
+reg stream_register0_out_v;
+wire [255:0] stream_register0__capture0_src;
 
-assign mant_bus[256-1:240] = _quant_lane15_m_out;
-assign mant_bus[240-1:224] = _quant_lane14_m_out;
-assign mant_bus[224-1:208] = _quant_lane13_m_out;
-assign mant_bus[208-1:192] = _quant_lane12_m_out;
-assign mant_bus[192-1:176] = _quant_lane11_m_out;
-assign mant_bus[176-1:160] = _quant_lane10_m_out;
-assign mant_bus[160-1:144] = _quant_lane9_m_out;
-assign mant_bus[144-1:128] = _quant_lane8_m_out;
-assign mant_bus[128-1:112] = _quant_lane7_m_out;
-assign mant_bus[112-1:96] = _quant_lane6_m_out;
-assign mant_bus[96-1:80] = _quant_lane5_m_out;
-assign mant_bus[80-1:64] = _quant_lane4_m_out;
-assign mant_bus[64-1:48] = _quant_lane3_m_out;
-assign mant_bus[48-1:32] = _quant_lane2_m_out;
-assign mant_bus[32-1:16] = _quant_lane1_m_out;
-assign mant_bus[16-1:0] = _quant_lane0_m_out;
-assign flags[6] = any_of2_out;
-assign flags[5] = any_of3_out;
-assign flags[4] = f_lo;
-assign flags[3] = f_hi;
-assign flags[2] = any_of1_out;
-assign flags[1] = any_of0_out;
-assign flags[0] = f_zero;
 assign any_of0_vec[15] = _quant_lane15_f_nan;
 assign any_of0_vec[14] = _quant_lane14_f_nan;
 assign any_of0_vec[13] = _quant_lane13_f_nan;
@@ -377,6 +355,29 @@ assign any_of3_vec[3] = _quant_lane3_f_ovf;
 assign any_of3_vec[2] = _quant_lane2_f_ovf;
 assign any_of3_vec[1] = _quant_lane1_f_ovf;
 assign any_of3_vec[0] = _quant_lane0_f_ovf;
+assign stream_register0_flags[6] = any_of2_out;
+assign stream_register0_flags[5] = any_of3_out;
+assign stream_register0_flags[4] = f_lo;
+assign stream_register0_flags[3] = f_hi;
+assign stream_register0_flags[2] = any_of1_out;
+assign stream_register0_flags[1] = any_of0_out;
+assign stream_register0_flags[0] = f_zero;
+assign stream_register0__capture0_src[256-1:240] = _quant_lane15_m_out;
+assign stream_register0__capture0_src[240-1:224] = _quant_lane14_m_out;
+assign stream_register0__capture0_src[224-1:208] = _quant_lane13_m_out;
+assign stream_register0__capture0_src[208-1:192] = _quant_lane12_m_out;
+assign stream_register0__capture0_src[192-1:176] = _quant_lane11_m_out;
+assign stream_register0__capture0_src[176-1:160] = _quant_lane10_m_out;
+assign stream_register0__capture0_src[160-1:144] = _quant_lane9_m_out;
+assign stream_register0__capture0_src[144-1:128] = _quant_lane8_m_out;
+assign stream_register0__capture0_src[128-1:112] = _quant_lane7_m_out;
+assign stream_register0__capture0_src[112-1:96] = _quant_lane6_m_out;
+assign stream_register0__capture0_src[96-1:80] = _quant_lane5_m_out;
+assign stream_register0__capture0_src[80-1:64] = _quant_lane4_m_out;
+assign stream_register0__capture0_src[64-1:48] = _quant_lane3_m_out;
+assign stream_register0__capture0_src[48-1:32] = _quant_lane2_m_out;
+assign stream_register0__capture0_src[32-1:16] = _quant_lane1_m_out;
+assign stream_register0__capture0_src[16-1:0] = _quant_lane0_m_out;
 
 
 always @(in_data) begin: lane_split0_split
@@ -2681,28 +2682,69 @@ end
 
 
 
-assign in_ready = ((!out_v) || out_ready);
-assign out_valid = out_v;
+assign in_ready = ((!stream_register0_out_v) || out_ready);
+assign stream_register0_load = (in_valid && ((!stream_register0_out_v) || out_ready));
+assign out_valid = stream_register0_out_v;
 
 
-always @(posedge clk) begin: regs
+always @(posedge clk) begin: stream_register0_valid_reg
     if (rst == 1) begin
-        err <= 0;
+        stream_register0_out_v <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            stream_register0_out_v <= 1;
+        end
+        else if (out_ready) begin
+            stream_register0_out_v <= 0;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture0_cap
+    if (rst == 1) begin
         out_data <= 0;
-        out_v <= 0;
-        out_flags <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            out_data <= stream_register0__capture0_src;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture1_cap
+    if (rst == 1) begin
         out_exp <= 0;
     end
     else begin
-        if ((in_valid && ((!out_v) || out_ready))) begin
-            out_v <= 1;
-            out_data <= mant_bus;
+        if (stream_register0_load) begin
             out_exp <= ex[5-1:0];
-            out_flags <= flags;
-            err <= (err | flags);
         end
-        else if (out_ready) begin
-            out_v <= 0;
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture2_cap
+    if (rst == 1) begin
+        out_flags <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            out_flags <= stream_register0_flags;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__sticky0_stick
+    if (rst == 1) begin
+        err <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            err <= (err | stream_register0_flags);
         end
     end
 end

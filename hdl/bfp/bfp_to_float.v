@@ -47,9 +47,6 @@ output [2:0] err;
 reg [2:0] err;
 
 reg signed [8:0] xs;
-reg out_v;
-wire [511:0] data_bus;
-wire [2:0] flags;
 wire [15:0] _lane_slice0_m_i;
 reg [31:0] _tofloat_lane0_f_out;
 reg _tofloat_lane0_f_ovf;
@@ -1400,26 +1397,11 @@ wire any_of1_out;
 wire [15:0] any_of1_vec;
 wire any_of2_out;
 wire [15:0] any_of2_vec;
+wire [2:0] stream_register0_flags;
+wire stream_register0_load;
+reg stream_register0_out_v;
+wire [511:0] stream_register0__capture0_src;
 
-assign data_bus[512-1:480] = _tofloat_lane15_f_out;
-assign data_bus[480-1:448] = _tofloat_lane14_f_out;
-assign data_bus[448-1:416] = _tofloat_lane13_f_out;
-assign data_bus[416-1:384] = _tofloat_lane12_f_out;
-assign data_bus[384-1:352] = _tofloat_lane11_f_out;
-assign data_bus[352-1:320] = _tofloat_lane10_f_out;
-assign data_bus[320-1:288] = _tofloat_lane9_f_out;
-assign data_bus[288-1:256] = _tofloat_lane8_f_out;
-assign data_bus[256-1:224] = _tofloat_lane7_f_out;
-assign data_bus[224-1:192] = _tofloat_lane6_f_out;
-assign data_bus[192-1:160] = _tofloat_lane5_f_out;
-assign data_bus[160-1:128] = _tofloat_lane4_f_out;
-assign data_bus[128-1:96] = _tofloat_lane3_f_out;
-assign data_bus[96-1:64] = _tofloat_lane2_f_out;
-assign data_bus[64-1:32] = _tofloat_lane1_f_out;
-assign data_bus[32-1:0] = _tofloat_lane0_f_out;
-assign flags[2] = any_of2_out;
-assign flags[1] = any_of1_out;
-assign flags[0] = any_of0_out;
 assign any_of0_vec[15] = _tofloat_lane15_f_ovf;
 assign any_of0_vec[14] = _tofloat_lane14_f_ovf;
 assign any_of0_vec[13] = _tofloat_lane13_f_ovf;
@@ -1468,6 +1450,25 @@ assign any_of2_vec[3] = _tofloat_lane3_f_inx;
 assign any_of2_vec[2] = _tofloat_lane2_f_inx;
 assign any_of2_vec[1] = _tofloat_lane1_f_inx;
 assign any_of2_vec[0] = _tofloat_lane0_f_inx;
+assign stream_register0_flags[2] = any_of2_out;
+assign stream_register0_flags[1] = any_of1_out;
+assign stream_register0_flags[0] = any_of0_out;
+assign stream_register0__capture0_src[512-1:480] = _tofloat_lane15_f_out;
+assign stream_register0__capture0_src[480-1:448] = _tofloat_lane14_f_out;
+assign stream_register0__capture0_src[448-1:416] = _tofloat_lane13_f_out;
+assign stream_register0__capture0_src[416-1:384] = _tofloat_lane12_f_out;
+assign stream_register0__capture0_src[384-1:352] = _tofloat_lane11_f_out;
+assign stream_register0__capture0_src[352-1:320] = _tofloat_lane10_f_out;
+assign stream_register0__capture0_src[320-1:288] = _tofloat_lane9_f_out;
+assign stream_register0__capture0_src[288-1:256] = _tofloat_lane8_f_out;
+assign stream_register0__capture0_src[256-1:224] = _tofloat_lane7_f_out;
+assign stream_register0__capture0_src[224-1:192] = _tofloat_lane6_f_out;
+assign stream_register0__capture0_src[192-1:160] = _tofloat_lane5_f_out;
+assign stream_register0__capture0_src[160-1:128] = _tofloat_lane4_f_out;
+assign stream_register0__capture0_src[128-1:96] = _tofloat_lane3_f_out;
+assign stream_register0__capture0_src[96-1:64] = _tofloat_lane2_f_out;
+assign stream_register0__capture0_src[64-1:32] = _tofloat_lane1_f_out;
+assign stream_register0__capture0_src[32-1:0] = _tofloat_lane0_f_out;
 
 
 
@@ -7174,26 +7175,57 @@ end
 
 
 
-assign in_ready = ((!out_v) || out_ready);
-assign out_valid = out_v;
+assign in_ready = ((!stream_register0_out_v) || out_ready);
+assign stream_register0_load = (in_valid && ((!stream_register0_out_v) || out_ready));
+assign out_valid = stream_register0_out_v;
 
 
-always @(posedge clk) begin: regs
+always @(posedge clk) begin: stream_register0_valid_reg
     if (rst == 1) begin
-        err <= 0;
-        out_data <= 0;
-        out_flags <= 0;
-        out_v <= 0;
+        stream_register0_out_v <= 0;
     end
     else begin
-        if ((in_valid && ((!out_v) || out_ready))) begin
-            out_v <= 1;
-            out_data <= data_bus;
-            out_flags <= flags;
-            err <= (err | flags);
+        if (stream_register0_load) begin
+            stream_register0_out_v <= 1;
         end
         else if (out_ready) begin
-            out_v <= 0;
+            stream_register0_out_v <= 0;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture0_cap
+    if (rst == 1) begin
+        out_data <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            out_data <= stream_register0__capture0_src;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__capture1_cap
+    if (rst == 1) begin
+        out_flags <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            out_flags <= stream_register0_flags;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: stream_register0__sticky0_stick
+    if (rst == 1) begin
+        err <= 0;
+    end
+    else begin
+        if (stream_register0_load) begin
+            err <= (err | stream_register0_flags);
         end
     end
 end

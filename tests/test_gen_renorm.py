@@ -1,0 +1,83 @@
+"""BFP renormaliser and statistics unit: checks specific to these units (the rest:
+tests/test_gen.py), and the testbench's stimulus staying inside the model's domain."""
+
+import json
+
+import numpy as np
+import pytest
+
+from lockstep.gen.bfp.renorm import (
+    RENORM_FLAGS,
+    RENORM_LATENCY,
+    STATS_WINDOW_STALL,
+    emit_renorm,
+    emit_stats,
+    renorm_ports,
+    stats_ports,
+)
+from lockstep.gen.lint import lint_file
+from lockstep.models import bfp
+from lockstep.models.formats import BfpFormat, ParamError
+from lockstep.verif.bfp.renorm_env import RENORM_KINDS, acc_vectors
+from lockstep.verif.registry import TESTBENCHES
+
+#: The registered renormaliser formats (never restated here) and a degenerate corner.
+FORMATS = [tb.params for tb in TESTBENCHES.values() if tb.toplevel == "bfp_renorm" and not tb.expect_fail]
+FORMATS += [BfpFormat(w=3, e=2, n=1)]
+
+
+def test_record_describes_the_module(tmp_path):
+    """The JSON record carries the parameters, the port widths and the latency."""
+    fmt = BfpFormat(w=8, e=5, n=4, rounding="rne")  # acc_bits = 18, e_sum_bits = 6
+    em = emit_renorm(fmt, tmp_path)
+    rec = json.loads(em.sidecar.read_text())
+    assert BfpFormat.from_dict(rec["params"]) == fmt
+    assert rec["ports"] == renorm_ports(fmt)
+    assert rec["ports"]["in_data"]["width"] == 18 * 4
+    assert rec["ports"]["in_e3"]["width"] == 6
+    assert rec["ports"]["in_e4"]["width"] == 5
+    assert rec["ports"]["out_data"]["width"] == 8 * 4
+    assert rec["ports"]["out_flags"]["width"] == len(bfp.FLAG_NAMES)
+    assert rec["timing"]["latency"] == RENORM_LATENCY == 1
+    text = em.verilog.read_text()
+    assert "input [71:0] in_data;" in text and "output [31:0] out_data;" in text
+
+
+def test_corner_config_lints_clean(tmp_path):
+    """One lane, the narrowest widths: lints clean (registered sets: tests/test_gen.py)."""
+    assert lint_file(emit_renorm(BfpFormat(w=3, e=2, n=1), tmp_path).verilog) == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f"w{f.w}e{f.e}n{f.n}a{f.acc_bits}")
+def test_stimulus_in_model_domain(fmt, seed):
+    """Every stimulus kind yields accumulators the model accepts, incl. the extremes."""
+    rng = np.random.default_rng(seed)
+    acc, kinds = acc_vectors(rng, fmt, 2000)
+    assert acc.shape == (2000, fmt.n)
+    assert set(np.unique(kinds)) == set(range(len(RENORM_KINDS)))
+    lo, hi = -(1 << (fmt.acc_bits - 1)), (1 << (fmt.acc_bits - 1)) - 1
+    assert int(acc.min()) >= lo and int(acc.max()) <= hi
+    assert (acc == lo).any()
+    e4, m, fl = bfp.renormalize(acc, 0, fmt)
+    assert m.shape == acc.shape and (fl & bfp.FLAG_ZERO).any()
+
+
+# ---- statistics mode ---------------------------------------------------------------------
+def test_stats_record_and_corner_lint(tmp_path):
+    """One lane, a one-value window, 64-bit accumulator: record and lint."""
+    fmt = BfpFormat(w=16, e=5, n=1, stat_log2_win=0, acc=64)
+    em = emit_stats(fmt, tmp_path)
+    assert lint_file(em.verilog) == []
+    rec = json.loads(em.sidecar.read_text())
+    assert rec["ports"] == stats_ports(fmt) and "in_fixed" not in rec["ports"]
+    assert rec["timing"]["latency"] == 1 and rec["timing"]["window_stall"] == STATS_WINDOW_STALL
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [({"n": 6, "stat_log2_win": 4}, "n"), ({"n": 16, "stat_log2_win": 3}, "stat_log2_win")],
+)
+def test_stats_refuses_bad_window(kwargs, field, tmp_path):
+    """n must be a power of two that divides the window (the model's refusal)."""
+    with pytest.raises(ParamError, match=rf"BfpFormat\.{field}="):
+        emit_stats(BfpFormat(**kwargs), tmp_path)

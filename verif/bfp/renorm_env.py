@@ -1,0 +1,414 @@
+"""Testbench knowledge of the BFP renormaliser (accumulators, e3 -> e4, mantissas, flags).
+
+Plugs into :mod:`lockstep.verif.stream_env`: corner-biased accumulator vectors over the
+whole ``acc_bits`` range (all zero, one nonzero lane, extremes incl. ``-2**(A-1)``,
+``2**k`` / ``2**k - 1`` maxima, RNE ties and round-ups), ``e3`` over the ``e_sum_bits``
+range (partly aimed so that e4 lands near the clamp limits), and fixed-mode vectors at
+random ``e4`` (extremes included). The check predicts every vector with
+:func:`lockstep.models.bfp.renormalize` (one call per mode); cover points span every
+reachable flag, the mode, the shift direction and clipping, and RNE round-ups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from lockstep.models import bfp
+from lockstep.models.formats import BfpFormat
+from lockstep.verif.agents.stream import Beat
+from lockstep.verif.coverage import Covergroup
+from lockstep.verif.packing import pack_lanes, to_signed, unpack_lanes
+from lockstep.verif.stream_env import StreamTest, StreamUnit
+
+__all__ = ["RENORM_KINDS", "RenormItem", "RenormUnit", "RenormTest", "StatsUnit", "StatsTest", "acc_vectors"]
+
+#: Stimulus kinds and their default weights.
+RENORM_KINDS: dict[str, float] = {
+    "full": 2.0,  # every lane uniform over the whole A-bit range
+    "scaled": 4.0,  # lanes uniform below a random power of two (every lop)
+    "zero": 1.0,  # all lanes 0
+    "single": 1.5,  # one nonzero lane
+    "extreme": 1.5,  # lanes from {-2**(A-1), +-(2**(A-1)-1), +-1, 0}
+    "pow2": 2.0,  # maximum exactly +-2**k or +-(2**k - 1)
+    "ties": 2.0,  # lanes exactly halfway between two mantissas (max-mode e4)
+    "roundup": 2.0,  # maximum just below 2**(w-1+r): RNE rounds up to 2**(w-1)
+}
+
+
+@dataclass
+class RenormItem:
+    """One input vector.
+
+    Attributes:
+        acc: ``n`` accumulator values (signed, ``acc_bits`` wide).
+        e3: their exponent.
+        fixed: fixed mode (use ``e4``).
+        e4: the fixed exponent (ignored in max mode).
+        kind: stimulus kind.
+    """
+
+    acc: np.ndarray
+    e3: int
+    fixed: bool = False
+    e4: int = 0
+    kind: str = "full"
+
+
+def _mags_below(rng: np.random.Generator, bits: np.ndarray) -> np.ndarray:
+    """Uniform magnitudes in ``[0, 2**bits)`` (``bits`` int array in [0, 63])."""
+    raw = rng.integers(0, np.iinfo(np.uint64).max, size=bits.shape, dtype=np.uint64, endpoint=True)
+    sh = (64 - bits).astype(np.uint64)
+    out = np.where(bits == 0, np.uint64(0), raw >> np.minimum(sh, np.uint64(63)))
+    return out.astype(np.int64)
+
+
+def _signs(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.choice(np.array([-1, 1], dtype=np.int64), size=shape)
+
+
+def _kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np.ndarray:
+    n, w, a = fmt.n, fmt.w, fmt.acc_bits
+    lo, hi = -(1 << (a - 1)), (1 << (a - 1)) - 1
+    shape = (count, n)
+    if kind == "full":
+        return rng.integers(lo, hi, size=shape, dtype=np.int64, endpoint=True)
+    if kind == "scaled":
+        b = rng.integers(0, a, size=(count, 1))  # magnitudes < 2**b, b <= a - 1
+        return _mags_below(rng, np.broadcast_to(b, shape)) * _signs(rng, shape)
+    if kind == "zero":
+        return np.zeros(shape, dtype=np.int64)
+    if kind == "single":
+        out = np.zeros(shape, dtype=np.int64)
+        b = rng.integers(1, a, size=count)
+        v = np.maximum(_mags_below(rng, b), 1) * _signs(rng, (count,))
+        v = np.where(rng.random(count) < 0.1, lo, v)
+        out[np.arange(count), rng.integers(0, n, size=count)] = v
+        return out
+    if kind == "extreme":
+        pool = np.array([lo, hi, -hi, 1, -1, 0], dtype=np.int64)
+        return rng.choice(pool, size=shape)
+    if kind == "pow2":
+        k = rng.integers(0, a - 1, size=(count, 1))  # 2**k <= 2**(a-2): +-2**k fits
+        top = (np.int64(1) << k.astype(np.int64)) - rng.integers(0, 2, size=(count, 1))
+        top = np.maximum(top, 1)
+        rest = _mags_below(rng, np.broadcast_to(k, shape))  # below 2**k
+        rest[:, :1] = top
+        return rest * _signs(rng, shape)
+    if kind in ("ties", "roundup"):
+        # max lane with lop = w - 2 + r so max-mode e4 = e3 + r (right shift r >= 1)
+        rmax = max(1, min(a - w, 63 - w))  # top < 2**(w-1+r) <= 2**62 stays in int64
+        r = rng.integers(1, rmax + 1, size=(count, 1)).astype(np.int64)
+        one = np.int64(1)
+        if kind == "ties":
+            m = rng.integers(0, 1 << (w - 2), size=shape).astype(np.int64)
+            rest = ((2 * m + 1) << (r - 1)) + (rng.random(shape) < 0.2) * (one << (r - 1))
+            rest[:, :1] = one << (w - 2 + r)
+        else:
+            top = (one << (w - 1 + r)) - (one << r) + (one << (r - 1))
+            top = top + _mags_below(rng, np.maximum(r - 1, 0))
+            rest = _mags_below(rng, np.broadcast_to(w - 2 + r, shape))
+            rest[:, :1] = top
+        sign = _signs(rng, shape)
+        return np.clip(rest, 0, hi) * sign
+    raise ValueError(f"unknown stimulus kind {kind!r}; known: {sorted(RENORM_KINDS)}")
+
+
+def acc_vectors(
+    rng: np.random.Generator,
+    fmt: BfpFormat,
+    count: int,
+    weights: dict[str, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random accumulator vectors for a renormaliser of format ``fmt``.
+
+    Args:
+        rng: the generator (seeded by the test).
+        fmt: the format (``n`` lanes of ``acc_bits`` bits).
+        count: number of vectors.
+        weights: kind -> relative weight (default :data:`RENORM_KINDS`).
+
+    Returns:
+        ``(acc (count, n) int64, kinds (count,))`` with kinds indexing ``list(weights)``.
+    """
+    if count < 0:
+        raise ValueError(f"count={count} must be >= 0")
+    weights = dict(weights or RENORM_KINDS)
+    names = list(weights)
+    p = np.array([weights[k] for k in names], dtype=np.float64)
+    if (p < 0).any() or p.sum() <= 0:
+        raise ValueError(f"weights {weights} must be non-negative with a positive sum")
+    kinds = rng.choice(len(names), size=count, p=p / p.sum())
+    out = np.zeros((count, fmt.n), dtype=np.int64)
+    for i, name in enumerate(names):
+        sel = np.flatnonzero(kinds == i)
+        if sel.size:
+            out[sel] = _kind(rng, name, sel.size, fmt)
+    return out, kinds
+
+
+def _exponents(
+    rng: np.random.Generator, fmt: BfpFormat, acc: np.ndarray, fixed_rate: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(e3, fixed, e4)`` per vector.
+
+    Half the ``e3`` values are uniform over the ``e_sum_bits`` range; the other half are
+    aimed so that the max-mode e4 lands in ``[e_min - 3, e_max + 3]`` (clamping on both
+    sides, and unclamped exponents). Fixed-mode ``e4`` is uniform, an extreme, or near
+    ``e3`` (small shifts in both directions).
+    """
+    count = acc.shape[0]
+    es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
+    mx = np.abs(acc).astype(np.uint64).max(axis=1) if count else np.zeros(0, np.uint64)
+    lop = np.where(mx == 0, 0, bfp.lop_int(np.maximum(mx, np.uint64(1))))
+    target = rng.integers(fmt.e_min - 3, fmt.e_max + 4, size=count)
+    aimed = np.clip(target - lop + (fmt.w - 2), es_lo, es_hi)
+    e3 = np.where(rng.random(count) < 0.5, aimed, rng.integers(es_lo, es_hi + 1, size=count))
+    fixed = rng.random(count) < fixed_rate
+    pick = rng.integers(0, 4, size=count)
+    e4 = rng.integers(fmt.e_min, fmt.e_max + 1, size=count)
+    e4 = np.where(pick == 1, fmt.e_min, np.where(pick == 2, fmt.e_max, e4))
+    near = np.clip(e3 + rng.integers(-fmt.w - 2, fmt.w + 3, size=count), fmt.e_min, fmt.e_max)
+    e4 = np.where(pick == 3, near, e4)
+    return e3.astype(np.int64), fixed, e4.astype(np.int64)
+
+
+class RenormUnit(StreamUnit):
+    """The renormaliser: ``in_data/in_e3/in_fixed/in_e4`` -> ``out_data/out_e4/out_flags``."""
+
+    params_type = BfpFormat
+    in_fields = ["data", "e3", "fixed", "e4"]
+    out_fields = ["data", "e4", "flags"]
+    covergroup = "bfp.renorm"
+
+    def items(self, rng: np.random.Generator, count: int) -> list[RenormItem]:
+        fmt: BfpFormat = self.params
+        acc, kinds = acc_vectors(rng, fmt, count)
+        e3, fixed, e4 = _exponents(rng, fmt, acc, float(self.ctx.opt("fixed_rate", 0.25)))
+        names = list(RENORM_KINDS)
+        return [
+            RenormItem(acc[i], int(e3[i]), bool(fixed[i]), int(e4[i]), names[kinds[i]]) for i in range(count)
+        ]
+
+    def encode(self, item: RenormItem) -> dict[str, int]:
+        fmt: BfpFormat = self.params
+        return {
+            "data": pack_lanes(item.acc, fmt.acc_bits),
+            "e3": int(item.e3) & ((1 << fmt.e_sum_bits) - 1),
+            "fixed": int(item.fixed),
+            "e4": int(item.e4) & ((1 << fmt.e) - 1),
+        }
+
+    def golden(
+        self, items: list[RenormItem], fmt: BfpFormat | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Model outputs ``(e4, mantissas, flags)`` for ``items`` (one call per mode)."""
+        fmt = fmt or self.params
+        acc = np.array([it.acc for it in items], dtype=np.int64).reshape(len(items), fmt.n)
+        e3 = np.array([it.e3 for it in items], dtype=np.int64)
+        fixed = np.array([it.fixed for it in items], dtype=bool)
+        g_e4, g_man, g_flg = bfp.renormalize(acc, e3, fmt, mode="max")
+        if fixed.any():
+            fe4 = np.array([it.e4 for it in items], dtype=np.int64)[fixed]
+            g_e4[fixed], g_man[fixed], g_flg[fixed] = bfp.renormalize(
+                acc[fixed], e3[fixed], fmt, mode="fixed", e4=fe4
+            )
+        return g_e4, g_man, g_flg
+
+    def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        fmt: BfpFormat = self.params
+        man = np.array([unpack_lanes(o["data"], fmt.w, fmt.n, signed=True) for o in outs]).reshape(-1, fmt.n)
+        e4 = np.array([to_signed(o["e4"], fmt.e) for o in outs], dtype=np.int64)
+        flg = np.array([o["flags"] for o in outs], dtype=np.int64)
+        return e4, man, flg
+
+    def check(self, items, outs):
+        g_e4, g_man, g_flg = self.golden(items)
+        d_e4, d_man, d_flg = self._decode(outs)
+        bad = np.flatnonzero((d_e4 != g_e4) | (d_flg != g_flg) | (d_man != g_man).any(axis=1))
+        errors = []
+        for i in bad[:10]:
+            it = items[i]
+            mode = f"fixed e4={it.e4}" if it.fixed else "max"
+            errors.append(
+                f"vector {i} ({it.kind}, {mode}): e3={it.e3} acc={it.acc.tolist()}\n"
+                f"    DUT    e4={d_e4[i]} flags={bfp.decode_flags(int(d_flg[i]))} m={d_man[i].tolist()}\n"
+                f"    golden e4={g_e4[i]} flags={bfp.decode_flags(int(g_flg[i]))} m={g_man[i].tolist()}"
+            )
+        if len(bad) > 10:
+            errors.append(f"... and {len(bad) - 10} more mismatching vectors")
+        return errors, len(bad), bfp.sticky(g_flg)
+
+    def define_coverage(self, cg: Covergroup) -> None:
+        fmt: BfpFormat = self.params
+        # The renormaliser can only raise these four; nan/inf/subn are checked to stay 0
+        # by the scoreboard (exact flag compare), not covered as reachable bins.
+        for name in ("zero", "exp_hi", "exp_lo", "ovf"):
+            bit = bfp.FLAG_NAMES[name]
+            cg.point(f"flag_{name}", lambda t, b=bit: bool(t["flags"] & b), [False, True])
+
+        def exp_bin(e: int) -> str:
+            if e == fmt.e_min:
+                return "e_min"
+            if e == fmt.e_max:
+                return "e_max"
+            return "neg" if e < 0 else "zero" if e == 0 else "pos"
+
+        cg.point("e4", lambda t: exp_bin(t["e4"]), ["e_min", "neg", "zero", "pos", "e_max"])
+        cg.point("mode", lambda t: "fixed" if t["fixed"] else "max", ["max", "fixed"])
+        cg.point("kind", lambda t: t["kind"], list(RENORM_KINDS))
+        # shift = e3 - e4: > 0 left, < 0 right; *_clip: beyond the hardware's clipped
+        # amount (left > w, right >= acc_bits) on a nonzero vector.
+        cg.point("shift", lambda t: t["shift"], ["left", "none", "right", "left_clip", "right_clip"])
+        cg.point("e3_sign", lambda t: t["e3_sign"], ["neg", "zero", "pos"])
+        cg.point("min_acc", lambda t: t["min_acc"], [False, True])
+        if fmt.rounding == "rne":
+            cg.point("round_up", lambda t: t["round_up"], [False, True])
+
+    def samples(self, items: list[RenormItem], outs: list[Beat]) -> list[dict]:
+        fmt: BfpFormat = self.params
+        d_e4, d_man, d_flg = self._decode([o.fields for o in outs])
+        # A round-up: a lane whose magnitude exceeds the TRUNC model's magnitude.
+        _, m_t, _ = self.golden(items, dataclasses.replace(fmt, rounding="trunc"))
+        up = (np.abs(d_man) > np.abs(m_t)).any(axis=1)
+        amin = -(1 << (fmt.acc_bits - 1))
+        res = []
+        for it, e4, f, u in zip(items, d_e4, d_flg, up):
+            sh = it.e3 - int(e4)
+            nz = bool(np.any(it.acc != 0))
+            if nz and sh > fmt.w:
+                shift = "left_clip"
+            elif nz and -sh >= fmt.acc_bits:
+                shift = "right_clip"
+            else:
+                shift = "left" if sh > 0 else "none" if sh == 0 else "right"
+            res.append(
+                {
+                    "flags": int(f),
+                    "e4": int(e4),
+                    "fixed": it.fixed,
+                    "kind": it.kind,
+                    "shift": shift,
+                    "e3_sign": "neg" if it.e3 < 0 else "zero" if it.e3 == 0 else "pos",
+                    "min_acc": bool(np.any(it.acc == amin)),
+                    "round_up": bool(u),
+                }
+            )
+        return res
+
+
+class RenormTest(StreamTest):
+    """Random vectors with idle cycles and back-pressure, checked against the model."""
+
+    UNIT = RenormUnit
+
+
+# ---- statistics mode (stretch) ------------------------------------------------------------
+def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(acc (count, n), e3 (count,), kinds)``: segments of constant ``e3`` (so windows
+    complete), Gaussian lanes at a per-segment scale, outlier lanes (overflow guard),
+    zero vectors and corner vectors from :func:`acc_vectors`."""
+    n, w, a = fmt.n, fmt.w, fmt.acc_bits
+    nv = (1 << fmt.stat_log2_win) // n
+    lo, hi = -(1 << (a - 1)), (1 << (a - 1)) - 1
+    es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
+    accs, e3s, kinds = [], [], []
+    corner, corner_kinds = acc_vectors(rng, fmt, count)
+    names = list(RENORM_KINDS)
+    while len(accs) < count:
+        length = int(rng.integers(1, 3 * nv + 3))
+        b = int(rng.integers(1, a - 1))  # lanes ~ N(0, 2**b)
+        target = int(rng.integers(fmt.e_min - 2, fmt.e_max + 3))
+        e3 = int(np.clip(target - b + (w - 2), es_lo, es_hi)) if rng.random() < 0.8 else int(rng.integers(es_lo, es_hi + 1))
+        for _ in range(min(length, count - len(accs))):
+            u = rng.random()
+            if u < 0.05:
+                v, kind = np.zeros(n, dtype=np.int64), "zero"
+            elif u < 0.15:
+                j = len(accs)
+                v, kind = corner[j], "corner_" + names[corner_kinds[j]]
+            else:
+                g = np.clip(np.rint(rng.standard_normal(n) * float(2**b)), lo, hi)
+                v, kind = g.astype(np.int64), "gauss"
+                if rng.random() < 0.15:  # an outlier lane beyond mu + k*sigma
+                    up = min(b + int(rng.integers(1, 5)), a - 1)
+                    v[int(rng.integers(0, n))] = int(rng.choice([-1, 1])) * min((1 << up) - 1, hi)
+                    kind = "outlier"
+            accs.append(v)
+            e3s.append(e3)
+            kinds.append(kind)
+    return np.array(accs[:count], dtype=np.int64).reshape(count, n), np.array(e3s[:count], dtype=np.int64), kinds[:count]
+
+
+class StatsUnit(RenormUnit):
+    """Statistics-mode selector: ``in_data/in_e3`` -> ``out_data/out_e4/out_flags``.
+
+    The golden model is sequential (:class:`lockstep.models.bfp.StatsSelector`), run
+    once over every accepted vector in acceptance order.
+    """
+
+    in_fields = ["data", "e3"]
+    covergroup = "bfp.stats"
+
+    def items(self, rng: np.random.Generator, count: int) -> list[RenormItem]:
+        acc, e3, kinds = _stats_stream(rng, self.params, count)
+        return [RenormItem(acc[i], int(e3[i]), False, 0, kinds[i]) for i in range(count)]
+
+    def encode(self, item: RenormItem) -> dict[str, int]:
+        fmt: BfpFormat = self.params
+        return {"data": pack_lanes(item.acc, fmt.acc_bits), "e3": int(item.e3) & ((1 << fmt.e_sum_bits) - 1)}
+
+    def golden(self, items, fmt=None):
+        fmt = fmt or self.params
+        acc = np.array([it.acc for it in items], dtype=np.int64).reshape(len(items), fmt.n)
+        e3 = np.array([it.e3 for it in items], dtype=np.int64)
+        return bfp.StatsSelector(fmt).run(acc, e3)
+
+    def check(self, items, outs):
+        errors, bad, sticky = super().check(items, outs)
+        return [e.replace(", max)", ", stats)") for e in errors], bad, sticky
+
+    def define_coverage(self, cg: Covergroup) -> None:
+        for name in ("zero", "exp_hi", "exp_lo", "ovf"):
+            bit = bfp.FLAG_NAMES[name]
+            cg.point(f"flag_{name}", lambda t, b=bit: bool(t["flags"] & b), [False, True])
+        cg.point("phase", lambda t: t["phase"], ["max", "offset"])
+        cg.point("guard", lambda t: t["guard"], [False, True])
+        cg.point("restart", lambda t: t["restart"], [False, True])
+        cg.point("window_end", lambda t: t["window_end"], [False, True])
+        cg.point("kind", lambda t: t["kind"].split("_")[0], ["gauss", "outlier", "zero", "corner"])
+
+    def samples(self, items: list[RenormItem], outs: list[Beat]) -> list[dict]:
+        fmt: BfpFormat = self.params
+        _, _, d_flg = self._decode([o.fields for o in outs])
+        sel = bfp.StatsSelector(fmt)
+        res = []
+        for it, f in zip(items, d_flg):
+            restart = sel.last_e3 is not None and it.e3 != sel.last_e3
+            off = sel.offset
+            guard = False
+            mx = int(np.abs(it.acc.astype(object)).max())
+            if off is not None and mx:
+                e4 = min(max(it.e3 + off, fmt.e_min), fmt.e_max)
+                guard = mx.bit_length() - 1 > e4 - it.e3 + fmt.w - 2
+            before = sel.last_window
+            sel.step(it.acc, it.e3)
+            res.append(
+                {
+                    "flags": int(f),
+                    "phase": "max" if off is None else "offset",
+                    "guard": guard,
+                    "restart": restart,
+                    "window_end": sel.last_window is not before,
+                    "kind": it.kind,
+                }
+            )
+        return res
+
+
+class StatsTest(StreamTest):
+    """Segments of constant e3 with outliers, idle cycles and back-pressure."""
+
+    UNIT = StatsUnit
