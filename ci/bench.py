@@ -1,4 +1,4 @@
-"""`make bench`: simulated cycles per second of each registered BFP testbench per simulator.
+"""`make bench`: simulated cycles per second, per unit (or named testbenches) and simulator.
 
 Each testbench runs twice, with SMALL and LARGE transactions, no idle cycles and no
 back-pressure (one transaction per clock). Reported:
@@ -28,11 +28,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--small", type=int, default=500)
     ap.add_argument("--large", type=int, default=5500)
-    ap.add_argument("--tests", default="", help="comma-separated testbench names (default: all bfp, not negative)")
+    ap.add_argument("--tests", default="", help="comma-separated testbench names (default: one per unit)")
     a = ap.parse_args()
-    names = [t for t in a.tests.split(",") if t] or [
-        tb.name for tb in TESTBENCHES.values() if tb.family == "bfp" and not tb.expect_fail
-    ]
+    names = [t for t in a.tests.split(",") if t]
+    if not names:  # one representative per unit: its first registered positive testbench
+        firsts: dict[str, str] = {}
+        for tb in TESTBENCHES.values():
+            if not tb.expect_fail:
+                firsts.setdefault(tb.toplevel, tb.name)
+        names = list(firsts.values())
     rows = []
     lines = ["| testbench | sim | cycles | wall s | total cycles/s | steady cycles/s |", "|---|---|---|---|---|---|"]
     opts = {"idle": 0.0, "backpressure": 0.0}

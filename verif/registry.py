@@ -86,220 +86,125 @@ def get(name: str) -> Testbench:
         raise UnknownTestbench(f"unknown testbench {name!r}; known testbenches:{known}\n") from None
 
 
+def _register_unit(
+    prefix: str,
+    toplevel: str,
+    generator: str,
+    test_module: str,
+    doc: str,
+    sets: dict[str, tuple[Any, str]],
+    mutant: tuple[Any, Any, str],
+    family: str = "bfp",
+) -> None:
+    """Register one unit's parameter sets as ``<prefix>_<suffix>``, plus ``<prefix>_mutant``.
+
+    Args:
+        prefix: testbench name prefix.
+        toplevel: Verilog module of the DUT.
+        generator: ``"module:function"`` of the generator.
+        test_module: cocotb test module.
+        doc: what the unit is (each set's reason is appended).
+        sets: suffix -> (parameters, why this set).
+        mutant: (DUT parameters, parameters the testbench checks, why it must fail): a
+            negative test proving the scoreboard fails on a wrong DUT.
+        family: block family.
+    """
+    common = dict(family=family, toplevel=toplevel, generator=generator, test_module=test_module)
+    for suffix, (params, why) in sets.items():
+        _register(Testbench(name=f"{prefix}_{suffix}", params=params, doc=f"{doc}, {why}", **common))
+    dut, checked, why = mutant
+    _register(
+        Testbench(
+            name=f"{prefix}_mutant",
+            params=dut,
+            tb_params=checked,
+            doc=f"negative: {why} must fail the scoreboard",
+            expect_fail=True,
+            opts={"blocks": 100},
+            **common,
+        )
+    )
+
+
 # ---- bfp family ---------------------------------------------------------------------
-_QUANT_SETS = {
-    # name suffix: (format, why)
-    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne", overflow="sat"), "RNE, saturate, tiny block"),
-    "patent": (PATENT, "claim 29: W=16, E=5, saturate (the hdl/ default)"),
-    "w16_wrap": (BfpFormat(w=16, e=5, n=16, rounding="trunc", overflow="wrap"), "W=16, E=5, wrap (Table 2)"),
-    "w4n32_rne": (BfpFormat(w=4, e=8, n=32, rounding="rne", overflow="sat"), "W=4, MX-sized block"),
-    "w16e3_trunc": (BfpFormat(w=16, e=3, n=8, rounding="trunc", overflow="sat"), "E=3: exponent clamps"),
-}
-for _suffix, (_fmt, _why) in _QUANT_SETS.items():
-    _register(
-        Testbench(
-            name=f"bfp_quantize_{_suffix}",
-            family="bfp",
-            toplevel="bfp_quantize",
-            params=_fmt,
-            generator="lockstep.gen.bfp:emit_quantizer",
-            test_module="lockstep.verif.bfp.test_quantizer",
-            doc=f"float32 -> BFP quantizer, {_why}",
-        )
-    )
-
-_register(
-    Testbench(
-        name="bfp_quantize_mutant",
-        family="bfp",
-        toplevel="bfp_quantize",
-        params=BfpFormat(w=8, e=5, n=4, rounding="rne", overflow="sat"),
-        tb_params=BfpFormat(w=8, e=5, n=4, rounding="trunc", overflow="sat"),
-        generator="lockstep.gen.bfp:emit_quantizer",
-        test_module="lockstep.verif.bfp.test_quantizer",
-        doc="negative: an RNE quantizer checked as TRUNC must fail the scoreboard",
-        expect_fail=True,
-        opts={"blocks": 100},
-    )
+_register_unit(
+    "bfp_quantize", "bfp_quantize", "lockstep.gen.bfp:emit_quantizer", "lockstep.verif.bfp.test_quantizer",
+    "float32 -> BFP quantizer",
+    {
+        "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne", overflow="sat"), "RNE, saturate, tiny block"),
+        "patent": (PATENT, "claim 29: W=16, E=5, saturate (the hdl/ default)"),
+        "w16_wrap": (BfpFormat(w=16, e=5, n=16, rounding="trunc", overflow="wrap"), "W=16, E=5, wrap (Table 2)"),
+        "w4n32_rne": (BfpFormat(w=4, e=8, n=32, rounding="rne", overflow="sat"), "W=4, MX-sized block"),
+        "w16e3_trunc": (BfpFormat(w=16, e=3, n=8, rounding="trunc", overflow="sat"), "E=3: exponent clamps"),
+    },
+    (BfpFormat(w=8, e=5, n=4, rounding="rne"), BfpFormat(w=8, e=5, n=4, rounding="trunc"),
+     "an RNE quantizer checked as TRUNC"),
 )
-
-_TOFLOAT_SETS = {
-    "patent": (PATENT, "claim 29 W=16 E=5 (always exact, normal)"),
-    "w8e8n4": (BfpFormat(w=8, e=8, n=4), "E=8: +-Inf and exact subnormals"),
-    "w24e10n2": (BfpFormat(w=24, e=10, n=2), "E=10: overflow, subnormal rounding, underflow, ties"),
-    "w4e8n32": (BfpFormat(w=4, e=8, n=32), "W=4, 32 lanes"),
-}
-for _suffix, (_fmt, _why) in _TOFLOAT_SETS.items():
-    _register(
-        Testbench(
-            name=f"bfp_to_float_{_suffix}",
-            family="bfp",
-            toplevel="bfp_to_float",
-            params=_fmt,
-            generator="lockstep.gen.bfp:emit_to_float",
-            test_module="lockstep.verif.bfp.test_tofloat",
-            doc=f"BFP -> float32, {_why}",
-        )
-    )
-_register(
-    Testbench(
-        name="bfp_to_float_mutant",
-        family="bfp",
-        toplevel="bfp_to_float",
-        params=BfpFormat(w=24, e=10, n=2),
-        tb_params=BfpFormat(w=24, e=9, n=2),
-        generator="lockstep.gen.bfp:emit_to_float",
-        test_module="lockstep.verif.bfp.test_tofloat",
-        doc="negative: a 10-bit-exponent converter checked as 9-bit must fail the scoreboard",
-        expect_fail=True,
-        opts={"blocks": 100},
-    )
+_register_unit(
+    "bfp_dot", "bfp_dot", "lockstep.gen.bfp:emit_dot", "lockstep.verif.bfp.test_dot",
+    "BFP dot product + bias",
+    {
+        "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne"), "RNE bias alignment, tiny block"),
+        "patent": (PATENT, "claim 29: W=16, E=5, n=16, TRUNC"),
+        "w4n32_acc20": (BfpFormat(w=4, e=8, n=32, rounding="rne", acc=20), "W=4, n=32, non-default acc=20"),
+        "w24n5_acc64": (BfpFormat(w=24, e=10, n=5, rounding="rne", acc=64), "W=24, E=10, odd n=5, acc=64"),
+    },
+    (BfpFormat(w=8, e=5, n=4, rounding="rne"), BfpFormat(w=8, e=5, n=4, rounding="trunc"),
+     "an RNE dot unit checked as TRUNC"),
 )
-
-_DOT_SETS = {
-    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne"), "RNE bias alignment, tiny block"),
-    "patent": (PATENT, "claim 29: W=16, E=5, n=16, TRUNC"),
-    "w4n32_acc20": (BfpFormat(w=4, e=8, n=32, rounding="rne", acc=20), "W=4, n=32, non-default acc=20"),
-    "w24n5_acc64": (BfpFormat(w=24, e=10, n=5, rounding="rne", acc=64), "W=24, E=10, odd n=5, acc=64"),
-}
-for _suffix, (_fmt, _why) in _DOT_SETS.items():
-    _register(
-        Testbench(
-            name=f"bfp_dot_{_suffix}",
-            family="bfp",
-            toplevel="bfp_dot",
-            params=_fmt,
-            generator="lockstep.gen.bfp:emit_dot",
-            test_module="lockstep.verif.bfp.test_dot",
-            doc=f"BFP dot product + bias, {_why}",
-        )
-    )
-_register(
-    Testbench(
-        name="bfp_dot_mutant",
-        family="bfp",
-        toplevel="bfp_dot",
-        params=BfpFormat(w=8, e=5, n=4, rounding="rne"),
-        tb_params=BfpFormat(w=8, e=5, n=4, rounding="trunc"),
-        generator="lockstep.gen.bfp:emit_dot",
-        test_module="lockstep.verif.bfp.test_dot",
-        doc="negative: an RNE dot unit checked as TRUNC must fail the scoreboard",
-        expect_fail=True,
-        opts={"blocks": 200},
-    )
+_register_unit(
+    "bfp_renorm", "bfp_renorm", "lockstep.gen.bfp:emit_renorm", "lockstep.verif.bfp.test_renorm",
+    "renormaliser (max/fixed e4 + mantissa shifter)",
+    {
+        "patent": (PATENT, "claim 29: W=16, E=5, n=16 (the hdl/ default)"),
+        "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne"), "RNE, saturate, tiny block"),
+        "w16n16_wrap": (BfpFormat(w=16, e=5, n=16, overflow="wrap"), "claim 29 widths, wrap"),
+        "w4e8n8_rne": (BfpFormat(w=4, e=8, n=8, rounding="rne"), "W=4, E=8"),
+        "w16e6_acc64": (BfpFormat(w=16, e=6, n=8, acc=64, rounding="rne", overflow="wrap"), "64-bit acc, RNE+wrap"),
+    },
+    (BfpFormat(w=8, e=5, n=4, rounding="rne"), BfpFormat(w=8, e=5, n=4, rounding="trunc"),
+     "an RNE renormaliser checked as TRUNC"),
 )
-
-_RENORM_SETS = {
-    "patent": (PATENT, "claim 29: W=16, E=5, n=16 (the hdl/ default)"),
-    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne"), "RNE, saturate, tiny block"),
-    "w16n16_wrap": (BfpFormat(w=16, e=5, n=16, overflow="wrap"), "claim 29 widths, wrap"),
-    "w4e8n8_rne": (BfpFormat(w=4, e=8, n=8, rounding="rne"), "W=4, E=8"),
-    "w16e6_acc64": (BfpFormat(w=16, e=6, n=8, acc=64, rounding="rne", overflow="wrap"), "64-bit acc, RNE+wrap"),
-}
-for _suffix, (_fmt, _why) in _RENORM_SETS.items():
-    _register(
-        Testbench(
-            name=f"bfp_renorm_{_suffix}",
-            family="bfp",
-            toplevel="bfp_renorm",
-            params=_fmt,
-            generator="lockstep.gen.bfp:emit_renorm",
-            test_module="lockstep.verif.bfp.test_renorm",
-            doc=f"renormaliser (max/fixed e4 + mantissa shifter), {_why}",
-        )
-    )
-_register(
-    Testbench(
-        name="bfp_renorm_mutant",
-        family="bfp",
-        toplevel="bfp_renorm",
-        params=BfpFormat(w=8, e=5, n=4, rounding="rne"),
-        tb_params=BfpFormat(w=8, e=5, n=4, rounding="trunc"),
-        generator="lockstep.gen.bfp:emit_renorm",
-        test_module="lockstep.verif.bfp.test_renorm",
-        doc="negative: an RNE renormaliser checked as TRUNC must fail the scoreboard",
-        expect_fail=True,
-        opts={"blocks": 100},
-    )
+_register_unit(
+    "bfp_stats", "bfp_stats", "lockstep.gen.bfp:emit_stats", "lockstep.verif.bfp.test_stats",
+    "statistics-mode exponent (mean + k*sigma)",
+    {
+        "patent": (PATENT, "claim 29 widths, window 1024 values, k=3, sat (the hdl/ default)"),
+        "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne", stat_log2_win=4), "window 16, RNE"),
+        "w16n16_reshift": (
+            BfpFormat(w=16, e=5, n=16, overflow="wrap", stat_log2_win=5, k_sigma=2, stat_policy="reshift"),
+            "window 32, k=2, reshift + clear (claims 30-31)",
+        ),
+        "w4e8n8_reshift": (
+            BfpFormat(w=4, e=8, n=8, rounding="rne", stat_log2_win=3, k_sigma=0, stat_policy="reshift"),
+            "one vector per window, k=0, reshift",
+        ),
+        "w12e6n4_wrap_sat": (
+            BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
+            "window 16, k=4, wrap with saturating guard",
+        ),
+    },
+    (BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
+     BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=3),
+     "a k=4 statistics unit checked as k=3"),
 )
-
-_STATS_SETS = {
-    "patent": (PATENT, "claim 29 widths, window 1024 values, k=3, sat (the hdl/ default)"),
-    "w8n4_rne": (BfpFormat(w=8, e=5, n=4, rounding="rne", stat_log2_win=4), "window 16, RNE"),
-    "w16n16_reshift": (
-        BfpFormat(w=16, e=5, n=16, overflow="wrap", stat_log2_win=5, k_sigma=2, stat_policy="reshift"),
-        "window 32, k=2, reshift + clear (claims 30-31)",
-    ),
-    "w4e8n8_reshift": (
-        BfpFormat(w=4, e=8, n=8, rounding="rne", stat_log2_win=3, k_sigma=0, stat_policy="reshift"),
-        "one vector per window, k=0, reshift",
-    ),
-    "w12e6n4_wrap_sat": (
-        BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
-        "window 16, k=4, wrap with saturating guard",
-    ),
-}
-for _suffix, (_fmt, _why) in _STATS_SETS.items():
-    _register(
-        Testbench(
-            name=f"bfp_stats_{_suffix}",
-            family="bfp",
-            toplevel="bfp_stats",
-            params=_fmt,
-            generator="lockstep.gen.bfp:emit_stats",
-            test_module="lockstep.verif.bfp.test_stats",
-            doc=f"statistics-mode exponent (mean + k*sigma), {_why}",
-        )
-    )
-_register(
-    Testbench(
-        name="bfp_stats_mutant",
-        family="bfp",
-        toplevel="bfp_stats",
-        params=BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
-        tb_params=BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=3),
-        generator="lockstep.gen.bfp:emit_stats",
-        test_module="lockstep.verif.bfp.test_stats",
-        doc="negative: a k=4 statistics unit checked as k=3 must fail the scoreboard",
-        expect_fail=True,
-        opts={"blocks": 100},
-    )
+_register_unit(
+    "bfp_to_float", "bfp_to_float", "lockstep.gen.bfp:emit_to_float", "lockstep.verif.bfp.test_tofloat",
+    "BFP -> float32",
+    {
+        "patent": (PATENT, "claim 29 W=16 E=5 (always exact, normal)"),
+        "w8e8n4": (BfpFormat(w=8, e=8, n=4), "E=8: +-Inf and exact subnormals"),
+        "w24e10n2": (BfpFormat(w=24, e=10, n=2), "E=10: overflow, subnormal rounding, underflow, ties"),
+        "w4e8n32": (BfpFormat(w=4, e=8, n=32), "W=4, 32 lanes"),
+    },
+    (BfpFormat(w=24, e=10, n=2), BfpFormat(w=24, e=9, n=2), "a 10-bit-exponent converter checked as 9-bit"),
 )
-
-for _elem in MX_ELEMENTS:
-    _register(
-        Testbench(
-            name=f"bfp_mx_{_elem}",
-            family="bfp",
-            toplevel="bfp_mx_quantize",
-            params=MxParams(_elem, 32),
-            generator="lockstep.gen.bfp:emit_mx_quantizer",
-            test_module="lockstep.verif.bfp.test_mx",
-            doc=f"float32 -> OCP MX v1.0 quantizer, {_elem}, block 32",
-        )
-    )
-_register(
-    Testbench(
-        name="bfp_mx_fp8_e4m3_b4",
-        family="bfp",
-        toplevel="bfp_mx_quantize",
-        params=MxParams("fp8_e4m3", 4),
-        generator="lockstep.gen.bfp:emit_mx_quantizer",
-        test_module="lockstep.verif.bfp.test_mx",
-        doc="float32 -> OCP MX quantizer, fp8_e4m3, tiny block of 4",
-    )
-)
-_register(
-    Testbench(
-        name="bfp_mx_mutant",
-        family="bfp",
-        toplevel="bfp_mx_quantize",
-        params=MxParams("fp8_e4m3", 4),
-        tb_params=MxParams("fp8_e5m2", 4),
-        generator="lockstep.gen.bfp:emit_mx_quantizer",
-        test_module="lockstep.verif.bfp.test_mx",
-        doc="negative: an E4M3 quantizer checked as E5M2 must fail the scoreboard",
-        expect_fail=True,
-        opts={"blocks": 100},
-    )
+_register_unit(
+    "bfp_mx", "bfp_mx_quantize", "lockstep.gen.bfp:emit_mx_quantizer", "lockstep.verif.bfp.test_mx",
+    "float32 -> OCP MX v1.0 quantizer",
+    {
+        **{elem: (MxParams(elem, 32), f"{elem}, block 32") for elem in MX_ELEMENTS},
+        "fp8_e4m3_b4": (MxParams("fp8_e4m3", 4), "fp8_e4m3, tiny block of 4"),
+    },
+    (MxParams("fp8_e4m3", 4), MxParams("fp8_e5m2", 4), "an E4M3 quantizer checked as E5M2"),
 )

@@ -231,19 +231,9 @@ def renorm(
         insts.append(_shift_lane(mags[i], negs[i], left, sl, rr, ms[i], ovfs[i], fmt))
     insts.append(max_tree(mags, absmax))
 
-    if pw == a:
-
-        @always_comb
-        def pad():
-            padded.next = absmax
-
-    else:
-
-        @always_comb
-        def pad():
-            padded.next = concat(intbv(0)[pw - a :], absmax)
-
-    insts += [pad, msb_index(padded, lop), any_of(ovfs, any_ovf)]
+    e3_s, ex_s = Signal(intbv(0, min=smin, max=smax)), Signal(intbv(0, min=smin, max=smax))
+    insts += [_zext(absmax, padded), msb_index(padded, lop), any_of(ovfs, any_ovf)]
+    insts.append(_shift_plan(e3_s, ex_s, e4, left, sl, rr, fmt))
 
     @always_comb
     def select_exp():
@@ -252,8 +242,6 @@ def renorm(
         lx = intbv(0, min=smin, max=smax)
         raw = intbv(0, min=smin, max=smax)
         ex = intbv(0, min=smin, max=smax)
-        sh = intbv(0, min=smin, max=smax)
-        nsh = intbv(0, min=smin, max=smax)
         rep3 = intbv(0)[eb - es :]
         rep4 = intbv(0)[eb - e :]
         rep3[:] = 0
@@ -281,22 +269,8 @@ def renorm(
             f_lo.next = 1
         else:
             ex[:] = raw
-        e4.next = ex[e:]
-        sh[:] = e3x - ex
-        nsh[:] = ex - e3x
-        left.next = sh >= 0
-        if sh > w:
-            sl.next = w
-        elif sh >= 0:
-            sl.next = sh[slb:]
-        else:
-            sl.next = 0
-        if nsh > a:
-            rr.next = a
-        elif nsh >= 0:
-            rr.next = nsh[rb:]
-        else:
-            rr.next = 0
+        e3_s.next = e3x
+        ex_s.next = ex
 
     @always_comb
     def pack_flags():
@@ -391,6 +365,46 @@ def _square(mag, sq, fmt):
         sq.next = m2 * m2
 
     return mul
+
+
+@block
+def _shift_plan(e3x, ex, e4, left, sl, rr, fmt):
+    """Output exponent and the lanes' shift: ``acc * 2**(e3 - e4)``.
+
+    Ports:
+        e3x: accumulator exponent e3, sign-extended (signed).
+        ex: selected output exponent e4, clamped to the format (signed, same width).
+        e4: ``ex`` as the ``e``-bit output field.
+        left: shift left (``e3 >= e4``).
+        sl: left shift, clipped to ``w`` (any larger one overflows every nonzero lane).
+        rr: right shift, clipped to the accumulator width (every lane rounds from 0).
+    """
+    w, a, e = fmt.w, fmt.acc_bits, fmt.e
+    slb, rb = len(sl), len(rr)
+    smin, smax = ex.min, ex.max
+
+    @always_comb
+    def plan():
+        sh = intbv(0, min=smin, max=smax)
+        nsh = intbv(0, min=smin, max=smax)
+        e4.next = ex[e:]
+        sh[:] = e3x - ex
+        nsh[:] = ex - e3x
+        left.next = sh >= 0
+        if sh > w:
+            sl.next = w
+        elif sh >= 0:
+            sl.next = sh[slb:]
+        else:
+            sl.next = 0
+        if nsh > a:
+            rr.next = a
+        elif nsh >= 0:
+            rr.next = nsh[rb:]
+        else:
+            rr.next = 0
+
+    return plan
 
 
 @block
@@ -547,6 +561,8 @@ def stats(
     insts += [max_tree(mags, absmax), _zext(absmax, padded), msb_index(padded, lop), any_of(ovfs, any_ovf)]
     insts += [_sum_tree(mags, sv1), _sum_tree(sqs, sv2), _zext(sv1, sv1x), _zext(sv2, sv2x)]
     insts += [_window_math(wmu, wex2, hi, fmt), _zext(hi, hpad), msb_index(hpad, hlop)]
+    e3_s, ex_s = Signal(intbv(0, min=smin, max=smax)), Signal(intbv(0, min=smin, max=smax))
+    insts.append(_shift_plan(e3_s, ex_s, e4, left, sl, rr, fmt))
 
     @always_comb
     def select_exp():
@@ -557,8 +573,6 @@ def stats(
         mxe = intbv(0, min=smin, max=smax)
         ofe = intbv(0, min=smin, max=smax)
         ex = intbv(0, min=smin, max=smax)
-        sh = intbv(0, min=smin, max=smax)
-        nsh = intbv(0, min=smin, max=smax)
         rep3 = intbv(0)[eb - es :]
         mx_hi = bool(0)
         mx_lo = bool(0)
@@ -601,22 +615,8 @@ def stats(
             f_lo.next = of_lo
         guard.next = g
         f_zero.next = absmax == 0
-        e4.next = ex[e:]
-        sh[:] = e3x - ex
-        nsh[:] = ex - e3x
-        left.next = sh >= 0
-        if sh > w:
-            sl.next = w
-        elif sh >= 0:
-            sl.next = sh[slb:]
-        else:
-            sl.next = 0
-        if nsh > a:
-            rr.next = a
-        elif nsh >= 0:
-            rr.next = nsh[rb:]
-        else:
-            rr.next = 0
+        e3_s.next = e3x
+        ex_s.next = ex
 
     @always_comb
     def window():

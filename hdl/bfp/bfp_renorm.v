@@ -57,18 +57,20 @@ reg [6:0] out_flags;
 output [6:0] err;
 reg [6:0] err;
 
+wire [63:0] padded;
+reg left;
+reg [4:0] sl;
+reg [5:0] rr;
+reg [4:0] e4;
 reg [35:0] absmax;
 wire any_ovf;
-reg [4:0] e4;
 reg f_hi;
 reg f_lo;
 reg f_zero;
 wire [6:0] flags;
-reg left;
 reg [5:0] lop;
-wire [63:0] padded;
-reg [5:0] rr;
-reg [4:0] sl;
+reg signed [7:0] e3_s;
+reg signed [7:0] ex_s;
 wire [35:0] _abs_lane0_x;
 reg [35:0] _abs_lane0_mag;
 reg _abs_lane0_neg;
@@ -2088,14 +2090,42 @@ end
 assign any_ovf = (any_of0_vec != 0);
 
 
+always @(e3_s, ex_s) begin: _shift_plan0_plan
+    reg signed [8-1:0] sh;
+    reg signed [8-1:0] nsh;
+    sh = 0;
+    nsh = 0;
+    e4 = ex_s[5-1:0];
+    sh = (e3_s - ex_s);
+    nsh = (ex_s - e3_s);
+    left = (sh >= 0);
+    if ((sh > 16)) begin
+        sl = 16;
+    end
+    else if ((sh >= 0)) begin
+        sl = sh[5-1:0];
+    end
+    else begin
+        sl = 0;
+    end
+    if ((nsh > 36)) begin
+        rr = 36;
+    end
+    else if ((nsh >= 0)) begin
+        rr = nsh[6-1:0];
+    end
+    else begin
+        rr = 0;
+    end
+end
+
+
 always @(lop, in_e3, absmax, in_fixed, in_e4) begin: select_exp
     reg signed [8-1:0] e3x;
     reg signed [8-1:0] fx;
     reg signed [8-1:0] lx;
     reg signed [8-1:0] raw;
     reg signed [8-1:0] ex;
-    reg signed [8-1:0] sh;
-    reg signed [8-1:0] nsh;
     reg [2-1:0] rep3;
     reg [3-1:0] rep4;
     e3x = 0;
@@ -2103,8 +2133,6 @@ always @(lop, in_e3, absmax, in_fixed, in_e4) begin: select_exp
     lx = 0;
     raw = 0;
     ex = 0;
-    sh = 0;
-    nsh = 0;
     rep3 = 2'h0;
     rep4 = 3'h0;
     rep3 = 0;
@@ -2139,28 +2167,8 @@ always @(lop, in_e3, absmax, in_fixed, in_e4) begin: select_exp
     else begin
         ex = raw;
     end
-    e4 = ex[5-1:0];
-    sh = (e3x - ex);
-    nsh = (ex - e3x);
-    left = (sh >= 0);
-    if ((sh > 16)) begin
-        sl = 16;
-    end
-    else if ((sh >= 0)) begin
-        sl = sh[5-1:0];
-    end
-    else begin
-        sl = 0;
-    end
-    if ((nsh > 36)) begin
-        rr = 36;
-    end
-    else if ((nsh >= 0)) begin
-        rr = nsh[6-1:0];
-    end
-    else begin
-        rr = 0;
-    end
+    e3_s = e3x;
+    ex_s = ex;
 end
 
 

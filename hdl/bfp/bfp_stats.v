@@ -60,12 +60,15 @@ reg [6:0] err;
 wire [63:0] padded;
 wire [39:0] sv1;
 wire [75:0] sv2;
+reg left;
+reg [4:0] sl;
+reg [5:0] rr;
+reg [4:0] e4;
 wire [63:0] hpad;
 reg [35:0] absmax;
 wire any_ovf;
 reg clear_now;
 reg [5:0] cnt;
-reg [4:0] e4;
 reg f_hi;
 reg f_lo;
 reg f_zero;
@@ -75,7 +78,6 @@ reg [40:0] hi;
 reg [5:0] hlop;
 reg [5:0] last_e3;
 reg last_ok;
-reg left;
 reg [5:0] lop;
 reg [45:0] n1;
 reg [81:0] n2;
@@ -83,15 +85,15 @@ reg [5:0] ncnt;
 reg off_ok;
 reg signed [7:0] offset;
 reg pend;
-reg [5:0] rr;
 reg [45:0] s1;
 reg [81:0] s2;
-reg [4:0] sl;
 wire [45:0] sv1x;
 wire [81:0] sv2x;
 reg wend;
 reg [71:0] wex2;
 reg [35:0] wmu;
+reg signed [7:0] e3_s;
+reg signed [7:0] ex_s;
 wire load;
 wire [35:0] _abs_lane0_x;
 reg [35:0] _abs_lane0_mag;
@@ -3312,6 +3314,36 @@ always @(hpad, msb_index63_lo_i, msb_index63_hi_i) begin: msb_index63_node
 end
 
 
+always @(e3_s, ex_s) begin: _shift_plan0_plan
+    reg signed [8-1:0] sh;
+    reg signed [8-1:0] nsh;
+    sh = 0;
+    nsh = 0;
+    e4 = ex_s[5-1:0];
+    sh = (e3_s - ex_s);
+    nsh = (ex_s - e3_s);
+    left = (sh >= 0);
+    if ((sh > 16)) begin
+        sl = 16;
+    end
+    else if ((sh >= 0)) begin
+        sl = sh[5-1:0];
+    end
+    else begin
+        sl = 0;
+    end
+    if ((nsh > 36)) begin
+        rr = 36;
+    end
+    else if ((nsh >= 0)) begin
+        rr = nsh[6-1:0];
+    end
+    else begin
+        rr = 0;
+    end
+end
+
+
 always @(off_ok, lop, in_e3, absmax, offset) begin: select_exp
     reg signed [8-1:0] e3x;
     reg signed [8-1:0] lx;
@@ -3320,8 +3352,6 @@ always @(off_ok, lop, in_e3, absmax, offset) begin: select_exp
     reg signed [8-1:0] mxe;
     reg signed [8-1:0] ofe;
     reg signed [8-1:0] ex;
-    reg signed [8-1:0] sh;
-    reg signed [8-1:0] nsh;
     reg [2-1:0] rep3;
     reg mx_hi;
     reg mx_lo;
@@ -3335,8 +3365,6 @@ always @(off_ok, lop, in_e3, absmax, offset) begin: select_exp
     mxe = 0;
     ofe = 0;
     ex = 0;
-    sh = 0;
-    nsh = 0;
     rep3 = 2'h0;
     mx_hi = (0 != 0);
     mx_lo = (0 != 0);
@@ -3389,28 +3417,8 @@ always @(off_ok, lop, in_e3, absmax, offset) begin: select_exp
     end
     guard = g;
     f_zero = (absmax == 0);
-    e4 = ex[5-1:0];
-    sh = (e3x - ex);
-    nsh = (ex - e3x);
-    left = (sh >= 0);
-    if ((sh > 16)) begin
-        sl = 16;
-    end
-    else if ((sh >= 0)) begin
-        sl = sh[5-1:0];
-    end
-    else begin
-        sl = 0;
-    end
-    if ((nsh > 36)) begin
-        rr = 36;
-    end
-    else if ((nsh >= 0)) begin
-        rr = nsh[6-1:0];
-    end
-    else begin
-        rr = 0;
-    end
+    e3_s = e3x;
+    ex_s = ex;
 end
 
 
