@@ -140,6 +140,18 @@ _register_unit(
     (BfpFormat(w=8, e=5, n=4, rounding="rne"), BfpFormat(w=8, e=5, n=4, rounding="trunc"),
      "an RNE quantizer checked as TRUNC"),
 )
+_register(
+    Testbench(
+        name="bfp_quantize_table2",
+        family="bfp",
+        toplevel="bfp_quantize",
+        params=BfpFormat(w=16, e=5, n=16, rounding="trunc", overflow="wrap"),
+        generator="lockstep.gen.bfp:emit_quantizer",
+        test_module="lockstep.verif.bfp.test_quantizer_patent",
+        doc="directed: the patent's Table 2, 255 -> 0x7F80, 11.5 -> -11 and Eq. 4 vectors on the RTL",
+        opts={"blocks": 60},
+    )
+)
 _register_unit(
     "bfp_dot", "bfp_dot", "lockstep.gen.bfp:emit_dot", "lockstep.verif.bfp.test_dot",
     "BFP dot product + bias",

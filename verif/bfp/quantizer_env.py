@@ -22,7 +22,25 @@ from lockstep.verif.stream_env import StreamTest, StreamUnit
 
 from .stimulus import KINDS, float_blocks
 
-__all__ = ["QuantItem", "QuantUnit", "QuantTest"]
+__all__ = ["PATENT_VECTORS", "QuantItem", "QuantUnit", "QuantTest", "QuantPatentTest"]
+
+#: The patent's own numbers, typed in from spec 004 (not computed by any model here):
+#: (inputs, forced exponent or None, expected exponent, expected mantissas of the inputs)
+#: for a W=16, E=5, TRUNC, WRAP quantizer. Table 2 ([0064]-[0068]): exponents +3 and -3,
+#: the -3 row wrapping 131072 to 0; the 255 row of Table 3 ([0079]); 11.5 -> -11 from the
+#: mean + 3 sigma example ([0088]-[0091]); and section 2.2's table of Eq. 4 vectors.
+PATENT_VECTORS: list[tuple[list[float], int | None, int, list[int]]] = [
+    ([131072, 256, 1, 0.5, 0.125], 3, 3, [0x4000, 0x0020, 0x0000, 0x0000, 0x0000]),
+    ([131072, 256, 1, 0.5, 0.125], -3, -3, [0x0000, 0x0800, 0x0008, 0x0004, 0x0001]),
+    ([131072, 256, 1, 0.5, 0.125], None, 3, [0x4000, 0x0020, 0x0000, 0x0000, 0x0000]),
+    ([255.0], None, -7, [0x7F80]),
+    ([11.5], None, -11, [0x5C00]),
+    ([1.0], None, -14, [0x4000]),
+    ([0.5], None, -15, [0x4000]),
+    ([131072.0], None, 3, [0x4000]),
+    ([1 / 3], None, -16, [0x5555]),
+    ([3.141592653589793], None, -13, [0x6487]),
+]
 
 
 @dataclass
@@ -34,6 +52,7 @@ class QuantItem:
         force: use ``exp`` instead of Eq. 4.
         exp: forced exponent.
         kind: stimulus kind (for coverage and error messages).
+        expect: a directed vector's (exponent, leading mantissas) from the patent text.
 
     Testbench options (``--opt`` / registry ``opts``): ``blocks``, ``idle``,
     ``backpressure``, ``force_rate``, ``kinds`` (kind -> weight, see
@@ -44,6 +63,7 @@ class QuantItem:
     force: bool = False
     exp: int = 0
     kind: str = "gauss"
+    expect: tuple[int, list[int]] | None = None
 
 
 class QuantUnit(StreamUnit):
@@ -149,3 +169,48 @@ class QuantTest(StreamTest):
     """Random blocks with idle cycles and back-pressure, checked against the model."""
 
     UNIT = QuantUnit
+
+
+class QuantPatentUnit(QuantUnit):
+    """Directed: the patent's numbers (:data:`PATENT_VECTORS`), each sent several times
+    among idle cycles and back-pressure; checked against the model *and* the literal
+    values from the patent text."""
+
+    def items(self, rng: np.random.Generator, count: int) -> list[QuantItem]:
+        fmt: BfpFormat = self.params
+        want = BfpFormat(w=16, e=5, n=fmt.n, rounding="trunc", overflow="wrap")
+        if fmt != want:
+            raise ValueError(f"the patent vectors need {want}, the testbench was given {fmt}")
+        out = []
+        for i in range(count):
+            xs, forced, exp, mant = PATENT_VECTORS[i % len(PATENT_VECTORS)]
+            block = np.zeros(fmt.n, dtype=np.float32)
+            block[: len(xs)] = xs
+            out.append(QuantItem(block.view(np.uint32), forced is not None, forced or 0, "patent", (exp, mant)))
+        return out
+
+    def check(self, items, outs):
+        errors, bad, sticky = super().check(items, outs)
+        d_exp, d_man, _ = self._decode(outs)
+        for i, it in enumerate(items):
+            exp, mant = it.expect
+            got = [int(v) & 0xFFFF for v in d_man[i][: len(mant)]]
+            if d_exp[i] != exp or got != mant:
+                errors.append(
+                    f"patent vector {i}: inputs {it.bits.view(np.float32)[: len(mant)].tolist()}"
+                    f"{' forced exp %d' % it.exp if it.force else ''}: DUT exponent {d_exp[i]}, "
+                    f"mantissas {[hex(v) for v in got]}; the patent says {exp}, {[hex(v) for v in mant]}"
+                )
+        return errors, bad, sticky
+
+    def define_coverage(self, cg: Covergroup) -> None:
+        cg.point("vector", lambda t: t["vector"], list(range(len(PATENT_VECTORS))))
+
+    def samples(self, items, outs):
+        return [{"vector": i % len(PATENT_VECTORS)} for i in range(len(items))]
+
+
+class QuantPatentTest(StreamTest):
+    """The patent's directed vectors through the RTL."""
+
+    UNIT = QuantPatentUnit
