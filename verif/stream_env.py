@@ -63,6 +63,8 @@ class StreamUnit:
     out_fields: ClassVar[list[str]]
     covergroup: ClassVar[str]
     default_count: ClassVar[int] = 400
+    #: Mismatching transactions described in full in a report; the rest are counted.
+    report_limit: ClassVar[int] = 10
 
     def __init__(self, ctx: TbContext, params: Any) -> None:
         self.ctx = ctx
@@ -84,6 +86,15 @@ class StreamUnit:
             ``None`` when the unit has no ``err`` port.
         """
         raise NotImplementedError
+
+    def shown(self, bad: np.ndarray) -> np.ndarray:
+        """The mismatching transactions to describe in full (the first :attr:`report_limit`)."""
+        return bad[: self.report_limit]
+
+    def more(self, bad: np.ndarray, noun: str) -> list[str]:
+        """The line that counts the mismatches not described, if any."""
+        rest = len(bad) - self.report_limit
+        return [f"... and {rest} more mismatching {noun}"] if rest > 0 else []
 
     def define_coverage(self, cg: Covergroup) -> None:
         """Add cover points to ``cg``."""

@@ -95,7 +95,36 @@ class Beat:
     meta: Any = field(default=None)
 
 
-class StreamSource:
+class _StreamEnd:
+    """The signals of one end of a stream, shared by :class:`StreamSource` and
+    :class:`StreamSink`.
+
+    Args:
+        dut: the DUT handle.
+        counter: shared cycle counter.
+        prefix: stream name (``"in"`` for ``in_valid``...).
+        fields: payload field names.
+        pauses: pause generator (source: idle cycles; sink: back-pressure).
+    """
+
+    def __init__(
+        self,
+        dut: SimHandleBase,
+        counter: CycleCounter,
+        prefix: str,
+        fields: list[str],
+        pauses: Iterator[bool] | None = None,
+    ) -> None:
+        self.clk = counter.clk
+        self.counter = counter
+        self.rst = getattr(dut, "rst", None)
+        self.valid = getattr(dut, f"{prefix}_valid")
+        self.ready = getattr(dut, f"{prefix}_ready")
+        self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields}
+        self.pauses = pauses or no_pauses()
+
+
+class StreamSource(_StreamEnd):
     """Drives ``<prefix>_valid`` and payload fields; a beat completes when ready is high.
 
     Args:
@@ -114,13 +143,7 @@ class StreamSource:
         fields: list[str],
         pauses: Iterator[bool] | None = None,
     ) -> None:
-        self.clk = counter.clk
-        self.counter = counter
-        self.rst = getattr(dut, "rst", None)
-        self.valid = getattr(dut, f"{prefix}_valid")
-        self.ready = getattr(dut, f"{prefix}_ready")
-        self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields}
-        self.pauses = pauses or no_pauses()
+        super().__init__(dut, counter, prefix, fields, pauses)
         self.queue: Queue[Beat] = Queue()
         self.sent: Queue[Beat] = Queue()
         self.idle = Event()
@@ -155,7 +178,7 @@ class StreamSource:
                 self.valid.value = 1
 
 
-class StreamSink:
+class StreamSink(_StreamEnd):
     """Accepts a stream: drives ``<prefix>_ready`` from a pause generator, records beats.
 
     Args:
@@ -174,13 +197,7 @@ class StreamSink:
         fields: list[str],
         pauses: Iterator[bool] | None = None,
     ) -> None:
-        self.clk = counter.clk
-        self.counter = counter
-        self.rst = getattr(dut, "rst", None)
-        self.valid = getattr(dut, f"{prefix}_valid")
-        self.ready = getattr(dut, f"{prefix}_ready")
-        self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields}
-        self.pauses = pauses or no_pauses()
+        super().__init__(dut, counter, prefix, fields, pauses)
         self.received: Queue[Beat] = Queue()
         self.count = 0
         self.ready.value = 0 if next(self.pauses) else 1

@@ -231,7 +231,7 @@ class DotUnit(StreamUnit):
         d_acc, d_e3, d_flg = self._decode(outs)
         bad = np.flatnonzero((d_acc != g_acc) | (d_e3 != g_e3) | (d_flg != g_flg))
         errors = []
-        for i in bad[:10]:
+        for i in self.shown(bad):
             it = items[i]
             bias = f"bias={it.bias} e5={it.e5} (e6={it.e5 - it.ea - it.eb})" if it.bias_en else "no bias"
             errors.append(
@@ -240,8 +240,7 @@ class DotUnit(StreamUnit):
                 f"    DUT    acc={d_acc[i]} e3={d_e3[i]} flags={bfp.decode_flags(int(d_flg[i]))}\n"
                 f"    golden acc={g_acc[i]} e3={g_e3[i]} flags={bfp.decode_flags(int(g_flg[i]))}"
             )
-        if len(bad) > 10:
-            errors.append(f"... and {len(bad) - 10} more mismatching transactions")
+        errors += self.more(bad, "transactions")
         return errors, len(bad), bfp.sticky(g_flg)
 
     def define_coverage(self, cg: Covergroup) -> None:

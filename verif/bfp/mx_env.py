@@ -194,7 +194,7 @@ class MxUnit(StreamUnit):
         bad = np.flatnonzero((d_s != g_s) | (d_f != g_f) | (d_c != g_c).any(axis=1))
         w = (self.params.element.bits + 3) // 4
         errors = []
-        for i in bad[:10]:
+        for i in self.shown(bad):
             errors.append(
                 f"block {i} ({items[i].kind}, {self.params.elem}): input {[hex(v) for v in items[i].bits]}\n"
                 f"    DUT    scale={d_s[i]:#04x} flags={decode_flags(int(d_f[i]), MX_FLAG_NAMES)} "
@@ -202,8 +202,7 @@ class MxUnit(StreamUnit):
                 f"    golden scale={g_s[i]:#04x} flags={decode_flags(int(g_f[i]), MX_FLAG_NAMES)} "
                 f"codes={[f'{v:0{w}x}' for v in g_c[i]]}"
             )
-        if len(bad) > 10:
-            errors.append(f"... and {len(bad) - 10} more mismatching blocks")
+        errors += self.more(bad, "blocks")
         sticky = int(np.bitwise_or.reduce(g_f)) if len(g_f) else 0
         return errors, len(bad), sticky
 

@@ -121,15 +121,14 @@ class QuantUnit(StreamUnit):
             )
         bad = np.flatnonzero((d_exp != g_exp) | (d_flg != g_flg) | (d_man != g_man).any(axis=1))
         errors = []
-        for i in bad[:10]:
+        for i in self.shown(bad):
             forced = f", forced exp {items[i].exp}" if items[i].force else ""
             errors.append(
                 f"block {i} ({items[i].kind}{forced}): input {[hex(v) for v in items[i].bits]}\n"
                 f"    DUT    exp={d_exp[i]} flags={bfp.decode_flags(int(d_flg[i]))} m={d_man[i].tolist()}\n"
                 f"    golden exp={g_exp[i]} flags={bfp.decode_flags(int(g_flg[i]))} m={g_man[i].tolist()}"
             )
-        if len(bad) > 10:
-            errors.append(f"... and {len(bad) - 10} more mismatching blocks")
+        errors += self.more(bad, "blocks")
         return errors, len(bad), bfp.sticky(g_flg)
 
     def define_coverage(self, cg: Covergroup) -> None:

@@ -229,7 +229,7 @@ class RenormUnit(StreamUnit):
         d_e4, d_man, d_flg = self._decode(outs)
         bad = np.flatnonzero((d_e4 != g_e4) | (d_flg != g_flg) | (d_man != g_man).any(axis=1))
         errors = []
-        for i in bad[:10]:
+        for i in self.shown(bad):
             it = items[i]
             mode = f"fixed e4={it.e4}" if it.fixed else "max"
             errors.append(
@@ -237,8 +237,7 @@ class RenormUnit(StreamUnit):
                 f"    DUT    e4={d_e4[i]} flags={bfp.decode_flags(int(d_flg[i]))} m={d_man[i].tolist()}\n"
                 f"    golden e4={g_e4[i]} flags={bfp.decode_flags(int(g_flg[i]))} m={g_man[i].tolist()}"
             )
-        if len(bad) > 10:
-            errors.append(f"... and {len(bad) - 10} more mismatching vectors")
+        errors += self.more(bad, "vectors")
         return errors, len(bad), bfp.sticky(g_flg)
 
     def define_coverage(self, cg: Covergroup) -> None:

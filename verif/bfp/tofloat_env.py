@@ -196,7 +196,7 @@ class ToFloatUnit(StreamUnit):
         bad = np.flatnonzero((d_flg != g_flg) | (d_bits != g_bits).any(axis=1))
         names = bfp.FFLAG_NAMES
         errors = []
-        for i in bad[:10]:
+        for i in self.shown(bad):
             lanes = np.flatnonzero(d_bits[i] != g_bits[i])
             detail = "".join(
                 f"\n    lane {k}: m={int(items[i].m[k])} -> DUT {int(d_bits[i, k]):#010x} "
@@ -210,8 +210,7 @@ class ToFloatUnit(StreamUnit):
                 f"golden flags={bfp.decode_flags(int(g_flg[i]), names)}; "
                 f"{len(lanes)} lane(s) differ{detail}"
             )
-        if len(bad) > 10:
-            errors.append(f"... and {len(bad) - 10} more mismatching blocks")
+        errors += self.more(bad, "blocks")
         return errors, len(bad), bfp.sticky(g_flg)
 
     def define_coverage(self, cg: Covergroup) -> None:
