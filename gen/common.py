@@ -23,7 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import myhdl._always
+import myhdl._always_comb
+import myhdl._always_seq
 import myhdl._block
+import myhdl._instance
 from myhdl import ResetSignal, Signal, intbv
 
 from lockstep.models.formats import ParamError, params_hash
@@ -66,6 +70,52 @@ SV_KEYWORDS = frozenset(
     use uwire var vectored virtual void wait wait_order wand weak weak0 weak1 while wildcard
     wire with within wor xnor xor""".split()
 )
+
+def _fast_call_info() -> Any:
+    """Drop-in for ``myhdl._block._getCallInfo`` without ``inspect.stack()``.
+
+    MyHDL 0.11 calls ``inspect.stack()`` on every block instantiation; that reads the
+    source of every frame and scans ``sys.modules`` each time, so a 32-lane design built
+    of recursive trees took minutes inside pytest. This walks the same frames directly:
+    0 this function, 1 ``_Block.__init__``, 2 the decorator call, 3 the function that
+    defines instances, 4 its caller (one further for a list comprehension's scope).
+    ``tests/test_gen.py`` checks the output is byte-identical to stock MyHDL's.
+    """
+    frames = []
+    f = sys._getframe(0)
+    while f is not None and len(frames) < 6:
+        frames.append(f)
+        f = f.f_back
+    func = frames[3]
+    caller = frames[4] if len(frames) > 4 else None
+    if func.f_code.co_name == "<listcomp>":
+        func = frames[4]
+        caller = frames[5] if len(frames) > 5 else None
+    symdict = dict(func.f_globals)
+    symdict.update(func.f_locals)
+    modctxt = caller is not None and isinstance(caller.f_locals.get("self"), myhdl._block._Block)
+    return myhdl._block._CallInfo(func.f_code.co_name, modctxt, symdict)
+
+
+def _fast_instance_call_info() -> Any:
+    """Drop-in for ``myhdl._instance._getCallInfo`` (used by ``@always_comb``,
+    ``@always_seq``, ``@always`` and ``@instance``), which calls ``inspect.stack()``
+    twice per generator. Frames: 0 this function, 1 the decorator, 2 the block function
+    that defines the generator, 3 its caller."""
+    f2 = sys._getframe(2)
+    f3 = f2.f_back
+    if f3 is None:
+        raise IndexError("list index out of range")  # what stock MyHDL raises here
+    symdict = dict(f2.f_globals)
+    symdict.update(f2.f_locals)
+    modctxt = isinstance(f3.f_locals.get("self"), myhdl._block._Block)
+    return myhdl._instance._CallInfo(f2.f_code.co_name, modctxt, symdict)
+
+
+if os.environ.get("LOCKSTEP_MYHDL_STOCK_CALLINFO") != "1":
+    myhdl._block._getCallInfo = _fast_call_info
+    for _mod in (myhdl._instance, myhdl._always, myhdl._always_comb, myhdl._always_seq):
+        _mod._getCallInfo = _fast_instance_call_info
 
 _DATE_LINE = re.compile(r"^// Date: .*\n", re.MULTILINE)
 _FILE_LINE = re.compile(r"^// File: .*\n", re.MULTILINE)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -78,6 +79,23 @@ def test_deterministic_across_processes(tmp_path):
                        env={**os.environ, "PYTHONHASHSEED": hs})
         outs.append((out / "bfp_quantize.v").read_bytes())
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_fast_callinfo_matches_stock_myhdl(tmp_path):
+    """gen/common.py replaces MyHDL's inspect.stack()-based caller lookup with a direct
+    frame walk; every unit's Verilog must be byte-identical to stock MyHDL's."""
+    code = (
+        "import sys, json; from tests.test_gen import UNITS; "
+        "[UNITS[u].emit(UNITS[u].params, sys.argv[1] + '/' + u) for u in UNITS]"
+    )
+    root = Path(__file__).resolve().parent.parent
+    for flavour, stock in (("fast", "0"), ("stock", "1")):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / flavour)], check=True, cwd=root,
+                       env={**os.environ, "LOCKSTEP_MYHDL_STOCK_CALLINFO": stock, "PYTHONHASHSEED": "0"})
+    for unit, u in UNITS.items():
+        fast = (tmp_path / "fast" / unit / f"{u.module}.v").read_bytes()
+        stock = (tmp_path / "stock" / unit / f"{u.module}.v").read_bytes()
+        assert fast == stock, unit
 
 
 @pytest.mark.parametrize("unit", UNITS)
@@ -152,7 +170,7 @@ def test_registered_configs_lint_clean(name, tmp_path):
     assert lint_file(em.verilog) == []
 
 
-HDL = sorted((__import__("pathlib").Path(__file__).resolve().parent.parent / "hdl").rglob("*.v"))
+HDL = sorted((Path(__file__).resolve().parent.parent / "hdl").rglob("*.v"))
 
 
 @pytest.mark.parametrize("path", HDL, ids=[p.name for p in HDL])
