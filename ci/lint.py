@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lockstep.gen.lint import lint_file
 from lockstep.verif.registry import TESTBENCHES
-from lockstep.verif.runner import BUILD, _generate, build_key
+from lockstep.verif.runner import BUILD, build_key, generate_rtl
 
 
 def main() -> int:
@@ -15,7 +15,7 @@ def main() -> int:
     files = sorted((repo / "hdl").rglob("*.v"))
     for tb in TESTBENCHES.values():
         rtl = BUILD / tb.name / build_key(tb) / "rtl"
-        _generate(tb, rtl)
+        generate_rtl(tb, rtl)
         files.append(rtl / f"{tb.toplevel}.v")
     bad = 0
     for f in files:

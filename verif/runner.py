@@ -34,7 +34,7 @@ from lockstep.models.formats import params_hash
 
 from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
 
-__all__ = ["RunResult", "build", "build_key", "run", "main", "REPO", "BUILD"]
+__all__ = ["RunResult", "build", "build_key", "generate_rtl", "run", "main", "REPO", "BUILD"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("LOCKSTEP_BUILD", REPO / "build"))
@@ -140,7 +140,7 @@ def check_rtl_ports(rtl: Path, toplevel: str, record: dict[str, Any]) -> None:
         raise ValueError(f"RTL={rtl} does not match {toplevel}'s ports:\n  " + "\n  ".join(problems))
 
 
-def _generate(tb: Testbench, outdir: Path) -> Path:
+def generate_rtl(tb: Testbench, outdir: Path) -> Path:
     """Generate the DUT's Verilog + record into ``outdir`` unless already there."""
     record = outdir / f"{tb.toplevel}.json"
     if record.exists() and (outdir / f"{tb.toplevel}.v").exists():
@@ -173,7 +173,7 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r}; use one of {SIMULATORS}")
     base = BUILD / tb.name / build_key(tb)
-    record = _generate(tb, base / "rtl")
+    record = generate_rtl(tb, base / "rtl")
     source = base / "rtl" / f"{tb.toplevel}.v"
     fst = sim == "icarus" or verilator_fst_ok()
     tag = sim + (f"-waves-{'fst' if fst else 'vcd'}" if waves else "")
