@@ -12,8 +12,11 @@ SIM ?=
 SEED ?=
 WAVES ?=
 RTL ?=
+TIER ?= quick
+SEEDS ?= $(if $(filter full,$(TIER)),3,1)
+REPORTS := build/reports
 
-.PHONY: help setup gen lint sim list test test-unit test-sim check-hdl precision bench clean
+.PHONY: help setup gen lint sim list test test-unit test-sim regress check-hdl precision bench clean
 
 help: ## this list
 	@echo "lockstep make targets:"
@@ -52,6 +55,11 @@ test-unit: $(SETUP_STAMP) ## model and generator unit tests only (no simulator)
 
 test-sim: $(SETUP_STAMP) ## simulation tests only
 	@$(RUN) python -m pytest -q -n $(JOBS) -m sim tests
+
+regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n] [SEED=] -> build/reports/regress/
+	@$(RUN) env TIER=$(TIER) SEEDS=$(SEEDS) $(if $(SIM),SIMS=$(SIM)) python -m pytest -q -n $(JOBS) \
+	  -p lockstep.verif.regress --regress-report $(REPORTS)/regress --junitxml=$(REPORTS)/regress/junit.xml \
+	  -m sim tests/test_sim.py
 
 check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs this)
 	@git add -N hdl >/dev/null 2>&1 || true

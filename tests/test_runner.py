@@ -34,3 +34,30 @@ def test_rtl_port_check(tmp_path):
     other.write_text("module something(input clk); endmodule\n")
     with pytest.raises(ValueError, match="no module named 'bfp_quantize'"):
         check_rtl_ports(other, "bfp_quantize", record)
+
+
+def _row(tb, sim, seed, ok, cycles):
+    return {"testbench": tb, "sim": sim, "seed": seed, "ok": ok, "cycles": cycles, "wall": 1.0,
+            "coverage": 100.0, "results": "/tmp/x", "repro": f"make sim TEST={tb} SIM={sim} SEED={seed}"}
+
+
+def test_parity_flags_disagreeing_simulators():
+    """Same testbench and seed: a different verdict or cycle count is a parity failure."""
+    from lockstep.verif.regress import parity_problems
+
+    agree = [_row("a", "icarus", 1, True, 100), _row("a", "verilator", 1, True, 100)]
+    assert parity_problems(agree) == []
+    cycles = [_row("a", "icarus", 1, True, 100), _row("a", "verilator", 1, True, 101)]
+    assert len(parity_problems(cycles)) == 1 and "seed=1" in parity_problems(cycles)[0]
+    verdict = [_row("b", "icarus", 2, True, 50), _row("b", "verilator", 2, False, 50)]
+    assert "b seed=2" in parity_problems(verdict)[0]
+    assert parity_problems([_row("c", "icarus", 3, False, 9)]) == []  # one simulator: nothing to compare
+
+
+def test_regress_html_lists_every_run_and_parity():
+    from lockstep.verif.regress import render_html
+
+    rows = [_row("a", "icarus", 1, True, 100), _row("a", "verilator", 1, False, 100)]
+    page = render_html(rows, ["parity: a seed=1 differs"], "t", 3.0)
+    assert page.count("<tr class=") == 2 and "FAIL" in page and "parity: a seed=1 differs" in page
+    assert "make sim TEST=a SIM=verilator SEED=1" in page

@@ -1,6 +1,15 @@
-"""Every registered quick-tier testbench on both simulators (the registry is the list)."""
+"""Every registered testbench on each simulator (the registry is the list).
+
+Environment (set by ``make test`` / ``make regress``):
+    TIER: ``quick`` (default) or ``full`` (adds the full-tier testbenches).
+    SIMS: comma-separated simulators (default: all).
+    SEEDS: seeds per testbench and simulator (default 1).
+    LOCKSTEP_SEED_BASE: per-run base (tests/conftest.py); seed i of a testbench is derived
+        from it, the same on every simulator, so their results can be compared.
+"""
 
 import os
+import zlib
 
 import pytest
 
@@ -8,20 +17,41 @@ from lockstep.verif.registry import SIMULATORS, TESTBENCHES
 from lockstep.verif.runner import run
 
 TIER = os.environ.get("TIER", "quick")
+SIMS = [s for s in os.environ.get("SIMS", ",".join(SIMULATORS)).split(",") if s]
+SEEDS = int(os.environ.get("SEEDS", "1"))
+if TIER not in ("quick", "full"):
+    raise ValueError(f"TIER={TIER!r}: use quick or full")
+for _s in SIMS:
+    if _s not in SIMULATORS:
+        raise ValueError(f"SIM={_s!r}: use one of {SIMULATORS}")
+
 CASES = [
-    (tb.name, sim)
+    (tb.name, sim, i)
     for tb in TESTBENCHES.values()
     if tb.tier == "quick" or TIER == "full"
-    for sim in SIMULATORS
+    for i in range(SEEDS)
+    for sim in SIMS
 ]
 
 
+def case_seed(name: str, index: int) -> int:
+    """Seed ``index`` of testbench ``name`` in this run (simulator independent)."""
+    base = int(os.environ.get("LOCKSTEP_SEED_BASE", "1"))
+    return (base + zlib.crc32(f"{name}:{index}".encode())) % (2**31 - 1) + 1
+
+
 @pytest.mark.sim
-@pytest.mark.parametrize("name,sim", CASES, ids=[f"{n}-{s}" for n, s in CASES])
-def test_testbench(name: str, sim: str) -> None:
+@pytest.mark.parametrize("name,sim,index", CASES, ids=[f"{n}-{s}-{i}" for n, s, i in CASES])
+def test_testbench(name: str, sim: str, index: int, record_property) -> None:
     """Build (cached) and run; a failure message carries the exact replay command."""
-    seed = int(os.environ["SEED"]) if os.environ.get("SEED") else None
+    seed = int(os.environ["SEED"]) if os.environ.get("SEED") else case_seed(name, index)
     res = run(name, sim, seed=seed)
+    for key, value in (("testbench", name), ("sim", sim), ("seed", res.seed), ("ok", res.ok),
+                       ("passed", res.passed), ("cycles", res.cycles), ("wall", round(res.wall, 3)),
+                       ("blocks", res.summary.get("blocks", 0)), ("mismatches", res.summary.get("mismatches", 0)),
+                       ("coverage", res.summary.get("functional_coverage")), ("results", str(res.results)),
+                       ("repro", res.repro())):
+        record_property(key, value)
     assert res.ok, f"{res.line()}\n  results: {res.results}\n  replay:  {res.repro()}"
     if not TESTBENCHES[name].expect_fail:
         assert res.summary.get("blocks", 0) > 0, f"no transaction was checked: {res.results}"
