@@ -122,6 +122,10 @@ class _StreamEnd:
         self.ready = getattr(dut, f"{prefix}_ready")
         self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields}
         self.pauses = pauses or no_pauses()
+        self._setup()
+
+    def _setup(self) -> None:
+        """Subclass hook: queues and the driving coroutine, once the signals are bound."""
 
 
 class StreamSource(_StreamEnd):
@@ -135,15 +139,7 @@ class StreamSource(_StreamEnd):
         pauses: pause generator (idle cycles between beats).
     """
 
-    def __init__(
-        self,
-        dut: SimHandleBase,
-        counter: CycleCounter,
-        prefix: str,
-        fields: list[str],
-        pauses: Iterator[bool] | None = None,
-    ) -> None:
-        super().__init__(dut, counter, prefix, fields, pauses)
+    def _setup(self) -> None:
         self.queue: Queue[Beat] = Queue()
         self.sent: Queue[Beat] = Queue()
         self.idle = Event()
@@ -189,15 +185,7 @@ class StreamSink(_StreamEnd):
         pauses: back-pressure generator (``True`` = ready low this cycle).
     """
 
-    def __init__(
-        self,
-        dut: SimHandleBase,
-        counter: CycleCounter,
-        prefix: str,
-        fields: list[str],
-        pauses: Iterator[bool] | None = None,
-    ) -> None:
-        super().__init__(dut, counter, prefix, fields, pauses)
+    def _setup(self) -> None:
         self.received: Queue[Beat] = Queue()
         self.count = 0
         self.ready.value = 0 if next(self.pauses) else 1
