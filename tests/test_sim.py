@@ -47,6 +47,7 @@ def test_testbench(name: str, sim: str, index: int, record_property) -> None:
     seed = int(os.environ["SEED"]) if os.environ.get("SEED") else case_seed(name, index)
     res = run(name, sim, seed=seed)
     for key, value in (("testbench", name), ("sim", sim), ("seed", res.seed), ("ok", res.ok),
+                       ("expect_fail", TESTBENCHES[name].expect_fail),
                        ("passed", res.passed), ("cycles", res.cycles), ("wall", round(res.wall, 3)),
                        ("blocks", res.summary.get("blocks", 0)), ("mismatches", res.summary.get("mismatches", 0)),
                        ("coverage", res.summary.get("functional_coverage")), ("results", str(res.results)),

@@ -51,18 +51,25 @@ def parity_problems(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _verdict(r: dict[str, Any]) -> str:
+    """PASS/FAIL; a negative testbench that failed as it must says so."""
+    if not r["ok"]:
+        return "FAIL"
+    return "PASS (failed as expected)" if r.get("expect_fail") else "PASS"
+
+
 def render_html(rows: list[dict[str, Any]], parity: list[str], title: str, elapsed: float) -> str:
     """A self-contained HTML page summarising a regression."""
     fails = sum(not r["ok"] for r in rows)
     head = f"{len(rows)} runs, {fails} failed, {len(parity)} parity problem(s), {elapsed:.0f} s"
     body = []
-    for r in sorted(rows, key=lambda r: (r["testbench"], r["sim"], int(r["seed"]))):
+    for r in sorted(rows, key=lambda r: (r["testbench"], int(r["seed"]), r["sim"])):
         rate = f"{r['cycles'] / r['wall']:,.0f}" if r.get("wall") else "-"
         cov = "-" if r.get("coverage") is None else f"{r['coverage']:.1f}%"
         cls = "pass" if r["ok"] else "fail"
         body.append(
             f"<tr class='{cls}'><td>{html.escape(r['testbench'])}</td><td>{r['sim']}</td>"
-            f"<td>{'PASS' if r['ok'] else 'FAIL'}</td><td>{r['seed']}</td><td>{r['cycles']}</td>"
+            f"<td>{_verdict(r)}</td><td>{r['seed']}</td><td>{r['cycles']}</td>"
             f"<td>{r['wall']:.2f}</td><td>{rate}</td><td>{cov}</td>"
             f"<td><code>{html.escape(r['repro'])}</code></td>"
             f"<td><a href='file://{html.escape(r['results'])}'>results</a></td></tr>"
