@@ -21,6 +21,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, to_signed
 from lockstep.verif.stream_env import StreamTest, StreamUnit
+from lockstep.verif.bfp.stimulus import pick_kinds
 
 __all__ = ["DotItem", "DotUnit", "DotTest", "MANT_KINDS", "BIAS_KINDS", "dot_items"]
 
@@ -80,8 +81,7 @@ class DotItem:
 def _pick(rng: np.random.Generator, table: dict[str, float], count: int, override) -> list[str]:
     kinds = dict(override) if override else table
     names = list(kinds)
-    p = np.array([float(kinds[k]) for k in names])
-    return [names[i] for i in rng.choice(len(names), size=count, p=p / p.sum())]
+    return [names[i] for i in pick_kinds(rng, kinds, count)]
 
 
 def _mantissas(rng: np.random.Generator, kind: str, fmt: BfpFormat) -> tuple[np.ndarray, np.ndarray]:

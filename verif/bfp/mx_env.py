@@ -22,7 +22,7 @@ from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, unpack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 
-from .stimulus import F32_INF, F32_QNAN, KINDS, float_blocks
+from .stimulus import F32_INF, F32_QNAN, KINDS, float_blocks, pick_kinds
 
 __all__ = ["MX_KINDS", "MxItem", "MxUnit", "MxTest", "mx_blocks"]
 
@@ -125,10 +125,7 @@ def mx_blocks(
     """
     weights = dict(weights or {**KINDS, **MX_KINDS})
     names = list(weights)
-    p = np.array([weights[k] for k in names], dtype=np.float64)
-    if (p < 0).any() or p.sum() <= 0:
-        raise ValueError(f"weights {weights} must be non-negative with a positive sum")
-    pick = rng.choice(len(names), size=count, p=p / p.sum())
+    pick = pick_kinds(rng, weights, count)
     n = params.block
     # float_blocks needs a BfpFormat only for n and the exponent ranges it draws from
     bfmt = BfpFormat(w=8, e=8, n=n)

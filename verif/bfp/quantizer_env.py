@@ -19,6 +19,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, to_signed, unpack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
+from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
 from .stimulus import KINDS, float_blocks
 
@@ -136,14 +137,7 @@ class QuantUnit(StreamUnit):
         for name, bit in bfp.FLAG_NAMES.items():
             cg.point(f"flag_{name}", lambda t, b=bit: bool(t["flags"] & b), [False, True])
 
-        def exp_bin(e: int) -> str:
-            if e == fmt.e_min:
-                return "e_min"
-            if e == fmt.e_max:
-                return "e_max"
-            return "neg" if e < 0 else "zero" if e == 0 else "pos"
-
-        cg.point("exponent", lambda t: exp_bin(t["exp"]), ["e_min", "neg", "zero", "pos", "e_max"])
+        cg.point("exponent", lambda t: exp_class(t["exp"], fmt), EXP_BINS)
         cg.point("forced", lambda t: t["force"], [False, True])
         mix = self.ctx.opt("kinds", None) or KINDS
         cg.point("kind", lambda t: t["kind"], [k for k, wgt in mix.items() if wgt > 0])

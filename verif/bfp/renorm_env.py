@@ -22,6 +22,8 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, to_signed, unpack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
+from lockstep.verif.bfp.stimulus import pick_kinds
+from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
 __all__ = ["RENORM_KINDS", "RenormItem", "RenormUnit", "RenormTest", "StatsUnit", "StatsTest", "acc_vectors"]
 
@@ -137,10 +139,7 @@ def acc_vectors(
         raise ValueError(f"count={count} must be >= 0")
     weights = dict(weights or RENORM_KINDS)
     names = list(weights)
-    p = np.array([weights[k] for k in names], dtype=np.float64)
-    if (p < 0).any() or p.sum() <= 0:
-        raise ValueError(f"weights {weights} must be non-negative with a positive sum")
-    kinds = rng.choice(len(names), size=count, p=p / p.sum())
+    kinds = pick_kinds(rng, weights, count)
     out = np.zeros((count, fmt.n), dtype=np.int64)
     for i, name in enumerate(names):
         sel = np.flatnonzero(kinds == i)
@@ -248,14 +247,7 @@ class RenormUnit(StreamUnit):
             bit = bfp.FLAG_NAMES[name]
             cg.point(f"flag_{name}", lambda t, b=bit: bool(t["flags"] & b), [False, True])
 
-        def exp_bin(e: int) -> str:
-            if e == fmt.e_min:
-                return "e_min"
-            if e == fmt.e_max:
-                return "e_max"
-            return "neg" if e < 0 else "zero" if e == 0 else "pos"
-
-        cg.point("e4", lambda t: exp_bin(t["e4"]), ["e_min", "neg", "zero", "pos", "e_max"])
+        cg.point("e4", lambda t: exp_class(t["e4"], fmt), EXP_BINS)
         cg.point("mode", lambda t: "fixed" if t["fixed"] else "max", ["max", "fixed"])
         cg.point("kind", lambda t: t["kind"], list(RENORM_KINDS))
         # shift = e3 - e4: > 0 left, < 0 right; *_clip: beyond the hardware's clipped

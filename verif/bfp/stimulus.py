@@ -10,7 +10,7 @@ import numpy as np
 
 from lockstep.models.formats import BfpFormat
 
-__all__ = ["KINDS", "float_blocks"]
+__all__ = ["KINDS", "float_blocks", "pick_kinds"]
 
 F32_INF = np.uint32(0x7F800000)
 F32_QNAN = np.uint32(0x7FC00000)
@@ -93,6 +93,27 @@ def _kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np
     raise ValueError(f"unknown stimulus kind {kind!r}; known: {sorted(KINDS)}")
 
 
+def pick_kinds(rng: np.random.Generator, weights: dict[str, float], count: int) -> np.ndarray:
+    """Draw ``count`` stimulus kinds from a weight table.
+
+    Args:
+        rng: the test's generator.
+        weights: kind -> relative weight (non-negative, positive sum).
+        count: how many.
+
+    Returns:
+        Indices into ``list(weights)``.
+
+    Raises:
+        ValueError: on a negative weight or a zero sum.
+    """
+    names = list(weights)
+    p = np.array([float(weights[k]) for k in names], dtype=np.float64)
+    if (p < 0).any() or p.sum() <= 0:
+        raise ValueError(f"weights {weights} must be non-negative with a positive sum")
+    return rng.choice(len(names), size=count, p=p / p.sum())
+
+
 def float_blocks(
     rng: np.random.Generator,
     fmt: BfpFormat,
@@ -115,10 +136,7 @@ def float_blocks(
         raise ValueError(f"count={count} must be >= 0")
     weights = dict(weights or KINDS)
     names = list(weights)
-    p = np.array([weights[k] for k in names], dtype=np.float64)
-    if (p < 0).any() or p.sum() <= 0:
-        raise ValueError(f"weights {weights} must be non-negative with a positive sum")
-    kinds = rng.choice(len(names), size=count, p=p / p.sum())
+    kinds = pick_kinds(rng, weights, count)
     out = np.zeros((count, fmt.n), dtype=np.uint32)
     for i, name in enumerate(names):
         sel = np.flatnonzero(kinds == i)

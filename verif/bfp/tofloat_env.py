@@ -21,6 +21,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, unpack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
+from lockstep.verif.bfp.stimulus import pick_kinds
 
 __all__ = ["TF_KINDS", "TfItem", "ToFloatUnit", "ToFloatTest", "reachable", "result_classes", "tf_blocks"]
 
@@ -81,8 +82,7 @@ def tf_blocks(
     n, w = fmt.n, fmt.w
     lo_m, hi_m = -(1 << (w - 1)), 1 << (w - 1)
     names = list(TF_KINDS)
-    p = np.array([TF_KINDS[k] for k in names])
-    kinds = rng.choice(len(names), size=count, p=p / p.sum())
+    kinds = pick_kinds(rng, TF_KINDS, count)
     m = rng.integers(lo_m, hi_m, size=(count, n)).astype(np.int64)
     # a quarter of the lanes of every block are special values
     spec = rng.random((count, n)) < 0.25
