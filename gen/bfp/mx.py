@@ -40,7 +40,7 @@ from lockstep.models.mx import (
 
 from ..common import Emitted, emit_stream_unit, flat_signal
 from ..stream import STREAM_LATENCY, stream_ports, stream_register
-from .parts import any_of, lane_split, max_tree, msb_index
+from .parts import any_of, f32_lop, lane_split, max_tree, msb_index
 
 __all__ = [
     "MX_FLAGS",
@@ -289,14 +289,8 @@ def mx_quantizer(
         insts.append(lane(xs_l[i], xs, msbs[i], codes[i], sats[i], nans[i], infs[i], subns[i], el))
     insts.append(max_tree(keys, absmax))
 
-    sub_msb = flat_signal(5)
-    frac32 = flat_signal(32)
-
-    @always_comb
-    def pad_frac():
-        frac32.next = concat(intbv(0)[9:], absmax[23:0])
-
-    insts += [pad_frac, msb_index(frac32, sub_msb)]
+    lop = Signal(intbv(0, min=-(1 << (_EB - 1)), max=1 << (_EB - 1)))
+    insts.append(f32_lop(absmax, lop))
     emax_e = el.emax
     scale = flat_signal(8)
     # X + 127 lies in [0, 254]: its high bits are 0.
@@ -304,18 +298,9 @@ def mx_quantizer(
 
     @always_comb
     def select_scale():
-        am_be = intbv(0, min=-(1 << (_EB - 1)), max=1 << (_EB - 1))
-        p = intbv(0, min=-(1 << (_EB - 1)), max=1 << (_EB - 1))
-        lop = intbv(0, min=-(1 << (_EB - 1)), max=1 << (_EB - 1))
         raw = intbv(0, min=-(1 << (_EB - 1)), max=1 << (_EB - 1))
         xv = intbv(0, min=-(1 << (_EB - 1)), max=1 << (_EB - 1))
         sc = intbv(0, min=-(1 << (_EB - 1)), max=1 << (_EB - 1))
-        am_be[:] = concat(intbv(0)[_EB - 8 :], absmax[31:23])
-        p[:] = concat(intbv(0)[_EB - 5 :], sub_msb)
-        if am_be == 0:
-            lop[:] = p - 149
-        else:
-            lop[:] = am_be - 127
         raw[:] = lop - emax_e
         f_zero.next = absmax == 0
         f_lo.next = 0

@@ -6,7 +6,7 @@ from myhdl import ConcatSignal, Signal, always_comb, block, concat, intbv
 
 from ..common import flat_signal
 
-__all__ = ["max_tree", "msb_index", "any_of", "lane_split"]
+__all__ = ["max_tree", "msb_index", "any_of", "lane_split", "f32_lop"]
 
 
 @block
@@ -114,3 +114,38 @@ def msb_index(vec, idx):
             idx.next = concat(bool(0), lo_i)
 
     return subs, node
+
+
+
+@block
+def f32_lop(absmax, lop):
+    """Exact ``floor(log2 x)`` of a finite float32 magnitude (patent Eq. 3, no log2).
+
+    Normal: biased exponent - 127; subnormal: MSB of the fraction - 149. Meaningless
+    (the caller checks) when ``absmax`` is 0.
+
+    Ports:
+        absmax: 31-bit magnitude key (``bits[30:0]`` of a finite float32).
+        lop: signed result, wide enough for [-149, 127].
+    """
+    w = len(lop)
+    lo, hi = lop.min, lop.max
+    sub_msb = flat_signal(5)
+    frac32 = flat_signal(32)
+
+    @always_comb
+    def pad_frac():
+        frac32.next = concat(intbv(0)[9:], absmax[23:0])
+
+    @always_comb
+    def leading_one():
+        am_be = intbv(0, min=lo, max=hi)
+        p = intbv(0, min=lo, max=hi)
+        am_be[:] = concat(intbv(0)[w - 8 :], absmax[31:23])
+        p[:] = concat(intbv(0)[w - 5 :], sub_msb)
+        if am_be == 0:
+            lop.next = p - 149
+        else:
+            lop.next = am_be - 127
+
+    return pad_frac, msb_index(frac32, sub_msb), leading_one

@@ -20,7 +20,7 @@ from lockstep.models.formats import BfpFormat, ParamError
 
 from ..common import Emitted, emit_stream_unit, flat_signal
 from ..stream import STREAM_LATENCY, stream_ports, stream_register
-from .parts import any_of, lane_split, max_tree, msb_index
+from .parts import any_of, f32_lop, lane_split, max_tree
 
 __all__ = ["QUANT_FLAGS", "QUANTIZER_LATENCY", "quantizer", "quantizer_ports", "emit_quantizer"]
 
@@ -180,28 +180,13 @@ def quantizer(
         insts.append(_quant_lane(xs[i], ex, ms[i], nans[i], infs[i], subns[i], ovfs[i], fmt))
     insts.append(max_tree(keys, absmax))
 
-    sub_msb = flat_signal(5)
-    frac32 = flat_signal(32)
-
-    @always_comb
-    def pad_frac():
-        frac32.next = concat(intbv(0)[9:], absmax[23:0])
-
-    insts += [pad_frac, msb_index(frac32, sub_msb)]
+    lop = Signal(intbv(0, min=-(1 << (eb - 1)), max=1 << (eb - 1)))
+    insts.append(f32_lop(absmax, lop))
 
     @always_comb
     def select_exp():
-        am_be = intbv(0, min=-(1 << (eb - 1)), max=1 << (eb - 1))
-        p = intbv(0, min=-(1 << (eb - 1)), max=1 << (eb - 1))
-        lop = intbv(0, min=-(1 << (eb - 1)), max=1 << (eb - 1))
         raw = intbv(0, min=-(1 << (eb - 1)), max=1 << (eb - 1))
         rep = intbv(0)[eb - e :]
-        am_be[:] = concat(intbv(0)[eb - 8 :], absmax[31:23])
-        p[:] = concat(intbv(0)[eb - 5 :], sub_msb)
-        if am_be == 0:
-            lop[:] = p - 149
-        else:
-            lop[:] = am_be - 127
         raw[:] = lop - (w - 2)
         rep[:] = 0
         if in_exp[e - 1]:

@@ -52,8 +52,7 @@ reg [30:0] absmax;
 reg f_lo;
 reg f_zero;
 reg signed [10:0] xs;
-wire [31:0] frac32;
-reg [4:0] sub_msb;
+reg signed [10:0] lop;
 reg [7:0] scale;
 reg [2:0] unused_scale_hi;
 wire special;
@@ -2879,82 +2878,84 @@ wire [30:0] max_tree0_max_tree32_max_tree48_max_tree56_max_tree57_hi_max;
 wire [30:0] max_tree0_max_tree32_max_tree48_max_tree56_max_tree57_lo_max;
 wire [30:0] max_tree0_max_tree32_max_tree48_max_tree56_max_tree60_hi_max;
 wire [30:0] max_tree0_max_tree32_max_tree48_max_tree56_max_tree60_lo_max;
-reg [15:0] msb_index992_hi;
-reg [3:0] msb_index992_hi_i;
-reg [15:0] msb_index992_lo;
-reg [3:0] msb_index992_lo_i;
-reg [7:0] msb_index992_msb_index993_hi;
-reg [2:0] msb_index992_msb_index993_hi_i;
-reg [7:0] msb_index992_msb_index993_lo;
-reg [2:0] msb_index992_msb_index993_lo_i;
-reg [3:0] msb_index992_msb_index993_msb_index994_hi;
-reg [1:0] msb_index992_msb_index993_msb_index994_hi_i;
-reg [3:0] msb_index992_msb_index993_msb_index994_lo;
-reg [1:0] msb_index992_msb_index993_msb_index994_lo_i;
-reg [1:0] msb_index992_msb_index993_msb_index994_msb_index995_hi;
-wire [0:0] msb_index992_msb_index993_msb_index994_msb_index995_hi_i;
-reg [1:0] msb_index992_msb_index993_msb_index994_msb_index995_lo;
-wire [0:0] msb_index992_msb_index993_msb_index994_msb_index995_lo_i;
-wire msb_index992_msb_index993_msb_index994_msb_index995_msb_index996_unused_lsb;
-wire msb_index992_msb_index993_msb_index994_msb_index995_msb_index997_unused_lsb;
-reg [1:0] msb_index992_msb_index993_msb_index994_msb_index998_hi;
-wire [0:0] msb_index992_msb_index993_msb_index994_msb_index998_hi_i;
-reg [1:0] msb_index992_msb_index993_msb_index994_msb_index998_lo;
-wire [0:0] msb_index992_msb_index993_msb_index994_msb_index998_lo_i;
-wire msb_index992_msb_index993_msb_index994_msb_index998_msb_index999_unused_lsb;
-wire msb_index992_msb_index993_msb_index994_msb_index998_msb_index1000_unused_lsb;
-reg [3:0] msb_index992_msb_index993_msb_index1001_hi;
-reg [1:0] msb_index992_msb_index993_msb_index1001_hi_i;
-reg [3:0] msb_index992_msb_index993_msb_index1001_lo;
-reg [1:0] msb_index992_msb_index993_msb_index1001_lo_i;
-reg [1:0] msb_index992_msb_index993_msb_index1001_msb_index1002_hi;
-wire [0:0] msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i;
-reg [1:0] msb_index992_msb_index993_msb_index1001_msb_index1002_lo;
-wire [0:0] msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i;
-wire msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1003_unused_lsb;
-wire msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1004_unused_lsb;
-reg [1:0] msb_index992_msb_index993_msb_index1001_msb_index1005_hi;
-wire [0:0] msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i;
-reg [1:0] msb_index992_msb_index993_msb_index1001_msb_index1005_lo;
-wire [0:0] msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i;
-wire msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1006_unused_lsb;
-wire msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1007_unused_lsb;
-reg [7:0] msb_index992_msb_index1008_hi;
-reg [2:0] msb_index992_msb_index1008_hi_i;
-reg [7:0] msb_index992_msb_index1008_lo;
-reg [2:0] msb_index992_msb_index1008_lo_i;
-reg [3:0] msb_index992_msb_index1008_msb_index1009_hi;
-reg [1:0] msb_index992_msb_index1008_msb_index1009_hi_i;
-reg [3:0] msb_index992_msb_index1008_msb_index1009_lo;
-reg [1:0] msb_index992_msb_index1008_msb_index1009_lo_i;
-reg [1:0] msb_index992_msb_index1008_msb_index1009_msb_index1010_hi;
-wire [0:0] msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i;
-reg [1:0] msb_index992_msb_index1008_msb_index1009_msb_index1010_lo;
-wire [0:0] msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i;
-wire msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1011_unused_lsb;
-wire msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1012_unused_lsb;
-reg [1:0] msb_index992_msb_index1008_msb_index1009_msb_index1013_hi;
-wire [0:0] msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i;
-reg [1:0] msb_index992_msb_index1008_msb_index1009_msb_index1013_lo;
-wire [0:0] msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i;
-wire msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1014_unused_lsb;
-wire msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1015_unused_lsb;
-reg [3:0] msb_index992_msb_index1008_msb_index1016_hi;
-reg [1:0] msb_index992_msb_index1008_msb_index1016_hi_i;
-reg [3:0] msb_index992_msb_index1008_msb_index1016_lo;
-reg [1:0] msb_index992_msb_index1008_msb_index1016_lo_i;
-reg [1:0] msb_index992_msb_index1008_msb_index1016_msb_index1017_hi;
-wire [0:0] msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i;
-reg [1:0] msb_index992_msb_index1008_msb_index1016_msb_index1017_lo;
-wire [0:0] msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i;
-wire msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1018_unused_lsb;
-wire msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1019_unused_lsb;
-reg [1:0] msb_index992_msb_index1008_msb_index1016_msb_index1020_hi;
-wire [0:0] msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i;
-reg [1:0] msb_index992_msb_index1008_msb_index1016_msb_index1020_lo;
-wire [0:0] msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i;
-wire msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1021_unused_lsb;
-wire msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1022_unused_lsb;
+wire [31:0] f32_lop0_frac32;
+reg [4:0] f32_lop0_sub_msb;
+reg [15:0] f32_lop0_msb_index992_hi;
+reg [3:0] f32_lop0_msb_index992_hi_i;
+reg [15:0] f32_lop0_msb_index992_lo;
+reg [3:0] f32_lop0_msb_index992_lo_i;
+reg [7:0] f32_lop0_msb_index992_msb_index993_hi;
+reg [2:0] f32_lop0_msb_index992_msb_index993_hi_i;
+reg [7:0] f32_lop0_msb_index992_msb_index993_lo;
+reg [2:0] f32_lop0_msb_index992_msb_index993_lo_i;
+reg [3:0] f32_lop0_msb_index992_msb_index993_msb_index994_hi;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index994_hi_i;
+reg [3:0] f32_lop0_msb_index992_msb_index993_msb_index994_lo;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index994_lo_i;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo_i;
+wire f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_msb_index996_unused_lsb;
+wire f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_msb_index997_unused_lsb;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo_i;
+wire f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_msb_index999_unused_lsb;
+wire f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_msb_index1000_unused_lsb;
+reg [3:0] f32_lop0_msb_index992_msb_index993_msb_index1001_hi;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index1001_hi_i;
+reg [3:0] f32_lop0_msb_index992_msb_index993_msb_index1001_lo;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index1001_lo_i;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i;
+wire f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1003_unused_lsb;
+wire f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1004_unused_lsb;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i;
+wire f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1006_unused_lsb;
+wire f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1007_unused_lsb;
+reg [7:0] f32_lop0_msb_index992_msb_index1008_hi;
+reg [2:0] f32_lop0_msb_index992_msb_index1008_hi_i;
+reg [7:0] f32_lop0_msb_index992_msb_index1008_lo;
+reg [2:0] f32_lop0_msb_index992_msb_index1008_lo_i;
+reg [3:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_hi;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_hi_i;
+reg [3:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_lo;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_lo_i;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1011_unused_lsb;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1012_unused_lsb;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1014_unused_lsb;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1015_unused_lsb;
+reg [3:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_hi;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_hi_i;
+reg [3:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_lo;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_lo_i;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1018_unused_lsb;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1019_unused_lsb;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i;
+reg [1:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo;
+wire [0:0] f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1021_unused_lsb;
+wire f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1022_unused_lsb;
 wire [31:0] any_of0_vec;
 wire [31:0] any_of1_vec;
 wire [31:0] any_of2_vec;
@@ -15371,265 +15372,281 @@ end
 
 
 
-assign frac32 = {9'h0, absmax[23-1:0]};
+assign f32_lop0_frac32 = {9'h0, absmax[23-1:0]};
 
 
 
-assign msb_index992_msb_index993_msb_index994_msb_index995_hi_i = msb_index992_msb_index993_msb_index994_msb_index995_hi[1];
-assign msb_index992_msb_index993_msb_index994_msb_index995_msb_index996_unused_lsb = msb_index992_msb_index993_msb_index994_msb_index995_hi[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi_i = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_msb_index996_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi[0];
 
 
 
-assign msb_index992_msb_index993_msb_index994_msb_index995_lo_i = msb_index992_msb_index993_msb_index994_msb_index995_lo[1];
-assign msb_index992_msb_index993_msb_index994_msb_index995_msb_index997_unused_lsb = msb_index992_msb_index993_msb_index994_msb_index995_lo[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo_i = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_msb_index997_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo[0];
 
 
-always @(msb_index992_msb_index993_msb_index994_hi, msb_index992_msb_index993_msb_index994_msb_index995_lo_i, msb_index992_msb_index993_msb_index994_msb_index995_hi_i) begin: msb_index992_msb_index993_msb_index994_msb_index995_node
-    msb_index992_msb_index993_msb_index994_msb_index995_hi = msb_index992_msb_index993_msb_index994_hi[4-1:2];
-    msb_index992_msb_index993_msb_index994_msb_index995_lo = msb_index992_msb_index993_msb_index994_hi[2-1:0];
-    if ((msb_index992_msb_index993_msb_index994_hi[4-1:2] != 0)) begin
-        msb_index992_msb_index993_msb_index994_hi_i = {(1 != 0), msb_index992_msb_index993_msb_index994_msb_index995_hi_i};
+always @(f32_lop0_msb_index992_msb_index993_msb_index994_hi, f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo_i, f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi_i) begin: f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_node
+    f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi = f32_lop0_msb_index992_msb_index993_msb_index994_hi[4-1:2];
+    f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo = f32_lop0_msb_index992_msb_index993_msb_index994_hi[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index993_msb_index994_hi[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index993_msb_index994_hi_i = {(1 != 0), f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_hi_i};
     end
     else begin
-        msb_index992_msb_index993_msb_index994_hi_i = {(0 != 0), msb_index992_msb_index993_msb_index994_msb_index995_lo_i};
+        f32_lop0_msb_index992_msb_index993_msb_index994_hi_i = {(0 != 0), f32_lop0_msb_index992_msb_index993_msb_index994_msb_index995_lo_i};
     end
 end
 
 
 
-assign msb_index992_msb_index993_msb_index994_msb_index998_hi_i = msb_index992_msb_index993_msb_index994_msb_index998_hi[1];
-assign msb_index992_msb_index993_msb_index994_msb_index998_msb_index999_unused_lsb = msb_index992_msb_index993_msb_index994_msb_index998_hi[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi_i = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_msb_index999_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi[0];
 
 
 
-assign msb_index992_msb_index993_msb_index994_msb_index998_lo_i = msb_index992_msb_index993_msb_index994_msb_index998_lo[1];
-assign msb_index992_msb_index993_msb_index994_msb_index998_msb_index1000_unused_lsb = msb_index992_msb_index993_msb_index994_msb_index998_lo[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo_i = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_msb_index1000_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo[0];
 
 
-always @(msb_index992_msb_index993_msb_index994_lo, msb_index992_msb_index993_msb_index994_msb_index998_lo_i, msb_index992_msb_index993_msb_index994_msb_index998_hi_i) begin: msb_index992_msb_index993_msb_index994_msb_index998_node
-    msb_index992_msb_index993_msb_index994_msb_index998_hi = msb_index992_msb_index993_msb_index994_lo[4-1:2];
-    msb_index992_msb_index993_msb_index994_msb_index998_lo = msb_index992_msb_index993_msb_index994_lo[2-1:0];
-    if ((msb_index992_msb_index993_msb_index994_lo[4-1:2] != 0)) begin
-        msb_index992_msb_index993_msb_index994_lo_i = {(1 != 0), msb_index992_msb_index993_msb_index994_msb_index998_hi_i};
+always @(f32_lop0_msb_index992_msb_index993_msb_index994_lo, f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo_i, f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi_i) begin: f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_node
+    f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi = f32_lop0_msb_index992_msb_index993_msb_index994_lo[4-1:2];
+    f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo = f32_lop0_msb_index992_msb_index993_msb_index994_lo[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index993_msb_index994_lo[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index993_msb_index994_lo_i = {(1 != 0), f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_hi_i};
     end
     else begin
-        msb_index992_msb_index993_msb_index994_lo_i = {(0 != 0), msb_index992_msb_index993_msb_index994_msb_index998_lo_i};
+        f32_lop0_msb_index992_msb_index993_msb_index994_lo_i = {(0 != 0), f32_lop0_msb_index992_msb_index993_msb_index994_msb_index998_lo_i};
     end
 end
 
 
-always @(msb_index992_msb_index993_hi, msb_index992_msb_index993_msb_index994_lo_i, msb_index992_msb_index993_msb_index994_hi_i) begin: msb_index992_msb_index993_msb_index994_node
-    msb_index992_msb_index993_msb_index994_hi = msb_index992_msb_index993_hi[8-1:4];
-    msb_index992_msb_index993_msb_index994_lo = msb_index992_msb_index993_hi[4-1:0];
-    if ((msb_index992_msb_index993_hi[8-1:4] != 0)) begin
-        msb_index992_msb_index993_hi_i = {(1 != 0), msb_index992_msb_index993_msb_index994_hi_i};
+always @(f32_lop0_msb_index992_msb_index993_hi, f32_lop0_msb_index992_msb_index993_msb_index994_lo_i, f32_lop0_msb_index992_msb_index993_msb_index994_hi_i) begin: f32_lop0_msb_index992_msb_index993_msb_index994_node
+    f32_lop0_msb_index992_msb_index993_msb_index994_hi = f32_lop0_msb_index992_msb_index993_hi[8-1:4];
+    f32_lop0_msb_index992_msb_index993_msb_index994_lo = f32_lop0_msb_index992_msb_index993_hi[4-1:0];
+    if ((f32_lop0_msb_index992_msb_index993_hi[8-1:4] != 0)) begin
+        f32_lop0_msb_index992_msb_index993_hi_i = {(1 != 0), f32_lop0_msb_index992_msb_index993_msb_index994_hi_i};
     end
     else begin
-        msb_index992_msb_index993_hi_i = {(0 != 0), msb_index992_msb_index993_msb_index994_lo_i};
-    end
-end
-
-
-
-assign msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i = msb_index992_msb_index993_msb_index1001_msb_index1002_hi[1];
-assign msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1003_unused_lsb = msb_index992_msb_index993_msb_index1001_msb_index1002_hi[0];
-
-
-
-assign msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i = msb_index992_msb_index993_msb_index1001_msb_index1002_lo[1];
-assign msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1004_unused_lsb = msb_index992_msb_index993_msb_index1001_msb_index1002_lo[0];
-
-
-always @(msb_index992_msb_index993_msb_index1001_hi, msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i, msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i) begin: msb_index992_msb_index993_msb_index1001_msb_index1002_node
-    msb_index992_msb_index993_msb_index1001_msb_index1002_hi = msb_index992_msb_index993_msb_index1001_hi[4-1:2];
-    msb_index992_msb_index993_msb_index1001_msb_index1002_lo = msb_index992_msb_index993_msb_index1001_hi[2-1:0];
-    if ((msb_index992_msb_index993_msb_index1001_hi[4-1:2] != 0)) begin
-        msb_index992_msb_index993_msb_index1001_hi_i = {(1 != 0), msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i};
-    end
-    else begin
-        msb_index992_msb_index993_msb_index1001_hi_i = {(0 != 0), msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i};
+        f32_lop0_msb_index992_msb_index993_hi_i = {(0 != 0), f32_lop0_msb_index992_msb_index993_msb_index994_lo_i};
     end
 end
 
 
 
-assign msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i = msb_index992_msb_index993_msb_index1001_msb_index1005_hi[1];
-assign msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1006_unused_lsb = msb_index992_msb_index993_msb_index1001_msb_index1005_hi[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1003_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi[0];
 
 
 
-assign msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i = msb_index992_msb_index993_msb_index1001_msb_index1005_lo[1];
-assign msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1007_unused_lsb = msb_index992_msb_index993_msb_index1001_msb_index1005_lo[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_msb_index1004_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo[0];
 
 
-always @(msb_index992_msb_index993_msb_index1001_lo, msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i, msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i) begin: msb_index992_msb_index993_msb_index1001_msb_index1005_node
-    msb_index992_msb_index993_msb_index1001_msb_index1005_hi = msb_index992_msb_index993_msb_index1001_lo[4-1:2];
-    msb_index992_msb_index993_msb_index1001_msb_index1005_lo = msb_index992_msb_index993_msb_index1001_lo[2-1:0];
-    if ((msb_index992_msb_index993_msb_index1001_lo[4-1:2] != 0)) begin
-        msb_index992_msb_index993_msb_index1001_lo_i = {(1 != 0), msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i};
+always @(f32_lop0_msb_index992_msb_index993_msb_index1001_hi, f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i, f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i) begin: f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_node
+    f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi = f32_lop0_msb_index992_msb_index993_msb_index1001_hi[4-1:2];
+    f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo = f32_lop0_msb_index992_msb_index993_msb_index1001_hi[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index993_msb_index1001_hi[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index993_msb_index1001_hi_i = {(1 != 0), f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_hi_i};
     end
     else begin
-        msb_index992_msb_index993_msb_index1001_lo_i = {(0 != 0), msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i};
-    end
-end
-
-
-always @(msb_index992_msb_index993_lo, msb_index992_msb_index993_msb_index1001_lo_i, msb_index992_msb_index993_msb_index1001_hi_i) begin: msb_index992_msb_index993_msb_index1001_node
-    msb_index992_msb_index993_msb_index1001_hi = msb_index992_msb_index993_lo[8-1:4];
-    msb_index992_msb_index993_msb_index1001_lo = msb_index992_msb_index993_lo[4-1:0];
-    if ((msb_index992_msb_index993_lo[8-1:4] != 0)) begin
-        msb_index992_msb_index993_lo_i = {(1 != 0), msb_index992_msb_index993_msb_index1001_hi_i};
-    end
-    else begin
-        msb_index992_msb_index993_lo_i = {(0 != 0), msb_index992_msb_index993_msb_index1001_lo_i};
-    end
-end
-
-
-always @(msb_index992_hi, msb_index992_msb_index993_lo_i, msb_index992_msb_index993_hi_i) begin: msb_index992_msb_index993_node
-    msb_index992_msb_index993_hi = msb_index992_hi[16-1:8];
-    msb_index992_msb_index993_lo = msb_index992_hi[8-1:0];
-    if ((msb_index992_hi[16-1:8] != 0)) begin
-        msb_index992_hi_i = {(1 != 0), msb_index992_msb_index993_hi_i};
-    end
-    else begin
-        msb_index992_hi_i = {(0 != 0), msb_index992_msb_index993_lo_i};
+        f32_lop0_msb_index992_msb_index993_msb_index1001_hi_i = {(0 != 0), f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1002_lo_i};
     end
 end
 
 
 
-assign msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i = msb_index992_msb_index1008_msb_index1009_msb_index1010_hi[1];
-assign msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1011_unused_lsb = msb_index992_msb_index1008_msb_index1009_msb_index1010_hi[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1006_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi[0];
 
 
 
-assign msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i = msb_index992_msb_index1008_msb_index1009_msb_index1010_lo[1];
-assign msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1012_unused_lsb = msb_index992_msb_index1008_msb_index1009_msb_index1010_lo[0];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo[1];
+assign f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_msb_index1007_unused_lsb = f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo[0];
 
 
-always @(msb_index992_msb_index1008_msb_index1009_hi, msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i, msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i) begin: msb_index992_msb_index1008_msb_index1009_msb_index1010_node
-    msb_index992_msb_index1008_msb_index1009_msb_index1010_hi = msb_index992_msb_index1008_msb_index1009_hi[4-1:2];
-    msb_index992_msb_index1008_msb_index1009_msb_index1010_lo = msb_index992_msb_index1008_msb_index1009_hi[2-1:0];
-    if ((msb_index992_msb_index1008_msb_index1009_hi[4-1:2] != 0)) begin
-        msb_index992_msb_index1008_msb_index1009_hi_i = {(1 != 0), msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i};
+always @(f32_lop0_msb_index992_msb_index993_msb_index1001_lo, f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i, f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i) begin: f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_node
+    f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi = f32_lop0_msb_index992_msb_index993_msb_index1001_lo[4-1:2];
+    f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo = f32_lop0_msb_index992_msb_index993_msb_index1001_lo[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index993_msb_index1001_lo[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index993_msb_index1001_lo_i = {(1 != 0), f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_hi_i};
     end
     else begin
-        msb_index992_msb_index1008_msb_index1009_hi_i = {(0 != 0), msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i};
+        f32_lop0_msb_index992_msb_index993_msb_index1001_lo_i = {(0 != 0), f32_lop0_msb_index992_msb_index993_msb_index1001_msb_index1005_lo_i};
+    end
+end
+
+
+always @(f32_lop0_msb_index992_msb_index993_lo, f32_lop0_msb_index992_msb_index993_msb_index1001_lo_i, f32_lop0_msb_index992_msb_index993_msb_index1001_hi_i) begin: f32_lop0_msb_index992_msb_index993_msb_index1001_node
+    f32_lop0_msb_index992_msb_index993_msb_index1001_hi = f32_lop0_msb_index992_msb_index993_lo[8-1:4];
+    f32_lop0_msb_index992_msb_index993_msb_index1001_lo = f32_lop0_msb_index992_msb_index993_lo[4-1:0];
+    if ((f32_lop0_msb_index992_msb_index993_lo[8-1:4] != 0)) begin
+        f32_lop0_msb_index992_msb_index993_lo_i = {(1 != 0), f32_lop0_msb_index992_msb_index993_msb_index1001_hi_i};
+    end
+    else begin
+        f32_lop0_msb_index992_msb_index993_lo_i = {(0 != 0), f32_lop0_msb_index992_msb_index993_msb_index1001_lo_i};
+    end
+end
+
+
+always @(f32_lop0_msb_index992_hi, f32_lop0_msb_index992_msb_index993_lo_i, f32_lop0_msb_index992_msb_index993_hi_i) begin: f32_lop0_msb_index992_msb_index993_node
+    f32_lop0_msb_index992_msb_index993_hi = f32_lop0_msb_index992_hi[16-1:8];
+    f32_lop0_msb_index992_msb_index993_lo = f32_lop0_msb_index992_hi[8-1:0];
+    if ((f32_lop0_msb_index992_hi[16-1:8] != 0)) begin
+        f32_lop0_msb_index992_hi_i = {(1 != 0), f32_lop0_msb_index992_msb_index993_hi_i};
+    end
+    else begin
+        f32_lop0_msb_index992_hi_i = {(0 != 0), f32_lop0_msb_index992_msb_index993_lo_i};
     end
 end
 
 
 
-assign msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i = msb_index992_msb_index1008_msb_index1009_msb_index1013_hi[1];
-assign msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1014_unused_lsb = msb_index992_msb_index1008_msb_index1009_msb_index1013_hi[0];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1011_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi[0];
 
 
 
-assign msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i = msb_index992_msb_index1008_msb_index1009_msb_index1013_lo[1];
-assign msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1015_unused_lsb = msb_index992_msb_index1008_msb_index1009_msb_index1013_lo[0];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_msb_index1012_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo[0];
 
 
-always @(msb_index992_msb_index1008_msb_index1009_lo, msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i, msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i) begin: msb_index992_msb_index1008_msb_index1009_msb_index1013_node
-    msb_index992_msb_index1008_msb_index1009_msb_index1013_hi = msb_index992_msb_index1008_msb_index1009_lo[4-1:2];
-    msb_index992_msb_index1008_msb_index1009_msb_index1013_lo = msb_index992_msb_index1008_msb_index1009_lo[2-1:0];
-    if ((msb_index992_msb_index1008_msb_index1009_lo[4-1:2] != 0)) begin
-        msb_index992_msb_index1008_msb_index1009_lo_i = {(1 != 0), msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i};
+always @(f32_lop0_msb_index992_msb_index1008_msb_index1009_hi, f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i, f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i) begin: f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_node
+    f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi = f32_lop0_msb_index992_msb_index1008_msb_index1009_hi[4-1:2];
+    f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo = f32_lop0_msb_index992_msb_index1008_msb_index1009_hi[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index1008_msb_index1009_hi[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index1008_msb_index1009_hi_i = {(1 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_hi_i};
     end
     else begin
-        msb_index992_msb_index1008_msb_index1009_lo_i = {(0 != 0), msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i};
-    end
-end
-
-
-always @(msb_index992_msb_index1008_hi, msb_index992_msb_index1008_msb_index1009_lo_i, msb_index992_msb_index1008_msb_index1009_hi_i) begin: msb_index992_msb_index1008_msb_index1009_node
-    msb_index992_msb_index1008_msb_index1009_hi = msb_index992_msb_index1008_hi[8-1:4];
-    msb_index992_msb_index1008_msb_index1009_lo = msb_index992_msb_index1008_hi[4-1:0];
-    if ((msb_index992_msb_index1008_hi[8-1:4] != 0)) begin
-        msb_index992_msb_index1008_hi_i = {(1 != 0), msb_index992_msb_index1008_msb_index1009_hi_i};
-    end
-    else begin
-        msb_index992_msb_index1008_hi_i = {(0 != 0), msb_index992_msb_index1008_msb_index1009_lo_i};
+        f32_lop0_msb_index992_msb_index1008_msb_index1009_hi_i = {(0 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1010_lo_i};
     end
 end
 
 
 
-assign msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i = msb_index992_msb_index1008_msb_index1016_msb_index1017_hi[1];
-assign msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1018_unused_lsb = msb_index992_msb_index1008_msb_index1016_msb_index1017_hi[0];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1014_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi[0];
 
 
 
-assign msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i = msb_index992_msb_index1008_msb_index1016_msb_index1017_lo[1];
-assign msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1019_unused_lsb = msb_index992_msb_index1008_msb_index1016_msb_index1017_lo[0];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_msb_index1015_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo[0];
 
 
-always @(msb_index992_msb_index1008_msb_index1016_hi, msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i, msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i) begin: msb_index992_msb_index1008_msb_index1016_msb_index1017_node
-    msb_index992_msb_index1008_msb_index1016_msb_index1017_hi = msb_index992_msb_index1008_msb_index1016_hi[4-1:2];
-    msb_index992_msb_index1008_msb_index1016_msb_index1017_lo = msb_index992_msb_index1008_msb_index1016_hi[2-1:0];
-    if ((msb_index992_msb_index1008_msb_index1016_hi[4-1:2] != 0)) begin
-        msb_index992_msb_index1008_msb_index1016_hi_i = {(1 != 0), msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i};
+always @(f32_lop0_msb_index992_msb_index1008_msb_index1009_lo, f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i, f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i) begin: f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_node
+    f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi = f32_lop0_msb_index992_msb_index1008_msb_index1009_lo[4-1:2];
+    f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo = f32_lop0_msb_index992_msb_index1008_msb_index1009_lo[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index1008_msb_index1009_lo[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index1008_msb_index1009_lo_i = {(1 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_hi_i};
     end
     else begin
-        msb_index992_msb_index1008_msb_index1016_hi_i = {(0 != 0), msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i};
+        f32_lop0_msb_index992_msb_index1008_msb_index1009_lo_i = {(0 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1009_msb_index1013_lo_i};
+    end
+end
+
+
+always @(f32_lop0_msb_index992_msb_index1008_hi, f32_lop0_msb_index992_msb_index1008_msb_index1009_lo_i, f32_lop0_msb_index992_msb_index1008_msb_index1009_hi_i) begin: f32_lop0_msb_index992_msb_index1008_msb_index1009_node
+    f32_lop0_msb_index992_msb_index1008_msb_index1009_hi = f32_lop0_msb_index992_msb_index1008_hi[8-1:4];
+    f32_lop0_msb_index992_msb_index1008_msb_index1009_lo = f32_lop0_msb_index992_msb_index1008_hi[4-1:0];
+    if ((f32_lop0_msb_index992_msb_index1008_hi[8-1:4] != 0)) begin
+        f32_lop0_msb_index992_msb_index1008_hi_i = {(1 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1009_hi_i};
+    end
+    else begin
+        f32_lop0_msb_index992_msb_index1008_hi_i = {(0 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1009_lo_i};
     end
 end
 
 
 
-assign msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i = msb_index992_msb_index1008_msb_index1016_msb_index1020_hi[1];
-assign msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1021_unused_lsb = msb_index992_msb_index1008_msb_index1016_msb_index1020_hi[0];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1018_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi[0];
 
 
 
-assign msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i = msb_index992_msb_index1008_msb_index1016_msb_index1020_lo[1];
-assign msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1022_unused_lsb = msb_index992_msb_index1008_msb_index1016_msb_index1020_lo[0];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_msb_index1019_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo[0];
 
 
-always @(msb_index992_msb_index1008_msb_index1016_lo, msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i, msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i) begin: msb_index992_msb_index1008_msb_index1016_msb_index1020_node
-    msb_index992_msb_index1008_msb_index1016_msb_index1020_hi = msb_index992_msb_index1008_msb_index1016_lo[4-1:2];
-    msb_index992_msb_index1008_msb_index1016_msb_index1020_lo = msb_index992_msb_index1008_msb_index1016_lo[2-1:0];
-    if ((msb_index992_msb_index1008_msb_index1016_lo[4-1:2] != 0)) begin
-        msb_index992_msb_index1008_msb_index1016_lo_i = {(1 != 0), msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i};
+always @(f32_lop0_msb_index992_msb_index1008_msb_index1016_hi, f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i, f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i) begin: f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_node
+    f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi = f32_lop0_msb_index992_msb_index1008_msb_index1016_hi[4-1:2];
+    f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo = f32_lop0_msb_index992_msb_index1008_msb_index1016_hi[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index1008_msb_index1016_hi[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index1008_msb_index1016_hi_i = {(1 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_hi_i};
     end
     else begin
-        msb_index992_msb_index1008_msb_index1016_lo_i = {(0 != 0), msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i};
+        f32_lop0_msb_index992_msb_index1008_msb_index1016_hi_i = {(0 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1017_lo_i};
     end
 end
 
 
-always @(msb_index992_msb_index1008_lo, msb_index992_msb_index1008_msb_index1016_lo_i, msb_index992_msb_index1008_msb_index1016_hi_i) begin: msb_index992_msb_index1008_msb_index1016_node
-    msb_index992_msb_index1008_msb_index1016_hi = msb_index992_msb_index1008_lo[8-1:4];
-    msb_index992_msb_index1008_msb_index1016_lo = msb_index992_msb_index1008_lo[4-1:0];
-    if ((msb_index992_msb_index1008_lo[8-1:4] != 0)) begin
-        msb_index992_msb_index1008_lo_i = {(1 != 0), msb_index992_msb_index1008_msb_index1016_hi_i};
+
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1021_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi[0];
+
+
+
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo[1];
+assign f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_msb_index1022_unused_lsb = f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo[0];
+
+
+always @(f32_lop0_msb_index992_msb_index1008_msb_index1016_lo, f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i, f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i) begin: f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_node
+    f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi = f32_lop0_msb_index992_msb_index1008_msb_index1016_lo[4-1:2];
+    f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo = f32_lop0_msb_index992_msb_index1008_msb_index1016_lo[2-1:0];
+    if ((f32_lop0_msb_index992_msb_index1008_msb_index1016_lo[4-1:2] != 0)) begin
+        f32_lop0_msb_index992_msb_index1008_msb_index1016_lo_i = {(1 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_hi_i};
     end
     else begin
-        msb_index992_msb_index1008_lo_i = {(0 != 0), msb_index992_msb_index1008_msb_index1016_lo_i};
+        f32_lop0_msb_index992_msb_index1008_msb_index1016_lo_i = {(0 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1016_msb_index1020_lo_i};
     end
 end
 
 
-always @(msb_index992_lo, msb_index992_msb_index1008_lo_i, msb_index992_msb_index1008_hi_i) begin: msb_index992_msb_index1008_node
-    msb_index992_msb_index1008_hi = msb_index992_lo[16-1:8];
-    msb_index992_msb_index1008_lo = msb_index992_lo[8-1:0];
-    if ((msb_index992_lo[16-1:8] != 0)) begin
-        msb_index992_lo_i = {(1 != 0), msb_index992_msb_index1008_hi_i};
+always @(f32_lop0_msb_index992_msb_index1008_lo, f32_lop0_msb_index992_msb_index1008_msb_index1016_lo_i, f32_lop0_msb_index992_msb_index1008_msb_index1016_hi_i) begin: f32_lop0_msb_index992_msb_index1008_msb_index1016_node
+    f32_lop0_msb_index992_msb_index1008_msb_index1016_hi = f32_lop0_msb_index992_msb_index1008_lo[8-1:4];
+    f32_lop0_msb_index992_msb_index1008_msb_index1016_lo = f32_lop0_msb_index992_msb_index1008_lo[4-1:0];
+    if ((f32_lop0_msb_index992_msb_index1008_lo[8-1:4] != 0)) begin
+        f32_lop0_msb_index992_msb_index1008_lo_i = {(1 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1016_hi_i};
     end
     else begin
-        msb_index992_lo_i = {(0 != 0), msb_index992_msb_index1008_lo_i};
+        f32_lop0_msb_index992_msb_index1008_lo_i = {(0 != 0), f32_lop0_msb_index992_msb_index1008_msb_index1016_lo_i};
     end
 end
 
 
-always @(frac32, msb_index992_lo_i, msb_index992_hi_i) begin: msb_index992_node
-    msb_index992_hi = frac32[32-1:16];
-    msb_index992_lo = frac32[16-1:0];
-    if ((frac32[32-1:16] != 0)) begin
-        sub_msb = {(1 != 0), msb_index992_hi_i};
+always @(f32_lop0_msb_index992_lo, f32_lop0_msb_index992_msb_index1008_lo_i, f32_lop0_msb_index992_msb_index1008_hi_i) begin: f32_lop0_msb_index992_msb_index1008_node
+    f32_lop0_msb_index992_msb_index1008_hi = f32_lop0_msb_index992_lo[16-1:8];
+    f32_lop0_msb_index992_msb_index1008_lo = f32_lop0_msb_index992_lo[8-1:0];
+    if ((f32_lop0_msb_index992_lo[16-1:8] != 0)) begin
+        f32_lop0_msb_index992_lo_i = {(1 != 0), f32_lop0_msb_index992_msb_index1008_hi_i};
     end
     else begin
-        sub_msb = {(0 != 0), msb_index992_lo_i};
+        f32_lop0_msb_index992_lo_i = {(0 != 0), f32_lop0_msb_index992_msb_index1008_lo_i};
+    end
+end
+
+
+always @(f32_lop0_frac32, f32_lop0_msb_index992_lo_i, f32_lop0_msb_index992_hi_i) begin: f32_lop0_msb_index992_node
+    f32_lop0_msb_index992_hi = f32_lop0_frac32[32-1:16];
+    f32_lop0_msb_index992_lo = f32_lop0_frac32[16-1:0];
+    if ((f32_lop0_frac32[32-1:16] != 0)) begin
+        f32_lop0_sub_msb = {(1 != 0), f32_lop0_msb_index992_hi_i};
+    end
+    else begin
+        f32_lop0_sub_msb = {(0 != 0), f32_lop0_msb_index992_lo_i};
+    end
+end
+
+
+always @(f32_lop0_sub_msb, absmax) begin: f32_lop0_leading_one
+    reg signed [11-1:0] am_be;
+    reg signed [11-1:0] p;
+    am_be = 0;
+    p = 0;
+    am_be = {3'h0, absmax[31-1:23]};
+    p = {6'h0, f32_lop0_sub_msb};
+    if ((am_be == 0)) begin
+        lop = (p - 149);
+    end
+    else begin
+        lop = (am_be - 127);
     end
 end
 
@@ -15650,27 +15667,13 @@ assign any_subn = (any_of2_vec != 0);
 assign any_sat = (any_of3_vec != 0);
 
 
-always @(sub_msb, absmax) begin: select_scale
-    reg signed [11-1:0] am_be;
-    reg signed [11-1:0] p;
-    reg signed [11-1:0] lop;
+always @(lop, absmax) begin: select_scale
     reg signed [11-1:0] raw;
     reg signed [11-1:0] xv;
     reg signed [11-1:0] sc;
-    am_be = 0;
-    p = 0;
-    lop = 0;
     raw = 0;
     xv = 0;
     sc = 0;
-    am_be = {3'h0, absmax[31-1:23]};
-    p = {6'h0, sub_msb};
-    if ((am_be == 0)) begin
-        lop = (p - 149);
-    end
-    else begin
-        lop = (am_be - 127);
-    end
     raw = (lop - 8);
     f_zero = (absmax == 0);
     f_lo = 0;
