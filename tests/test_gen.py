@@ -20,7 +20,7 @@ from lockstep.gen.lint import lint_file
 from lockstep.models import bfp, mx
 from lockstep.models.formats import BfpFormat, MxParams, ParamError
 from lockstep.verif.registry import TESTBENCHES
-from lockstep.verif.runner import BUILD, build_key, check_rtl_ports, generate_rtl
+from lockstep.verif.runner import check_rtl_ports, generate_rtl, rtl_dir
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def test_registered_configs_lint_clean(name):
     Lints the runner's cached RTL (generated once, shared with the simulation tests).
     """
     tb = TESTBENCHES[name]
-    rtl = BUILD / tb.name / build_key(tb) / "rtl"
+    rtl = rtl_dir(tb)
     generate_rtl(tb, rtl)
     assert lint_file(rtl / f"{tb.toplevel}.v") == []
 

@@ -55,7 +55,7 @@ def test_parity_flags_disagreeing_simulators():
 
 
 def test_regress_html_lists_every_run_and_parity():
-    from lockstep.verif.regress import render_html
+    from lockstep.verif.report import render_html
 
     rows = [_row("a", "icarus", 1, True, 100), _row("a", "verilator", 1, False, 100)]
     page = render_html(rows, ["parity: a seed=1 differs"], "t", 3.0)

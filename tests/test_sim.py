@@ -4,10 +4,13 @@ Environment (set by ``make test`` / ``make regress``):
     TIER: ``quick`` (default) or ``full`` (adds the full-tier testbenches).
     SIMS: comma-separated simulators (default: all).
     SEEDS: seeds per testbench and simulator (default 1).
+    TESTS: comma-separated testbench names or globs (default: all of the tier).
+    LOCKSTEP_COVERAGE: ``1`` builds Verilator with code coverage (``make coverage``).
     LOCKSTEP_SEED_BASE: per-run base (tests/conftest.py); seed i of a testbench is derived
         from it, the same on every simulator, so their results can be compared.
 """
 
+import fnmatch
 import os
 import zlib
 
@@ -19,16 +22,21 @@ from lockstep.verif.runner import run
 TIER = os.environ.get("TIER", "quick")
 SIMS = [s for s in os.environ.get("SIMS", ",".join(SIMULATORS)).split(",") if s]
 SEEDS = int(os.environ.get("SEEDS", "1"))
+TESTS = [t for t in os.environ.get("TESTS", "").split(",") if t]
+COVERAGE = os.environ.get("LOCKSTEP_COVERAGE") == "1"
 if TIER not in ("quick", "full"):
     raise ValueError(f"TIER={TIER!r}: use quick or full")
 for _s in SIMS:
     if _s not in SIMULATORS:
         raise ValueError(f"SIM={_s!r}: use one of {SIMULATORS}")
+for _t in TESTS:
+    if not fnmatch.filter(TESTBENCHES, _t):
+        raise ValueError(f"TESTS={_t!r} matches no registered testbench (make list)")
 
 CASES = [
     (tb.name, sim, i)
     for tb in TESTBENCHES.values()
-    if tb.tier == "quick" or TIER == "full"
+    if (tb.tier == "quick" or TIER == "full") and (not TESTS or any(fnmatch.fnmatch(tb.name, t) for t in TESTS))
     for i in range(SEEDS)
     for sim in SIMS
 ]
@@ -45,7 +53,7 @@ def case_seed(name: str, index: int) -> int:
 def test_testbench(name: str, sim: str, index: int, record_property) -> None:
     """Build (cached) and run; a failure message carries the exact replay command."""
     seed = int(os.environ["SEED"]) if os.environ.get("SEED") else case_seed(name, index)
-    res = run(name, sim, seed=seed)
+    res = run(name, sim, seed=seed, coverage=COVERAGE)
     for key, value in (("testbench", name), ("sim", sim), ("seed", res.seed), ("ok", res.ok),
                        ("expect_fail", TESTBENCHES[name].expect_fail),
                        ("passed", res.passed), ("cycles", res.cycles), ("wall", round(res.wall, 3)),

@@ -94,6 +94,7 @@ def _register_unit(
     doc: str,
     sets: dict[str, tuple[Any, str]],
     mutant: tuple[Any, Any, str],
+    full: dict[str, tuple[Any, str]] | None = None,
     family: str = "bfp",
 ) -> None:
     """Register one unit's parameter sets as ``<prefix>_<suffix>``, plus ``<prefix>_mutant``.
@@ -107,11 +108,13 @@ def _register_unit(
         sets: suffix -> (parameters, why this set).
         mutant: (DUT parameters, parameters the testbench checks, why it must fail): a
             negative test proving the scoreboard fails on a wrong DUT.
+        full: more parameter sets, run only in the full tier (``make regress TIER=full``).
         family: block family.
     """
     common = dict(family=family, toplevel=toplevel, generator=generator, test_module=test_module)
-    for suffix, (params, why) in sets.items():
-        _register(Testbench(name=f"{prefix}_{suffix}", params=params, doc=f"{doc}, {why}", **common))
+    for tier, group in (("quick", sets), ("full", full or {})):
+        for suffix, (params, why) in group.items():
+            _register(Testbench(name=f"{prefix}_{suffix}", params=params, doc=f"{doc}, {why}", tier=tier, **common))
     dut, checked, why = mutant
     _register(
         Testbench(
@@ -139,6 +142,11 @@ _register_unit(
     },
     (BfpFormat(w=8, e=5, n=4, rounding="rne"), BfpFormat(w=8, e=5, n=4, rounding="trunc"),
      "an RNE quantizer checked as TRUNC"),
+    full={
+        "w3e2n1_wrap": (BfpFormat(w=3, e=2, n=1, overflow="wrap"), "smallest widths, one-element block, wrap"),
+        "w24e10n64_rne": (BfpFormat(w=24, e=10, n=64, rounding="rne"), "widest mantissa and exponent, n=64"),
+        "w12e4n8_rne_wrap": (BfpFormat(w=12, e=4, n=8, rounding="rne", overflow="wrap"), "RNE with wrap"),
+    },
 )
 _register(
     Testbench(
@@ -163,6 +171,11 @@ _register_unit(
     },
     (BfpFormat(w=8, e=5, n=4, rounding="rne"), BfpFormat(w=8, e=5, n=4, rounding="trunc"),
      "an RNE dot unit checked as TRUNC"),
+    full={
+        "w3e2n1": (BfpFormat(w=3, e=2, n=1), "smallest widths, one-element block"),
+        "w16e5n64_rne": (BfpFormat(w=16, e=5, n=64, rounding="rne"), "claim 29 widths, n=64, RNE"),
+        "w12e6n8_wrap": (BfpFormat(w=12, e=6, n=8, overflow="wrap"), "wrap on the bias alignment"),
+    },
 )
 _register_unit(
     "bfp_renorm", "bfp_renorm", "lockstep.gen.bfp:emit_renorm", "lockstep.verif.bfp.test_renorm",
@@ -176,6 +189,10 @@ _register_unit(
     },
     (BfpFormat(w=8, e=5, n=4, rounding="rne"), BfpFormat(w=8, e=5, n=4, rounding="trunc"),
      "an RNE renormaliser checked as TRUNC"),
+    full={
+        "w3e2n1_wrap": (BfpFormat(w=3, e=2, n=1, overflow="wrap"), "smallest widths, one element, wrap"),
+        "w24e10n32_rne": (BfpFormat(w=24, e=10, n=32, rounding="rne"), "widest mantissa and exponent, n=32"),
+    },
 )
 _register_unit(
     "bfp_stats", "bfp_stats", "lockstep.gen.bfp:emit_stats", "lockstep.verif.bfp.test_stats",
@@ -199,6 +216,13 @@ _register_unit(
     (BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
      BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=3),
      "a k=4 statistics unit checked as k=3"),
+    full={
+        "w8e4n8_k15": (BfpFormat(w=8, e=4, n=8, stat_log2_win=6, k_sigma=15), "k=15: the guard saturates often"),
+        "w24e10n4_rne": (
+            BfpFormat(w=24, e=10, n=4, rounding="rne", stat_log2_win=7, stat_policy="reshift"),
+            "widest formats, RNE, reshift",
+        ),
+    },
 )
 _register_unit(
     "bfp_to_float", "bfp_to_float", "lockstep.gen.bfp:emit_to_float", "lockstep.verif.bfp.test_tofloat",
@@ -210,6 +234,10 @@ _register_unit(
         "w4e8n32": (BfpFormat(w=4, e=8, n=32), "W=4, 32 lanes"),
     },
     (BfpFormat(w=24, e=10, n=2), BfpFormat(w=24, e=9, n=2), "a 10-bit-exponent converter checked as 9-bit"),
+    full={
+        "w3e2n1": (BfpFormat(w=3, e=2, n=1), "smallest widths, one element"),
+        "w16e9n16": (BfpFormat(w=16, e=9, n=16), "E=9: subnormal results, 16 lanes"),
+    },
 )
 _register_unit(
     "bfp_mx", "bfp_mx_quantize", "lockstep.gen.bfp:emit_mx_quantizer", "lockstep.verif.bfp.test_mx",
@@ -219,4 +247,9 @@ _register_unit(
         "fp8_e4m3_b4": (MxParams("fp8_e4m3", 4), "fp8_e4m3, tiny block of 4"),
     },
     (MxParams("fp8_e4m3", 4), MxParams("fp8_e5m2", 4), "an E4M3 quantizer checked as E5M2"),
+    full={
+        "int8_b1": (MxParams("int8", 1), "int8, block of 1 (scale per element)"),
+        "fp6_e3m2_b8": (MxParams("fp6_e3m2", 8), "fp6_e3m2, block of 8"),
+        "fp4_e2m1_b16": (MxParams("fp4_e2m1", 16), "fp4_e2m1, block of 16"),
+    },
 )

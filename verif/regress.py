@@ -9,15 +9,19 @@ properties). On the controlling process it
 * checks Icarus/Verilator parity: two simulators that ran the same testbench with the
   same seed must agree on the verdict and on the simulated cycle count. Any difference
   fails the regression;
-* writes ``DIR/summary.json`` and ``DIR/index.html`` (per testbench and simulator:
-  result, seed, cycles, wall time, cycles per second, functional coverage, results
-  folder). pytest's own ``--junitxml`` gives the merged JUnit XML.
+* writes ``DIR/summary.json`` and ``DIR/index.html`` (:mod:`lockstep.verif.report`):
+  per family the testplan's feature status and the merged functional coverage (every
+  cover point's bins, hits and holes against the plan's goals); with ``--regress-coverage``
+  (``make coverage``) also Verilator code coverage, merged and rendered per generated
+  module under ``DIR/code/``; then every run (result, seed, cycles, wall time, cycles
+  per second, replay command). pytest's own ``--junitxml`` gives the merged JUnit XML;
+* prints one line per family: features passing, line / branch / toggle / functional %.
 """
 
 from __future__ import annotations
 
-import html
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,7 +29,10 @@ from typing import Any
 
 import pytest
 
-__all__ = ["RegressReport", "parity_problems", "render_html"]
+from .report import analyse, family_lines, render_html
+from .runner import BUILD
+
+__all__ = ["RegressReport", "parity_problems"]
 
 
 def parity_problems(rows: list[dict[str, Any]]) -> list[str]:
@@ -51,53 +58,12 @@ def parity_problems(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _verdict(r: dict[str, Any]) -> str:
-    """PASS/FAIL; a negative testbench that failed as it must says so."""
-    if not r["ok"]:
-        return "FAIL"
-    return "PASS (failed as expected)" if r.get("expect_fail") else "PASS"
-
-
-def render_html(rows: list[dict[str, Any]], parity: list[str], title: str, elapsed: float) -> str:
-    """A self-contained HTML page summarising a regression."""
-    fails = sum(not r["ok"] for r in rows)
-    head = f"{len(rows)} runs, {fails} failed, {len(parity)} parity problem(s), {elapsed:.0f} s"
-    body = []
-    for r in sorted(rows, key=lambda r: (r["testbench"], int(r["seed"]), r["sim"])):
-        rate = f"{r['cycles'] / r['wall']:,.0f}" if r.get("wall") else "-"
-        cov = "-" if r.get("coverage") is None else f"{r['coverage']:.1f}%"
-        cls = "pass" if r["ok"] else "fail"
-        body.append(
-            f"<tr class='{cls}'><td>{html.escape(r['testbench'])}</td><td>{r['sim']}</td>"
-            f"<td>{_verdict(r)}</td><td>{r['seed']}</td><td>{r['cycles']}</td>"
-            f"<td>{r['wall']:.2f}</td><td>{rate}</td><td>{cov}</td>"
-            f"<td><code>{html.escape(r['repro'])}</code></td>"
-            f"<td><a href='file://{html.escape(r['results'])}'>results</a></td></tr>"
-        )
-    par = "".join(f"<li>{html.escape(p)}</li>" for p in parity) or "<li>all simulators agree</li>"
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; font-size: 14px; }}
-th, td {{ border-bottom: 1px solid #ddd; padding: 4px 10px; text-align: left; }}
-th {{ background: #f3f3f3; position: sticky; top: 0; }}
-tr.pass td:nth-child(3) {{ color: #17692f; font-weight: 600; }}
-tr.fail td {{ background: #fde8e8; }} tr.fail td:nth-child(3) {{ color: #a00; font-weight: 600; }}
-code {{ font-size: 12px; }}
-</style></head><body>
-<h1>{html.escape(title)}</h1><p>{html.escape(head)}</p>
-<h2>Icarus / Verilator parity</h2><ul>{par}</ul>
-<h2>Runs</h2><table><tr><th>testbench</th><th>sim</th><th>result</th><th>seed</th><th>cycles</th>
-<th>wall s</th><th>cycles/s</th><th>functional cov.</th><th>replay</th><th></th></tr>
-{''.join(body)}</table></body></html>
-"""
-
-
 class RegressReport:
     """The plugin object (registered on the controlling process only)."""
 
-    def __init__(self, outdir: Path) -> None:
+    def __init__(self, outdir: Path, code: bool = False) -> None:
         self.outdir = outdir
+        self.code = code
         self.rows: list[dict[str, Any]] = []
         self.total = 0
         self.done = 0
@@ -136,25 +102,40 @@ class RegressReport:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         parity = parity_problems(self.rows)
-        elapsed = time.monotonic() - self.t0
         self.outdir.mkdir(parents=True, exist_ok=True)
-        (self.outdir / "summary.json").write_text(
-            json.dumps({"runs": self.rows, "parity": parity, "elapsed": elapsed}, indent=1)
-        )
-        (self.outdir / "index.html").write_text(render_html(self.rows, parity, "lockstep regression", elapsed))
         sys.stdout.write("\n")
-        for p in parity:
-            sys.stdout.write(p + "\n")
+        problems = []
+        try:
+            result = analyse(self.rows, self.outdir, BUILD, code=self.code)
+        except Exception as exc:  # the report must say why it is incomplete, never vanish
+            problems.append(f"[regress] coverage/testplan analysis failed: {type(exc).__name__}: {exc}")
+            result = {"families": {}, "code_pages": {}, "problems": []}
+        problems += [f"[regress] {p}" for p in result["problems"]]
+        if self.code and not result["code_pages"] and not problems:
+            problems.append("[regress] no code coverage data: no passing Verilator run wrote coverage.dat")
+        elapsed = time.monotonic() - self.t0
+        (self.outdir / "summary.json").write_text(json.dumps(
+            {"runs": self.rows, "parity": parity, "elapsed": elapsed, **result, "problems": problems},
+            indent=1, default=str))
+        title = "lockstep coverage" if self.code else "lockstep regression"
+        (self.outdir / "index.html").write_text(render_html(self.rows, parity, title, elapsed, result))
+        for line in parity + problems + family_lines(result):
+            sys.stdout.write(line + "\n")
         sys.stdout.write(f"[regress] report: {self.outdir / 'index.html'}\n")
-        if parity and session.exitstatus == 0:
+        if (parity or problems) and session.exitstatus == 0:
             session.exitstatus = 1
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--regress-report", default=None, help="write the regression report into this folder")
+    parser.addoption("--regress-coverage", action="store_true",
+                     help="merge Verilator code coverage into the report (runs must use LOCKSTEP_COVERAGE=1)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     out = config.getoption("--regress-report")
     if out and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(RegressReport(Path(out).resolve()), "lockstep-regress-report")
+        code = bool(config.getoption("--regress-coverage"))
+        if code and os.environ.get("LOCKSTEP_COVERAGE") != "1":
+            raise pytest.UsageError("--regress-coverage needs LOCKSTEP_COVERAGE=1 (coverage builds)")
+        config.pluginmanager.register(RegressReport(Path(out).resolve(), code), "lockstep-regress-report")

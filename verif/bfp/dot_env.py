@@ -43,7 +43,7 @@ BIAS_KINDS: dict[str, float] = {
     "e6_zero": 1.0,  # e6 = 0
     "e6_pos": 2.0,  # 0 < e6, feasible range
     "e6_neg": 2.0,  # -(w+2) <= e6 < 0: rounding of the shifted-out bits
-    "tie": 1.0,  # e6 in [-3, -1], bias an odd multiple of 2**(-e6-1): exact ties
+    "tie": 1.0,  # e6 in [max(-3, 2 - w), -1], bias an odd multiple of 2**(-e6-1): exact ties
     "huge_pos": 1.0,  # e6 at the largest reachable value (>= A saturates any bias)
     "huge_neg": 1.0,  # e6 at the smallest reachable value (the bias vanishes)
     "edge": 3.0,  # e6 = (A-2) - lop|b| + {-1,0,1,2}: left-saturation and sum-overflow edge
@@ -158,8 +158,9 @@ def dot_items(rng: np.random.Generator, fmt: BfpFormat, count: int, mant_kinds=N
         elif k == "e6_neg":
             e6 = int(rng.integers(-(w + 2), 0))
         elif k == "tie":
-            e6 = int(rng.integers(-3, 0))
-            odd = int(rng.integers(0, 1 << max(0, w - 2 + e6))) * 2 + 1
+            # a tie needs a bias with bit -e6-1 set and fitting in w bits: e6 >= 2 - w
+            e6 = int(rng.integers(max(-3, 2 - w), 0))
+            odd = int(rng.integers(0, 1 << (w - 2 + e6))) * 2 + 1
             bias = int(rng.choice([-1, 1])) * (odd << (-e6 - 1))
         elif k == "huge_pos":
             e6 = e6_hi

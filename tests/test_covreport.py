@@ -1,0 +1,169 @@
+"""Coverage merging and the regression report's testplan logic (no simulator needed,
+but Verilator's coverage tools and genhtml must be installed: `make setup` does it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lockstep.verif import covreport, testplan
+from lockstep.verif.registry import TESTBENCHES
+from lockstep.verif.report import analyse, family_lines, render_html
+
+
+def _db(points: dict[str, dict], at_least: int = 1) -> dict:
+    """A cocotb-coverage YAML export with the given points (name -> {bin: hits})."""
+    db: dict = {}
+    for name, bins in points.items():
+        cov = sum(h >= at_least for h in bins.values())
+        db[name] = {"at_least": at_least, "bins:_hits": dict(bins), "cover_percentage": round(100 * cov / len(bins), 2),
+                    "coverage": cov, "size": len(bins), "type": "<class 'cocotb_coverage.coverage.CoverPoint'>",
+                    "weight": 1}
+        parts = name.split(".")
+        for i in range(1, len(parts)):  # every enclosing group, as cocotb-coverage exports them
+            g = db.setdefault(".".join(parts[:i]),
+                              {"coverage": 0, "size": 0, "type": "<class 'cocotb_coverage.coverage.CoverItem'>"})
+            g["coverage"] += cov
+            g["size"] += len(bins)
+            g["cover_percentage"] = round(100 * g["coverage"] / g["size"], 2)
+    return db
+
+
+def _write(path: Path, db: dict) -> Path:
+    path.write_text(yaml.dump(db))
+    return path
+
+
+def test_functional_merge_sums_hits_and_unions_bins(tmp_path):
+    a = _write(tmp_path / "a.yml", _db({"u.g.p": {"x": 2, "y": 0}, "u.g.r": {True: 1, False: 0}}))
+    b = _write(tmp_path / "b.yml", _db({"u.g.p": {"x": 1, "y": 0, "z": 4}, "u.g.q": {1: 0}}))
+    m = covreport.merge_functional([a, b])
+    assert m["u.g.p"]["bins"] == {"x": 3, "y": 0, "z": 4} and m["u.g.p"]["runs"] == 2
+    assert m["u.g.r"]["bins"] == {"True": 1, "False": 0}
+    assert covreport.bins_total(m) == (3, 6)  # hit: x, z, True; holes: y, False, q=1
+    assert covreport.bins_total(covreport.select_points(m, ["u.g.p"])) == (2, 3)
+    assert set(covreport.select_points(m, ["u.g.q", "u.g.r"])) == {"u.g.q", "u.g.r"}
+
+
+def test_functional_merge_agrees_with_cocotb_coverage_on_equal_bins(tmp_path):
+    """Where cocotb-coverage's own merger works (same bins everywhere), we agree with it."""
+    from cocotb_coverage.coverage import merge_coverage
+
+    dbs = [_db({"u.g.p": {"a": i, "b": 2 - i, "c": 0}, "u.g.q": {0: i % 2, 1: 1}}) for i in range(3)]
+    files = [_write(tmp_path / f"{i}.yml", d) for i, d in enumerate(dbs)]
+    merge_coverage(lambda *_: None, str(tmp_path / "ref.yml"), *map(str, files))
+    ref = yaml.safe_load((tmp_path / "ref.yml").read_text())
+    ours = covreport.merge_functional(files)
+    for name in ("u.g.p", "u.g.q"):
+        assert ours[name]["bins"] == {str(k): v for k, v in ref[name]["bins:_hits"].items()}
+    hit, total = covreport.bins_total(ours)
+    assert round(100 * hit / total, 2) == ref["u.g"]["cover_percentage"]
+
+
+def test_functional_merge_refuses_incomparable_thresholds(tmp_path):
+    a = _write(tmp_path / "a.yml", _db({"u.g.p": {"x": 2}}, at_least=1))
+    b = _write(tmp_path / "b.yml", _db({"u.g.p": {"x": 2}}, at_least=3))
+    with pytest.raises(ValueError, match="at_least"):
+        covreport.merge_functional([a, b])
+
+
+def _dat_key(src: Path, line: int, kind: str, obj: str) -> str:
+    page = {"line": "v_line", "branch": "v_branch", "toggle": "v_toggle"}[kind]
+    return "".join(f"\x01{k}\x02{v}" for k, v in
+                   (("f", src), ("l", line), ("n", 1), ("t", kind), ("page", f"{page}/top"), ("o", obj), ("h", "top")))
+
+
+def test_code_coverage_merge_summary_and_html(tmp_path):
+    """Two runs' coverage.dat merged by verilator_coverage: counts add up per point; the
+    summary splits line/branch/toggle; genhtml renders a page per kind."""
+    src = tmp_path / "rtl" / "top-abc" / "top.v"
+    src.parent.mkdir(parents=True)
+    src.write_text("module top(input a, output b);\nassign b = a;\nalways @* if (a) ;\nendmodule\n")
+    k_line, k_if, k_else, k_tog = (_dat_key(src, 2, "line", "block"), _dat_key(src, 3, "branch", "if"),
+                                   _dat_key(src, 3, "branch", "else"), _dat_key(src, 1, "toggle", "a:0->1"))
+    r1 = covreport.write_dat({k_line: 3, k_if: 1, k_else: 0, k_tog: 0}, tmp_path / "r1.dat")
+    r2 = covreport.write_dat({k_line: 2, k_if: 0, k_else: 0, k_tog: 0}, tmp_path / "r2.dat")
+    assert covreport.read_dat(r1)[k_line] == 3
+    merged = covreport.merge_dat([r1, r2], tmp_path / "out" / "merged.dat")
+    counts = covreport.read_dat(merged)
+    assert counts[k_line] == 5 and counts[k_if] == 1 and counts[k_else] == 0
+    summary = covreport.code_summary(counts)[str(src)]
+    assert summary["line"] == [1, 1] and summary["branch"] == [1, 2] and summary["toggle"] == [0, 1]
+    pages = covreport.render_code_html(merged, tmp_path / "out", tmp_path / "rtl", "t")
+    assert set(pages) == {"line", "toggle"}
+    assert all(p.exists() for p in pages.values())
+    assert "top.v" in (pages["line"].parent / "top-abc" / "index.html").read_text()
+
+
+def test_every_registered_testbench_is_planned():
+    """Each family has a testplan that loads cleanly and lists all its testbenches."""
+    plans = testplan.load_all()
+    for tb in TESTBENCHES.values():
+        assert tb.name in plans[tb.family].tests(), tb.name
+
+
+def _plan_yaml(**over) -> dict:
+    base = {"family": "bfp", "goals": {"functional": 100}, "stages": {"V1": "x"},
+            "features": [{"name": "all", "stage": "V1", "tests": ["bfp_*"], "cover": ["bfp.quantizer"]}]}
+    base.update(over)
+    return base
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"colour": 1}, "unknown key"),
+    ({"family": "nope"}, "family"),
+    ({"goals": {"functional": 101}}, "percentage"),
+    ({"goals": {"speed": 1}}, "goals"),
+    ({"stages": {}}, "stages"),
+    ({"features": []}, "at least one feature"),
+    ({"features": [{"name": "f", "stage": "V9", "tests": ["bfp_*"]}]}, "stage 'V9'"),
+    ({"features": [{"name": "f", "stage": "V1", "tests": ["nothing_*"]}]}, "matches no registered"),
+    ({"features": [{"name": "f", "stage": "V1", "tests": ["bfp_dot_*"]}]}, "no feature lists"),
+    ({"features": [{"name": "f", "stage": "V1", "tests": ["bfp_*"], "owner": "me"}]}, "unknown key"),
+    ({"features": [{"name": "f", "stage": "V1", "tests": ["bfp_*"]}] * 2}, "listed twice"),
+])
+def test_testplan_refuses_malformed_plans(change, message):
+    with pytest.raises(testplan.TestplanError, match=message):
+        testplan.parse(_plan_yaml(**change), Path("plan.yml"), family="bfp")
+
+
+def _run(tmp: Path, tb: str, sim: str, ok: bool, hits: dict | None = None) -> dict:
+    res = tmp / f"{tb}-{sim}-{ok}"
+    res.mkdir()
+    if hits is not None:
+        _write(res / "coverage.yml", _db(hits))
+    return {"testbench": tb, "sim": sim, "seed": 1, "ok": ok, "expect_fail": TESTBENCHES[tb].expect_fail,
+            "cycles": 10, "wall": 1.0, "coverage": None, "results": str(res), "repro": f"make sim TEST={tb}"}
+
+
+def test_report_feature_status_and_counted_coverage(tmp_path):
+    """pass / fail / untested per feature; failing and negative runs add no coverage."""
+    plan = testplan.parse(
+        {"family": "bfp", "goals": {"functional": 100}, "stages": {"V1": "x"}, "features": [
+            {"name": "quant", "stage": "V1", "tests": ["bfp_quantize_patent"], "cover": ["bfp.quantizer"]},
+            {"name": "dot", "stage": "V1", "tests": ["bfp_dot_patent"], "cover": ["bfp.dot"]},
+            {"name": "rest", "stage": "V1", "tests": ["bfp_*"]}]},
+        Path("plan.yml"), family="bfp")
+    rows = [
+        _run(tmp_path, "bfp_quantize_patent", "icarus", True, {"bfp.quantizer.p": {"a": 1, "b": 0}}),
+        _run(tmp_path, "bfp_quantize_patent", "verilator", True, {"bfp.quantizer.p": {"a": 0, "b": 0}}),
+        _run(tmp_path, "bfp_quantize_mutant", "icarus", True, {"bfp.quantizer.p": {"a": 0, "b": 5}}),
+        _run(tmp_path, "bfp_dot_patent", "icarus", False, {"bfp.dot.p": {"a": 1}}),
+    ]
+    result = analyse(rows, tmp_path / "report", tmp_path, plans={"bfp": plan})
+    fam = result["families"]["bfp"]
+    status = {f["feature"]: (f["status"], f["cover_hit"], f["cover_bins"]) for f in fam["features"]}
+    assert status["quant"] == ("pass", 1, 2)  # the mutant's hit on b does not count
+    assert status["dot"] == ("fail", 0, 0)  # the failing run's coverage does not count
+    assert status["rest"][0] == "fail"
+    assert fam["functional"] == {"hit": 1, "total": 2, "pct": 50.0}
+    assert fam["points"]["bfp.quantizer.p"]["bins"] == {"a": 1, "b": 0}
+    line = family_lines(result)[0]
+    assert line.startswith("bfp: 1/3 features pass") and "functional 50.0%" in line and "below goal: functional" in line
+    page = render_html(rows, [], "t", 1.0, result)
+    assert page.count("NO PASSING TEST") == 0 and page.count("<td class='st'>FAIL</td>") >= 2
+    untested = analyse(rows[:1], tmp_path / "r2", tmp_path, plans={"bfp": plan})
+    assert [f["status"] for f in untested["families"]["bfp"]["features"]] == ["pass", "untested", "pass"]
+    assert "NO PASSING TEST" in render_html(rows[:1], [], "t", 1.0, untested)

