@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["BfpFormat", "MX_ELEMENTS", "MxElement", "MxParams", "PATENT", "ParamError", "params_hash"]
+__all__ = ["BfpFormat", "FabricParams", "MX_ELEMENTS", "MxElement", "MxParams", "PATENT", "ParamError", "params_hash"]
 
 
 class ParamError(ValueError):
@@ -251,6 +251,104 @@ class MxParams(_Record):
     def bits_per_element(self) -> float:
         """Storage cost: ``bits + 8 / block`` bits per element."""
         return self.element.bits + 8 / self.block
+
+
+@dataclass(frozen=True)
+class FabricParams(_Record):
+    """Counter-timed tile fabric parameters (spec 000; the contract is docs/sched.md).
+
+    Attributes:
+        cw: counter width; the count wraps modulo ``2**cw`` (the patent: 24 or 32).
+        nt: tiles on the ring.
+        dw: data word width; arithmetic wraps modulo ``2**dw``.
+        aw: data-memory address width (``2**aw`` words per tile).
+        sd: schedule-memory entries per tile.
+        hop_lat: conveyor flip-flops per ring hop (the patent: one per tile).
+        buf_d: input-buffer depth per port.
+        l_alu: ALU latency in cycles.
+        bus: a shared bus (port 2) joins every tile.
+
+    Raises:
+        ParamError: on a value that cannot work, naming the field.
+    """
+
+    cw: int = 24
+    nt: int = 3
+    dw: int = 16
+    aw: int = 8
+    sd: int = 64
+    hop_lat: int = 1
+    buf_d: int = 8
+    l_alu: int = 2
+    bus: bool = True
+
+    #: A word is on ``out`` the cycle after its read (send pipeline).
+    P_SEND: ClassVar[int] = 1
+    #: An arrived word can be popped the cycle after it is pushed (receive pipeline).
+    P_RECV: ClassVar[int] = 1
+    #: The first entry may issue no earlier than this count (fetch start-up).
+    FETCH_LEAD: ClassVar[int] = 2
+    #: Largest body of a periodic block.
+    BODY_MAX: ClassVar[int] = 16
+    #: Ports: 0 = prev, 1 = next (ring), 2 = bus.
+    PORTS: ClassVar[int] = 3
+    #: Fields of an entry, most significant first, with widths as functions of self.
+    ENTRY_FIELDS: ClassVar[tuple[str, ...]] = ("t", "op", "port", "unit", "a", "b", "d", "len")
+    #: Error-vector bit names, bit 0 first (docs/sched.md section 6).
+    ERR_NAMES: ClassVar[tuple[str, ...]] = (
+        "MISSED", "OPCODE", "BUSY", "UNDERFLOW", "OVERFLOW", "COLLISION", "WCONF", "DECOMP",
+        "LATE_SCHED", "DESYNC", "TAP_IDLE",
+    )
+
+    _RANGES: ClassVar[dict[str, tuple[int, int]]] = {
+        "cw": (8, 32), "nt": (2, 16), "dw": (4, 32), "aw": (4, 10), "sd": (4, 1024),
+        "hop_lat": (1, 8), "buf_d": (1, 64), "l_alu": (1, 4),
+    }
+
+    def __post_init__(self) -> None:
+        for f, (lo, hi) in self._RANGES.items():
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise ParamError(f"FabricParams.{f}={v!r}: must be an int")
+            if not lo <= v <= hi:
+                raise ParamError(f"FabricParams.{f}={v!r}: must be in [{lo}, {hi}]")
+        if not isinstance(self.bus, bool):
+            raise ParamError(f"FabricParams.bus={self.bus!r}: must be a bool")
+
+    # ---- derived quantities: the only place these formulas are written -------------
+    def field_width(self, name: str) -> int:
+        """Bits of entry field ``name`` (see :attr:`ENTRY_FIELDS`)."""
+        return {"t": self.cw, "op": 4, "port": 2, "unit": 2, "a": self.aw, "b": self.aw, "d": self.aw,
+                "len": 8}[name]
+
+    @property
+    def ew(self) -> int:
+        """Schedule entry width: ``cw + 16 + 3*aw`` (64 for cw=24, aw=8)."""
+        return sum(self.field_width(f) for f in self.ENTRY_FIELDS)
+
+    @property
+    def words(self) -> int:
+        """Data-memory words per tile, ``2**aw``."""
+        return 1 << self.aw
+
+    @property
+    def half(self) -> int:
+        """Half the counter range, ``2**(cw-1)``: the modular ordering window."""
+        return 1 << (self.cw - 1)
+
+    @property
+    def err_bits(self) -> int:
+        """Width of the sticky error vector."""
+        return len(self.ERR_NAMES)
+
+    def l_path(self, hops: int = 1) -> int:
+        """Ring path latency: a SEND at T is poppable at T + l_path + i (word i)."""
+        return self.P_SEND + hops * self.hop_lat + self.P_RECV
+
+    @property
+    def l_bus(self) -> int:
+        """Bus path latency (one bus register stage)."""
+        return self.P_SEND + 1 + self.P_RECV
 
 
 #: The patent's configuration (claim 29: 16-bit mantissa, 5-bit exponent).

@@ -59,6 +59,7 @@ def test_testbench(name: str, sim: str, index: int, record_property) -> None:
                        ("passed", res.passed), ("cycles", res.cycles), ("wall", round(res.wall, 3)),
                        ("blocks", res.summary.get("blocks", 0)), ("mismatches", res.summary.get("mismatches", 0)),
                        ("coverage", res.summary.get("functional_coverage")), ("results", str(res.results)),
+                       ("rtl", str(res.rtl)),
                        ("repro", res.repro())):
         record_property(key, value)
     assert res.ok, f"{res.line()}\n  results: {res.results}\n  replay:  {res.repro()}"

@@ -15,7 +15,6 @@ from typing import Any
 
 from . import covreport
 from .registry import TESTBENCHES
-from .runner import rtl_dir
 from .testplan import Testplan, feature_status, load_all
 
 __all__ = ["analyse", "render_html", "family_lines", "counted"]
@@ -38,7 +37,7 @@ def analyse(rows: list[dict[str, Any]], outdir: Path, build: Path, code: bool = 
 
     Args:
         rows: the regression's runs (``testbench``, ``sim``, ``ok``, ``expect_fail``,
-            ``results`` folder...).
+            ``results`` folder, ``rtl`` source simulated...).
         outdir: report folder; code coverage goes to ``outdir/code``.
         build: the build folder (stripped from source names in the code pages).
         code: merge Verilator ``coverage.dat`` files and render their HTML.
@@ -77,11 +76,12 @@ def analyse(rows: list[dict[str, Any]], outdir: Path, build: Path, code: bool = 
             merged = covreport.merge_dat(dats, outdir / "code" / "merged.dat")
             per_file = covreport.code_summary(covreport.read_dat(merged))
             # a generated source is shared by every testbench of its module and parameters
-            users: dict[str, list[str]] = {}
-            for tb in sorted(fam_of):
-                users.setdefault(rtl_dir(TESTBENCHES[tb]).name, []).append(tb)
+            users: dict[str, set[str]] = {}
+            for r in rows:
+                if r.get("rtl") and counted(r):
+                    users.setdefault(str(Path(r["rtl"]).resolve()), set()).add(r["testbench"])
             for source, kinds in sorted(per_file.items()):
-                tbs = users.get(Path(source).parent.name, [])
+                tbs = sorted(users.get(str(Path(source).resolve()), ()))
                 if not tbs:
                     continue
                 entry = families[fam_of[tbs[0]]]

@@ -64,6 +64,7 @@ class RunResult:
         results: folder with results.xml and summary.json.
         waves: waveform file, when requested.
         summary: the testbench's ``summary.json``.
+        rtl: the Verilog file simulated (generated, or the ``RTL=`` file).
     """
 
     test: str
@@ -76,6 +77,7 @@ class RunResult:
     results: Path
     waves: Path | None = None
     summary: dict[str, Any] = field(default_factory=dict)
+    rtl: Path | None = None
 
     @property
     def cycles(self) -> int:
@@ -109,18 +111,27 @@ def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
-def source_hash() -> str:
-    """Hash of the generator sources and parameter records: part of every build key,
-    so editing a generator can never reuse stale Verilog."""
+def source_hash(generator: str = "") -> str:
+    """Hash of the generator sources a build depends on: the shared ``gen/*.py``, the
+    generator's own family package (``lockstep.gen.<family>``) and the parameter
+    records. Part of every build key, so editing a generator can never reuse stale
+    Verilog, and editing one family does not rebuild the others."""
+    module = generator.split(":")[0].split(".")
+    family = REPO / "gen" / module[2] if len(module) > 2 and module[:2] == ["lockstep", "gen"] else None
+    files = sorted((REPO / "gen").glob("*.py")) + [REPO / "models" / "formats.py"]
+    if family is not None and family.is_dir():
+        files += sorted(family.rglob("*.py"))
+    elif family is None:
+        files = sorted((REPO / "gen").rglob("*.py")) + [REPO / "models" / "formats.py"]
     h = hashlib.sha256()
-    for f in sorted((REPO / "gen").rglob("*.py")) + [REPO / "models" / "formats.py"]:
-        h.update(f.name.encode() + f.read_bytes())
+    for f in files:
+        h.update(str(f.relative_to(REPO)).encode() + f.read_bytes())
     return h.hexdigest()[:8]
 
 
 def build_key(tb: Testbench) -> str:
     """Folder name of ``tb``'s builds: parameter hash + generator source hash."""
-    return f"{params_hash(tb.params)}-{source_hash()}"
+    return f"{params_hash(tb.params)}-{source_hash(tb.generator)}"
 
 
 _PORT_DECL = re.compile(r"\b(input|output|inout)\s+(?:wire\s+|reg\s+|logic\s+)?(?:signed\s+)?(?:\[\s*(\d+)\s*:\s*(\d+)\s*\]\s*)?(\w+)")
@@ -278,7 +289,8 @@ def run(
     sim = sim or tb.default_sim
     seed = int(seed) if seed is not None else random.randrange(1, 2**31)
     coverage = coverage and sim == "verilator"
-    build_dir, record, build_wall = build(tb, sim, waves=waves, rtl=Path(rtl) if rtl else None, coverage=coverage)
+    source = Path(rtl).resolve() if rtl else None
+    build_dir, record, build_wall = build(tb, sim, waves=waves, rtl=source, coverage=coverage)
     results = build_dir / "runs" / f"seed{seed}"
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True)
@@ -324,7 +336,8 @@ def run(
     if waves:
         names = ["waves.fst"] if sim == "icarus" else ["dump.fst", "dump.vcd"]
         wave_file = next((results / n for n in names if (results / n).exists()), results / names[0])
-    res = RunResult(name, sim, seed, passed, passed != tb.expect_fail, wall, build_wall, results, wave_file, summary)
+    res = RunResult(name, sim, seed, passed, passed != tb.expect_fail, wall, build_wall, results, wave_file, summary,
+                    source or record.with_suffix(".v"))
     (results / "result.json").write_text(
         json.dumps({**{k: str(v) for k, v in vars(res).items() if k != "summary"}, "summary": summary}, indent=2)
     )
