@@ -53,14 +53,15 @@ def case_seed(name: str, index: int) -> int:
 def test_testbench(name: str, sim: str, index: int, record_property) -> None:
     """Build (cached) and run; a failure message carries the exact replay command."""
     seed = int(os.environ["SEED"]) if os.environ.get("SEED") else case_seed(name, index)
+    # recorded first, so a run that cannot even build still reports its replay command
+    for key, value in (("testbench", name), ("sim", sim), ("seed", seed), ("expect_fail", TESTBENCHES[name].expect_fail),
+                       ("repro", f"make sim TEST={name} SIM={sim} SEED={seed}")):
+        record_property(key, value)
     res = run(name, sim, seed=seed, coverage=COVERAGE)
-    for key, value in (("testbench", name), ("sim", sim), ("seed", res.seed), ("ok", res.ok),
-                       ("expect_fail", TESTBENCHES[name].expect_fail),
-                       ("passed", res.passed), ("cycles", res.cycles), ("wall", round(res.wall, 3)),
+    for key, value in (("ok", res.ok), ("passed", res.passed), ("cycles", res.cycles), ("wall", round(res.wall, 3)),
                        ("blocks", res.summary.get("blocks", 0)), ("mismatches", res.summary.get("mismatches", 0)),
                        ("coverage", res.summary.get("functional_coverage")), ("results", str(res.results)),
-                       ("rtl", str(res.rtl)),
-                       ("repro", res.repro())):
+                       ("rtl", str(res.rtl))):
         record_property(key, value)
     assert res.ok, f"{res.line()}\n  results: {res.results}\n  replay:  {res.repro()}"
     if not TESTBENCHES[name].expect_fail:

@@ -84,6 +84,9 @@ class RegressReport:
         self.done += 1
         props = dict(report.user_properties)
         if "testbench" in props:
+            if "ok" not in props:  # the run did not get as far as a result (e.g. a build error)
+                props.update(ok=False, cycles=0, wall=0.0, coverage=None, results="",
+                             error=str(report.longrepr)[-400:])
             self.rows.append(props)
         if report.failed:
             self.failed += 1

@@ -155,6 +155,8 @@ def _family_html(fam: str, e: dict[str, Any], pages: dict[str, str]) -> str:
         if f["cover_missing"] and f["passed"]:  # a point its passing tests never sampled
             miss = f" <span class='bad'>no data: {_E(', '.join(f['cover_missing']))}</span>"
         label = {"pass": "PASS", "fail": "FAIL", "untested": "NO PASSING TEST"}[f["status"]]
+        if f["status"] == "untested" and all(TESTBENCHES[t].tier == "full" for t in f["tests"]):
+            label += " (full-tier tests)"
         feats.append(
             f"<tr class='{f['status']}'><td>{_E(f['feature'])}</td><td>{_E(f['stage'])}</td>"
             f"<td class='st'>{label}</td><td>{f['passed']}/{f['passed'] + f['failed']}</td>"

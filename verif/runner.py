@@ -8,8 +8,9 @@ Used by ``make sim``, pytest and the regressions::
 Folders (never rebuilt when they exist and their inputs are unchanged)::
 
     build/rtl/<toplevel>-<params-hash>-<gen-hash>/<toplevel>.v|.json  generated DUT + record
-                                       (shared by every testbench of that module and params)
-    build/<test>/<params-hash>-<gen-hash>/<sim>[-cov][-waves-fst|vcd]/  simulator build
+    build/rtl/<toplevel>-<params-hash>-<gen-hash>/<sim>[-cov][-waves-fst|vcd][-rtl<hash>]/
+                                       simulator build (both shared by every testbench of
+                                       that module and parameters)
     build/<test>/<params-hash>-<gen-hash>/<sim>[...]/runs/seed<N>/    results.xml, summary.json,
                                                     coverage.yml, coverage.dat (-cov), waves
 
@@ -21,6 +22,7 @@ overwrite each other's data.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import importlib
 import json
@@ -201,7 +203,6 @@ def build(
         raise ValueError(f"unknown simulator {sim!r}; use one of {SIMULATORS}")
     if coverage and sim != "verilator":
         raise ValueError(f"code coverage needs Verilator, not {sim!r}")
-    base = BUILD / tb.name / build_key(tb)
     record = generate_rtl(tb)
     source = record.with_suffix(".v")
     fst = sim == "icarus" or verilator_fst_ok()
@@ -213,11 +214,24 @@ def build(
         check_rtl_ports(rtl, tb.toplevel, json.loads(record.read_text()))
         source = rtl
         tag += f"-rtl{_file_hash(rtl)}"
-    build_dir = base / tag
+    # Testbenches of the same module and parameters share one compiled simulator (the
+    # test module is chosen at run time), next to the generated Verilog. Parallel workers
+    # (pytest-xdist, several seeds of one testbench) take a lock: one builds, the others
+    # wait and reuse.
+    build_dir = record.parent / tag
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(record.parent / f".{tag}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return build_dir, record, _build_locked(tb, sim, source, build_dir, coverage, waves, fst)
+
+
+def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, coverage: bool, waves: bool,
+                  fst: bool) -> float:
+    """Compile unless the stamp says this source is already built; seconds spent."""
     stamp = build_dir / ".lockstep-built"
     want = f"{_file_hash(source)} {source}"  # the path too: coverage and waves name it
     if stamp.exists() and stamp.read_text() == want:
-        return build_dir, record, 0.0
+        return 0.0
     from cocotb_tools.runner import get_runner
 
     t0 = time.monotonic()
@@ -244,7 +258,7 @@ def build(
         else:
             os.environ["MAKEFLAGS"] = saved_mf
     stamp.write_text(want)
-    return build_dir, record, time.monotonic() - t0
+    return time.monotonic() - t0
 
 
 def _do_build(runner: Any, source: Path, tb: Testbench, build_dir: Path, args: list[str], waves: bool) -> None:
@@ -291,7 +305,7 @@ def run(
     coverage = coverage and sim == "verilator"
     source = Path(rtl).resolve() if rtl else None
     build_dir, record, build_wall = build(tb, sim, waves=waves, rtl=source, coverage=coverage)
-    results = build_dir / "runs" / f"seed{seed}"
+    results = BUILD / tb.name / build_key(tb) / build_dir.name / "runs" / f"seed{seed}"
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True)
     env = {
