@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lockstep.models.formats import PATENT, MxParams
+from lockstep.models.formats import PATENT, FabricParams, MxParams
 
 from .bfp import emit_dot, emit_mx_quantizer, emit_quantizer, emit_renorm, emit_stats, emit_to_float
 from .common import Emitted
+from .sched import emit_counter, emit_ring, emit_tile
 
 __all__ = ["Design", "DEFAULT_DESIGNS"]
 
@@ -35,4 +36,7 @@ DEFAULT_DESIGNS: list[Design] = [
     Design("bfp", "bfp_stats", emit_stats, PATENT),
     Design("bfp", "bfp_to_float", emit_to_float, PATENT),
     Design("bfp", "bfp_mx_quantize", emit_mx_quantizer, MxParams("fp8_e4m3", 32)),
+    Design("sched", "sched_counter", emit_counter, FabricParams()),
+    Design("sched", "sched_tile", emit_tile, FabricParams()),
+    Design("sched", "sched_ring", emit_ring, FabricParams()),
 ]

@@ -292,6 +292,12 @@ class FabricParams(_Record):
     BODY_MAX: ClassVar[int] = 16
     #: Ports: 0 = prev, 1 = next (ring), 2 = bus.
     PORTS: ClassVar[int] = 3
+    #: Mnemonic -> opcode (docs/sched.md section 3); the other codes are reserved and
+    #: raise OPCODE. The model, the assembler and the generators all read this table.
+    OPCODES: ClassVar[dict[str, int]] = {
+        "NOP": 0x0, "SEND": 0x1, "RECV": 0x2, "TAP": 0x3, "VADD": 0x4, "VMUL": 0x5, "DOT": 0x6,
+        "FWD": 0xB, "HALT": 0xE, "PERIODIC": 0xF,
+    }
     #: Fields of an entry, most significant first, with widths as functions of self.
     ENTRY_FIELDS: ClassVar[tuple[str, ...]] = ("t", "op", "port", "unit", "a", "b", "d", "len")
     #: Error-vector bit names, bit 0 first (docs/sched.md section 6).

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, MxParams
+from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, MxParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -253,3 +253,45 @@ _register_unit(
         "fp4_e2m1_b16": (MxParams("fp4_e2m1", 16), "fp4_e2m1, block of 16"),
     },
 )
+
+
+# ---- sched family (spec 000, docs/sched.md) -------------------------------------------
+def _sched(name: str, params: FabricParams, program: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="sched", toplevel="sched_ring", params=params,
+                        generator="lockstep.gen.sched:emit_ring", test_module="lockstep.verif.sched.test_ring",
+                        doc=doc, opts={"program": program, **kw.pop("opts", {})}, tier=tier, **kw))
+
+
+_FIG2 = FabricParams(hop_lat=3)  # l_path = 5: the patent's A sends at 1, B reads from 6
+for _cw, _tier in ((8, "quick"), (32, "full")):
+    _register(Testbench(name=f"sched_counter_cw{_cw}", family="sched", toplevel="sched_counter",
+                        params=FabricParams(cw=_cw), generator="lockstep.gen.sched:emit_counter",
+                        test_module="lockstep.verif.sched.test_counter", tier=_tier,
+                        doc=f"chip counter, cw={_cw}: +1 per run cycle, hold, wrap pulse"))
+_sched("sched_fig2a", _FIG2, "fig2a", "directed: the patent's Fig. 2A ring timeline A->B->C->A (hop_lat=3)")
+_sched("sched_schedule_c", FabricParams(), "schedule_c", "directed: op.3 (VADD) at 030, its result sent at 043")
+_sched("sched_periodic6", FabricParams(), "periodic6", "directed: six-cycle periodic block, 100 repetitions")
+_sched("sched_periodic6_expanded", FabricParams(sd=512), "periodic6_expanded",
+       "directed: the same program expanded (must give the compressed form's trace)")
+_sched("sched_periodic_extremes", FabricParams(), "asm:examples/sched/periodic_extremes.s",
+       "directed: periodic blocks of period 255 and of period 1 (an issue every count)")
+_sched("sched_example", FabricParams(), "asm:examples/sched/ring_demo.s",
+       "the editable example program examples/sched/ring_demo.s")
+_sched("sched_random", FabricParams(), "random", "random legal program: ring, bus, FWD relays, ALU, periodic blocks")
+_sched("sched_random_cw8_wrap", FabricParams(cw=8), "random_wrap", "random legal program crossing the counter wrap (cw=8)")
+_sched("sched_random_nt4_hop2", FabricParams(nt=4, hop_lat=2, buf_d=4, l_alu=1), "random",
+       "random legal program: 4 tiles, 2-cycle hops, 4-word buffers, 1-cycle ALU")
+_sched("sched_random_nobus_aw6", FabricParams(bus=False, aw=6, dw=8, l_alu=3), "random",
+       "random legal program without a bus, 64-word memories, 8-bit data")
+for _rule in ("ORDER", "DUPLICATE", "OPCODE", "BUSY", "RECV_EARLY", "OVERFLOW", "TAP", "COLLISION", "WCONF",
+              "DECOMP", "HALT"):
+    _sched(f"sched_illegal_{_rule.lower()}", FabricParams(), f"illegal:{_rule}",
+           f"illegal program ({_rule}): the predicted error bit at the predicted cycle, then the golden trace")
+_register(Testbench(name="sched_mutant", family="sched", toplevel="sched_ring", params=FabricParams(hop_lat=2),
+                    tb_params=FabricParams(), generator="lockstep.gen.sched:emit_ring",
+                    test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},
+                    doc="negative: a ring with 2-cycle hops checked as 1-cycle hops must fail the scoreboard"))
+_sched("sched_random_wide", FabricParams(cw=32, nt=6, dw=32, aw=9, sd=128, buf_d=16), "random",
+       "random legal program: 32-bit counter and data, 6 tiles, 512-word memories", tier="full")
+_sched("sched_random_nt2_hop8", FabricParams(nt=2, hop_lat=8, buf_d=1, l_alu=4), "random",
+       "random legal program: 2 tiles, 8-cycle hops, 1-word buffers, 4-cycle ALU", tier="full")

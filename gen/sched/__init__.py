@@ -1,0 +1,33 @@
+"""MyHDL generators of the ``sched`` family: counter-timed tiles without flow control
+(spec 000; the contract is docs/sched.md).
+
+| block | module | generator |
+|---|---|---|
+| chip counter | ``sched_counter`` | :func:`emit_counter` |
+| one tile | ``sched_tile`` | :func:`emit_tile` |
+| ring of ``nt`` tiles + bus + chip counter | ``sched_ring`` | :func:`emit_ring` |
+
+Every generator reads one :class:`~lockstep.models.formats.FabricParams` and writes
+``<name>.v`` plus the ``<name>.json`` record (params, ports, timing).
+"""
+
+from .counter import counter_ports, emit_counter, sched_counter
+from .parts import OPCODES, PREFETCH_DEPTH
+from .ring import emit_ring, ring_ports, sched_ring
+
+from .tile import emit_tile, sched_tile, tile_ports, tile_timing
+
+__all__ = [
+    "OPCODES",
+    "PREFETCH_DEPTH",
+    "counter_ports",
+    "emit_counter",
+    "emit_ring",
+    "emit_tile",
+    "ring_ports",
+    "sched_counter",
+    "sched_ring",
+    "sched_tile",
+    "tile_ports",
+    "tile_timing",
+]

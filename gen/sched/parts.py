@@ -1,0 +1,154 @@
+"""Shared pieces of the ``sched`` generators: opcodes, the entry layout, widths, and
+small MyHDL helper blocks whose structure is chosen in Python (so every generated
+expression has explicit, equal operand widths for ``verilator -Wall``).
+
+The entry layout (field order and widths) is :class:`~lockstep.models.formats.FabricParams`'
+(``ENTRY_FIELDS``, ``field_width``); this module only turns it into bit offsets.
+"""
+
+from __future__ import annotations
+
+from myhdl import Signal, always_comb, always_seq, block, concat, intbv
+
+from lockstep.models.formats import FabricParams, ParamError, _clog2
+
+__all__ = [
+    "ALU_OPS",
+    "OPCODES",
+    "OP",
+    "PREFETCH_DEPTH",
+    "bit_of",
+    "check_fabric",
+    "err_index",
+    "field_lsb",
+    "flop",
+    "lane",
+    "ld_addr_width",
+    "new_bool",
+    "new_vec",
+    "resize",
+    "tile_sel_width",
+]
+
+#: Opcodes of docs/sched.md section 3 (the reserved ones raise OPCODE); one table,
+#: ``FabricParams.OPCODES``, shared with the golden model and the assembler.
+OPCODES: dict[str, int] = dict(FabricParams.OPCODES)
+OP = OPCODES
+#: ALU operation codes stored inside the ALU unit (not entry opcodes).
+ALU_OPS = {"VADD": 0, "VMUL": 1, "DOT": 2}
+
+#: Depth of the tile's prefetch queue of expanded entries (see gen/sched/fetch.py).
+PREFETCH_DEPTH = 2
+
+
+def check_fabric(fmt: object, who: str) -> FabricParams:
+    """Refuse anything but a :class:`FabricParams` (the message names the type)."""
+    if not isinstance(fmt, FabricParams):
+        raise ParamError(f"{who}: params must be a FabricParams, got {type(fmt).__name__}")
+    if fmt.ENTRY_FIELDS[0] != "t":
+        # The fetch path rebuilds an expanded entry as concat(T, rest of the word).
+        raise ParamError(f"{who}: FabricParams.ENTRY_FIELDS must start with the T field")
+    return fmt
+
+
+def field_lsb(fmt: FabricParams) -> dict[str, tuple[int, int]]:
+    """Entry field name -> (lsb, width), from ``ENTRY_FIELDS`` (MSB first)."""
+    out: dict[str, tuple[int, int]] = {}
+    pos = fmt.ew
+    for f in fmt.ENTRY_FIELDS:
+        w = fmt.field_width(f)
+        pos -= w
+        out[f] = (pos, w)
+    return out
+
+
+def err_index(fmt: FabricParams, name: str) -> int:
+    """Bit of error ``name`` in the sticky vector (``ERR_NAMES`` order)."""
+    return fmt.ERR_NAMES.index(name)
+
+
+def ld_addr_width(fmt: FabricParams) -> int:
+    """Width of ``ld_addr``: it addresses the schedule memory (``sd`` words) and the
+    data memory (``words``), whichever needs more bits."""
+    return max(fmt.aw, _clog2(fmt.sd))
+
+
+def tile_sel_width(fmt: FabricParams) -> int:
+    """Width of ``ld_tile`` / ``dbg_tile`` (at least one bit)."""
+    return max(1, _clog2(fmt.nt))
+
+
+@block
+def resize(src, dst):
+    """``dst = src`` zero-extended or truncated to ``len(dst)`` (explicit concat/slice).
+
+    Ports:
+        src: input (bool or vector).
+        dst: output vector.
+    """
+    ws, wd = len(src), len(dst)
+    if wd > ws:
+        k = wd - ws
+
+        @always_comb
+        def zext():
+            dst.next = concat(intbv(0)[k:], src)
+
+        return zext
+    if wd == ws:
+
+        @always_comb
+        def same():
+            dst.next = src
+
+        return same
+
+    @always_comb
+    def trunc():
+        dst.next = src[wd:]
+
+    return trunc
+
+
+@block
+def lane(bus, lo, width, out):
+    """``out = bus[lo +: width]`` as a real signal (never a shadow slice)."""
+
+    @always_comb
+    def split():
+        out.next = bus[lo + width : lo]
+
+    return split
+
+
+@block
+def bit_of(bus, i, out):
+    """``out = bus[i]`` (a bool signal)."""
+
+    @always_comb
+    def pick():
+        out.next = bus[i]
+
+    return pick
+
+
+@block
+def flop(clk, rst, vi, di, vo, do_):
+    """One conveyor flip-flop: ``(vo, do_) <= (vi, di)`` (reset to 0)."""
+
+    @always_seq(clk.posedge, reset=rst)
+    def stage():
+        vo.next = vi
+        do_.next = di
+
+    return stage
+
+
+def new_bool() -> Signal:
+    """A fresh 1-bit signal."""
+    return Signal(bool(0))
+
+
+def new_vec(width: int) -> Signal:
+    """A fresh unsigned vector signal."""
+    return Signal(intbv(0)[width:])

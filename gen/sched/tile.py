@@ -1,0 +1,867 @@
+"""One counter-timed tile of the ``sched`` family (docs/sched.md; spec 000 section 4).
+
+The tile holds its local counter (:mod:`.counter`), the schedule memory with the fetch
+path and periodic decompressor (:mod:`.fetch`), the list-timer sequencer, the units
+SEND/FWD (one per output port), RECV/TAP (one per ring input port, with its input
+buffer), TAP on the unbuffered bus input, the ALU (VADD/VMUL/DOT), the data memory (a
+register array with four write sources and the load port), the monitor taps and the
+debug read. Nothing in it waits for anything:
+there is no ready/ack/stall/credit/busy/irq/grant port, links carry valid + data only.
+
+Timing (``n`` = issue cycle, ``i = 0..N-1``), exactly as the contract:
+
+* SEND reads ``mem[A+i]`` in ``n+i``; ``out[PORT]`` holds it (valid) in ``n+i+1``.
+* FWD samples ``in[B[1:0]]`` in ``n+i``; ``out[PORT]`` holds it (valid included) in ``n+i+1``.
+* RECV pops ``in_buf[PORT]`` in ``n+i`` and writes ``mem[D+i]`` at the end of ``n+i``.
+* TAP samples ``in[PORT]`` in ``n+i`` and writes ``mem[D+i]`` at the end of ``n+i``.
+* VADD/VMUL read in ``n+i`` and write ``mem[D+i]`` at the end of ``n+i+l_alu-1``; DOT
+  writes ``mem[D]`` at the end of ``n+N-1+l_alu-1`` (``l_alu - 1`` pipeline registers).
+* A unit is busy in ``[n, n+N-1]`` (its element counter is non-zero).
+
+Decisions where docs/sched.md is silent (also see :mod:`.fetch`):
+
+* Memories: ``rst`` clears the schedule memory, the data memory and all state; a load
+  in the same cycle as ``rst`` still lands (so loading during or after reset both work).
+  Unloaded words therefore read 0, as in the golden model's images.
+* No issue on an error (as the golden model, models/sched.py decision 2): an entry
+  that raises OPCODE (reserved opcode; PORT 3, or port 2 without a bus, on
+  SEND/RECV/TAP/FWD; RECV on port 2; FWD source 3, or 2 without a bus; UNIT != 0),
+  BUSY, or DECOMP (a poison entry) at its cycle is not issued: no ``issue`` tap, no
+  effect; the head is dropped and the tile halts. OPCODE and BUSY are checked in
+  parallel (the units an entry claims: ``out[PORT]``, ``in[PORT]``, ``in[B[1:0]]``
+  or the ALU, a port 3 naming none), so one entry can raise both.
+* The bus input ``in[2]`` has no buffer (contract section 4): only TAP and FWD read
+  it; a bus word nobody takes is dropped without an error.
+* ``out_data`` is 0 whenever ``out_valid`` is 0, also for FWD of an idle input.
+* Taps are combinational for the current cycle: ``issue``/``issue_entry`` in the issue
+  cycle (``issue_entry`` is 0 otherwise), ``wr_en[s]``/``wr_addr``/``wr_data`` for the
+  writes at the end of this cycle (every source's write, including the loser of a
+  WCONF; address and data are 0 when ``wr_en[s]`` is 0). ``err``, ``err_cnt`` and
+  ``halted`` are registers: an error raised at cycle ``c`` is visible from ``c+1`` with
+  ``err_cnt == c``. Tile ``err`` never sets COLLISION (bus), LATE_SCHED or DESYNC.
+* ``run`` gates the counter, fetch start and issue only; started units, link registers
+  and buffers keep running while ``run = 0``.
+* With ``bus = False`` the ``in[2]`` inputs are ignored and ``out[2]`` stays idle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
+
+from lockstep.models.formats import FabricParams, _clog2
+
+from ..common import Emitted, emit_stream_unit
+from .counter import counter_core
+from .fetch import fetch_widths, sched_fetch
+from .parts import (
+    ALU_OPS,
+    OP,
+    PREFETCH_DEPTH,
+    bit_of,
+    check_fabric,
+    err_index,
+    field_lsb,
+    lane,
+    ld_addr_width,
+    new_bool,
+    new_vec,
+    resize,
+)
+
+__all__ = ["emit_tile", "sched_tile", "tile_ports", "tile_timing"]
+
+
+@block
+def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op, h_port, h_unit, h_src,
+               bo0, bo1, bo2, bi0, bi1, bi2, balu,
+               issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp,
+               fmt: FabricParams):
+    """The list timer: issue on ``T == count``, MISSED on a past head, BUSY, OPCODE, DECOMP.
+
+    Ports:
+        run, halted: issue only with ``run`` and not ``halted``.
+        h_valid, h_word, h_poison: the head entry.
+        h_ready: the fetch start-up lead has passed (the head may be looked at).
+        count: the local counter.
+        h_t, h_op, h_port, h_unit, h_src: head fields (h_src = B[1:0]).
+        bo0..bo2, bi0..bi2, balu: the units' busy flags (out ports, in ports, ALU).
+        issue, issue_entry: the issue tap.
+        pop: the head leaves the queue (T == count, whatever the outcome).
+        go: the entry issues (no OPCODE, BUSY or DECOMP): the units start.
+        halt_now: a HALT issues.
+        e_missed, e_opcode, e_busy, e_decomp: errors raised this cycle.
+    """
+    cw = fmt.cw
+    plim = 2 if fmt.bus else 1  # highest legal port number
+    o_nop, o_send, o_recv, o_tap = OP["NOP"], OP["SEND"], OP["RECV"], OP["TAP"]
+    o_vadd, o_vmul, o_dot, o_fwd, o_halt = OP["VADD"], OP["VMUL"], OP["DOT"], OP["FWD"], OP["HALT"]
+    msb = cw - 1  # (T - count) mod 2**cw >= half  <=>  its top bit is set
+    dlow_unused = new_vec(cw - 1)  # the rest of the difference is not needed
+
+    @always_comb
+    def seq():
+        dlt = intbv(0)[cw:]
+        act = bool(0)
+        match = bool(0)
+        known = bool(0)
+        uses = bool(0)
+        illegal = bool(0)
+        hit = bool(0)
+        ob = bool(0)
+        ib = bool(0)
+        sb = bool(0)
+        dlt[:] = h_t - count
+        dlow_unused.next = dlt[msb:]
+        act = run and not halted and h_valid and h_ready
+        match = act and h_t == count
+        # units the entry claims (a port 3 names none): out[PORT], in[PORT], in[B[1:0]]
+        if h_port == 0:
+            ob = bool(bo0)
+            ib = bool(bi0)
+        elif h_port == 1:
+            ob = bool(bo1)
+            ib = bool(bi1)
+        elif h_port == 2:
+            ob = bool(bo2)
+            ib = bool(bi2)
+        if h_src == 0:
+            sb = bool(bi0)
+        elif h_src == 1:
+            sb = bool(bi1)
+        elif h_src == 2:
+            sb = bool(bi2)
+        known = (h_op == o_nop or h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_vadd
+                 or h_op == o_vmul or h_op == o_dot or h_op == o_fwd or h_op == o_halt)
+        uses = h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_fwd
+        illegal = (not known or (uses and h_port > plim) or (h_op == o_recv and h_port == 2)
+                   or (h_op == o_fwd and h_src > plim) or h_unit != 0)
+        hit = (((h_op == o_send or h_op == o_fwd) and ob) or ((h_op == o_recv or h_op == o_tap) and ib)
+               or (h_op == o_fwd and sb) or ((h_op == o_vadd or h_op == o_vmul or h_op == o_dot) and balu))
+        issue.next = 0
+        issue_entry.next = 0
+        pop.next = 0
+        go.next = 0
+        halt_now.next = 0
+        e_missed.next = 0
+        e_opcode.next = 0
+        e_busy.next = 0
+        e_decomp.next = 0
+        if act and not match and dlt[msb]:
+            e_missed.next = 1
+        if match:
+            pop.next = 1
+            if h_poison:
+                e_decomp.next = 1
+            else:
+                e_opcode.next = illegal
+                e_busy.next = hit
+                if not illegal and not hit:
+                    issue.next = 1
+                    issue_entry.next = h_word
+                    go.next = 1
+                    if h_op == o_halt:
+                        halt_now.next = 1
+
+    return seq
+
+
+@block
+def _out_unit(clk, rst, go, h_op, h_port, h_a, h_len, h_src, iv0, iv1, iv2, id0, id1, id2,
+              rd_a, rd_q, busy, ov, od, p: int, fmt: FabricParams):
+    """SEND / FWD on ``out[p]``: the output register and its element counter.
+
+    Ports:
+        go, h_*: the sequencer's start and the head fields.
+        iv*, id*: the tile inputs (FWD sources).
+        rd_a, rd_q: data-memory read port (address out, word in).
+        busy: elements left after this cycle's (the unit is busy while non-zero).
+        ov, od: ``out_valid[p]``, ``out_data[p]`` (registers).
+    """
+    aw, dw = fmt.aw, fmt.dw
+    o_send, o_fwd = OP["SEND"], OP["FWD"]
+    cnt, aa, src = new_vec(8), new_vec(aw), new_vec(2)
+    fwd = new_bool()
+    start, cur_fwd = new_bool(), new_bool()
+    cur_src = new_vec(2)
+
+    @always_comb
+    def cur():
+        st = bool(0)
+        st = go and (h_op == o_send or h_op == o_fwd) and h_port == p
+        start.next = st
+        if st:
+            rd_a.next = h_a
+            cur_fwd.next = h_op == o_fwd
+            cur_src.next = h_src
+        else:
+            rd_a.next = aa
+            cur_fwd.next = fwd
+            cur_src.next = src
+        busy.next = cnt != 0
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        v = bool(0)
+        d = intbv(0)[dw:]
+        if start or cnt != 0:
+            if cur_fwd:
+                if cur_src == 0:
+                    v = bool(iv0)
+                    d[:] = id0
+                elif cur_src == 1:
+                    v = bool(iv1)
+                    d[:] = id1
+                else:
+                    v = bool(iv2)
+                    d[:] = id2
+                ov.next = v
+                if v:
+                    od.next = d
+                else:
+                    od.next = 0
+            else:
+                ov.next = 1
+                od.next = rd_q
+        else:
+            ov.next = 0
+            od.next = 0
+        if start:
+            cnt.next = h_len
+            aa.next = h_a + 1
+            fwd.next = cur_fwd
+            src.next = h_src
+        elif cnt != 0:
+            cnt.next = cnt - 1
+            aa.next = aa + 1
+
+    return cur, regs
+
+
+@block
+def _in_port(clk, rst, go, h_op, h_port, h_src, h_d, h_len, vin, din,
+             busy, we, wa, wd, e_under, e_over, e_idle, p: int, fmt: FabricParams):
+    """RECV / TAP on ring input ``in[p]`` (p = 0, 1; and the FWD source claim) with the
+    port's input buffer.
+
+    Ports:
+        go, h_*: the sequencer's start and the head fields.
+        vin, din: ``in_valid[p]``, ``in_data[p]``.
+        busy: the unit is busy (element counter non-zero).
+        we, wa, wd: write source ``p`` (end of this cycle; 0 when idle).
+        e_under, e_over, e_idle: UNDERFLOW, OVERFLOW, TAP_IDLE raised this cycle.
+    """
+    aw, dw, depth = fmt.aw, fmt.dw, fmt.buf_d
+    o_recv, o_tap, o_fwd = OP["RECV"], OP["TAP"], OP["FWD"]
+    pw_ = max(1, _clog2(depth))
+    ow = _clog2(depth + 1)
+    last_slot = depth - 1
+    cnt, dd, mode = new_vec(8), new_vec(aw), new_vec(2)  # mode: 0 RECV, 1 TAP, 2 FWD
+    start = new_bool()
+    cur_mode, cur_d = new_vec(2), new_vec(aw)
+    pop, push = new_bool(), new_bool()
+    rp, wp, occ = new_vec(pw_), new_vec(pw_), new_vec(ow)
+    fifo = [Signal(intbv(0)[dw:]) for _ in range(depth)]
+    fhead = new_vec(dw)
+
+    @always_comb
+    def fifo_read():
+        fhead.next = fifo[rp]
+
+    @always_comb
+    def cur():
+        st = bool(0)
+        act = bool(0)
+        recv = bool(0)
+        tap = bool(0)
+        cons = bool(0)
+        full = bool(0)
+        preq = bool(0)
+        m = intbv(0)[2:]
+        st = go and (((h_op == o_recv or h_op == o_tap) and h_port == p) or (h_op == o_fwd and h_src == p))
+        start.next = st
+        if st:
+            if h_op == o_recv:
+                m[:] = 0
+            elif h_op == o_tap:
+                m[:] = 1
+            else:
+                m[:] = 2
+            cur_d.next = h_d
+        else:
+            m[:] = mode
+            cur_d.next = dd
+        cur_mode.next = m
+        act = st or cnt != 0
+        recv = act and m == 0
+        tap = act and m == 1
+        cons = act and m != 0  # TAP and FWD take the input word itself
+        pop.next = recv and occ != 0
+        e_under.next = recv and occ == 0
+        e_idle.next = tap and not vin
+        if recv and occ != 0:
+            we.next = 1
+            wd.next = fhead
+            if st:
+                wa.next = h_d
+            else:
+                wa.next = dd
+        elif tap and vin:
+            we.next = 1
+            wd.next = din
+            if st:
+                wa.next = h_d
+            else:
+                wa.next = dd
+        else:
+            we.next = 0
+            wd.next = 0
+            wa.next = 0
+        preq = vin and not cons
+        full = occ == depth and not (recv and occ != 0)
+        e_over.next = preq and full
+        push.next = preq and not full
+        busy.next = cnt != 0
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        if start:
+            cnt.next = h_len
+            dd.next = cur_d + 1
+            mode.next = cur_mode
+        elif cnt != 0:
+            cnt.next = cnt - 1
+            dd.next = dd + 1
+        if pop:
+            if rp == last_slot:
+                rp.next = 0
+            else:
+                rp.next = rp + 1
+        if push:
+            if wp == last_slot:
+                wp.next = 0
+            else:
+                wp.next = wp + 1
+        if push and not pop:
+            occ.next = occ + 1
+        elif pop and not push:
+            occ.next = occ - 1
+
+    @always(clk.posedge)
+    def fifo_write():
+        if push:
+            fifo[wp].next = din
+
+    return fifo_read, cur, regs, fifo_write
+
+
+@block
+def _bus_port(clk, rst, go, h_op, h_port, h_src, h_d, h_len, vin, din, busy, we, wa, wd, e_idle,
+              fmt: FabricParams):
+    """TAP on ``in[2]`` (and the FWD source claim): the bus input has no buffer (section 4;
+    RECV on port 2 raises OPCODE), so a bus word that no TAP or FWD takes is not captured.
+
+    Ports:
+        go, h_*: the sequencer's start and the head fields.
+        vin, din: ``in_valid[2]``, ``in_data[2]``.
+        busy: the unit is busy (element counter non-zero).
+        we, wa, wd: write source 2 (end of this cycle; 0 when idle).
+        e_idle: TAP_IDLE raised this cycle.
+    """
+    aw = fmt.aw
+    o_tap, o_fwd = OP["TAP"], OP["FWD"]
+    cnt, dd = new_vec(8), new_vec(aw)
+    tap_r = new_bool()  # the running operation is a TAP (else a FWD)
+    start, cur_tap = new_bool(), new_bool()
+    cur_d = new_vec(aw)
+
+    @always_comb
+    def cur():
+        st = bool(0)
+        tap = bool(0)
+        st = go and ((h_op == o_tap and h_port == 2) or (h_op == o_fwd and h_src == 2))
+        start.next = st
+        if st:
+            cur_tap.next = h_op == o_tap
+            cur_d.next = h_d
+            tap = h_op == o_tap
+        else:
+            cur_tap.next = tap_r
+            cur_d.next = dd
+            tap = cnt != 0 and tap_r
+        e_idle.next = tap and not vin
+        if tap and vin:
+            we.next = 1
+            wd.next = din
+            if st:
+                wa.next = h_d
+            else:
+                wa.next = dd
+        else:
+            we.next = 0
+            wd.next = 0
+            wa.next = 0
+        busy.next = cnt != 0
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        if start:
+            cnt.next = h_len
+            dd.next = cur_d + 1
+            tap_r.next = cur_tap
+        elif cnt != 0:
+            cnt.next = cnt - 1
+            dd.next = dd + 1
+
+    return cur, regs
+
+
+@block
+def _alu_stage(clk, rst, vi, ai, di, vo, ao, do_):
+    """One ALU pipeline register (write valid, address, data)."""
+
+    @always_seq(clk.posedge, reset=rst)
+    def stage():
+        vo.next = vi
+        ao.next = ai
+        do_.next = di
+
+    return stage
+
+
+@block
+def _alu(clk, rst, go, h_op, h_a, h_b, h_d, h_len, ra, rb, qa, qb, busy, we, wa, wd, fmt: FabricParams):
+    """VADD / VMUL / DOT with ``l_alu - 1`` pipeline registers before the write.
+
+    Ports:
+        go, h_*: the sequencer's start and the head fields.
+        ra, rb, qa, qb: two data-memory read ports.
+        busy: the unit is busy (element counter non-zero).
+        we, wa, wd: write source 3 (end of this cycle; 0 when idle).
+    """
+    aw, dw = fmt.aw, fmt.dw
+    o_vadd, o_vmul, o_dot = OP["VADD"], OP["VMUL"], OP["DOT"]
+    k_add, k_mul, k_dot = ALU_OPS["VADD"], ALU_OPS["VMUL"], ALU_OPS["DOT"]
+    cnt, ra_r, rb_r, rd_r, aop = new_vec(8), new_vec(aw), new_vec(aw), new_vec(aw), new_vec(2)
+    acc = new_vec(dw)
+    start = new_bool()
+    cur_op, res = new_vec(2), new_vec(dw)
+    v0, a0, d0 = new_bool(), new_vec(aw), new_vec(dw)
+
+    @always_comb
+    def cur():
+        st = bool(0)
+        first = bool(0)
+        fin = bool(0)
+        act = bool(0)
+        m = intbv(0)[2:]
+        prod = intbv(0)[dw:]
+        r = intbv(0)[dw:]
+        st = go and (h_op == o_vadd or h_op == o_vmul or h_op == o_dot)
+        start.next = st
+        if st:
+            ra.next = h_a
+            rb.next = h_b
+            if h_op == o_vadd:
+                m[:] = k_add
+            elif h_op == o_vmul:
+                m[:] = k_mul
+            else:
+                m[:] = k_dot
+            first = True
+            fin = h_len == 0
+        else:
+            ra.next = ra_r
+            rb.next = rb_r
+            m[:] = aop
+            first = False
+            fin = cnt == 1
+        cur_op.next = m
+        act = st or cnt != 0
+        prod[:] = qa * qb  # low dw bits of the product
+        if m == k_dot:
+            if first:
+                r[:] = prod
+            else:
+                r[:] = acc + prod
+        elif m == k_mul:
+            r[:] = prod
+        else:
+            r[:] = qa + qb
+        res.next = r
+        if act and (m != k_dot or fin):
+            v0.next = 1
+            d0.next = r
+            if st:
+                a0.next = h_d
+            else:
+                a0.next = rd_r
+        else:
+            v0.next = 0
+            d0.next = 0
+            a0.next = 0
+        busy.next = cnt != 0
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        if start:
+            cnt.next = h_len
+            ra_r.next = h_a + 1
+            rb_r.next = h_b + 1
+            if cur_op == k_dot:
+                rd_r.next = h_d
+            else:
+                rd_r.next = h_d + 1
+            aop.next = cur_op
+        elif cnt != 0:
+            cnt.next = cnt - 1
+            ra_r.next = ra_r + 1
+            rb_r.next = rb_r + 1
+            if aop != k_dot:
+                rd_r.next = rd_r + 1
+        if start or cnt != 0:
+            acc.next = res
+
+    insts = [cur, regs]
+    vs, as_, ds = [v0], [a0], [d0]
+    for _ in range(fmt.l_alu - 1):
+        vs.append(new_bool())
+        as_.append(new_vec(aw))
+        ds.append(new_vec(dw))
+        insts.append(_alu_stage(clk, rst, vs[-2], as_[-2], ds[-2], vs[-1], as_[-1], ds[-1]))
+    vl, al, dl = vs[-1], as_[-1], ds[-1]
+
+    @always_comb
+    def outp():
+        we.next = vl
+        wa.next = al
+        wd.next = dl
+
+    insts.append(outp)
+    return insts
+
+
+@block
+def _mem_read(mem, addr, q):
+    """Combinational read port ``q = mem[addr]``."""
+
+    @always_comb
+    def rd():
+        q.next = mem[addr]
+
+    return rd
+
+
+@block
+def _dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we0, wa0, wd0, we1, wa1, wd1, we2, wa2, wd2, we3, wa3, wd3,
+          raddrs, rdatas, e_wconf, fmt: FabricParams):
+    """Data memory: ``2**aw`` words, register array.
+
+    Writes at the end of the cycle: the load port, then sources 0 (RECV/TAP port 0),
+    1, 2 and 3 (ALU), lowest priority first (a later non-blocking write to the same
+    word wins). ``e_wconf``: two sources write one address this cycle. ``raddrs`` /
+    ``rdatas``: combinational read ports (reads see only earlier cycles' writes).
+    """
+    words = fmt.words
+    dmem = [Signal(intbv(0)[fmt.dw:]) for _ in range(words)]
+
+    @always(clk.posedge)
+    def write():
+        if rst:
+            for i in range(words):
+                dmem[i].next = 0
+        if ld_dwe:
+            dmem[ld_didx].next = ld_ddata
+        if we0:
+            dmem[wa0].next = wd0
+        if we1:
+            dmem[wa1].next = wd1
+        if we2:
+            dmem[wa2].next = wd2
+        if we3:
+            dmem[wa3].next = wd3
+
+    @always_comb
+    def wconf():
+        e_wconf.next = ((we0 and we1 and wa0 == wa1) or (we0 and we2 and wa0 == wa2)
+                        or (we0 and we3 and wa0 == wa3) or (we1 and we2 and wa1 == wa2)
+                        or (we1 and we3 and wa1 == wa3) or (we2 and we3 and wa2 == wa3))
+
+    reads = [_mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
+    return write, wconf, reads
+
+
+@block
+def _errors(clk, rst, count, e_missed, e_opcode, e_busy, e_under, e_over, e_wconf, e_decomp, e_idle,
+            halt_now, err, err_cnt, halted, fmt: FabricParams):
+    """Sticky ``err`` (``ERR_NAMES`` bit order), ``err_cnt`` of the first error, ``halted``.
+
+    Any error raised at cycle ``c`` halts issue from ``c+1``; so does an issued HALT.
+    """
+    eb = fmt.err_bits
+    i_missed, i_opcode, i_busy = err_index(fmt, "MISSED"), err_index(fmt, "OPCODE"), err_index(fmt, "BUSY")
+    i_under, i_over, i_wconf = err_index(fmt, "UNDERFLOW"), err_index(fmt, "OVERFLOW"), err_index(fmt, "WCONF")
+    i_decomp, i_idle = err_index(fmt, "DECOMP"), err_index(fmt, "TAP_IDLE")
+    new = new_vec(eb)
+
+    @always_comb
+    def raised():
+        nv = intbv(0)[eb:]
+        nv[:] = 0
+        nv[i_missed] = e_missed
+        nv[i_opcode] = e_opcode
+        nv[i_busy] = e_busy
+        nv[i_under] = e_under
+        nv[i_over] = e_over
+        nv[i_wconf] = e_wconf
+        nv[i_decomp] = e_decomp
+        nv[i_idle] = e_idle
+        new.next = nv
+
+    @always_seq(clk.posedge, reset=rst)
+    def sticky():
+        if new != 0:
+            err.next = err | new
+            if err == 0:
+                err_cnt.next = count
+            halted.next = 1
+        if halt_now:
+            halted.next = 1
+
+    return raised, sticky
+
+
+@block
+def _or2(a, b, y):
+    """``y = a | b``."""
+
+    @always_comb
+    def orr():
+        y.next = a or b
+
+    return orr
+
+
+@block
+def _or3(a, b, c, y):
+    """``y = a | b | c``."""
+
+    @always_comb
+    def orr():
+        y.next = a or b or c
+
+    return orr
+
+
+@block
+def _load_decode(ld_we, ld_sel, ld_addr, ld_data, ld_swe, ld_sidx, ld_dwe, ld_didx, ld_ddata, fmt: FabricParams):
+    """Route the load port: ``ld_sel = 0`` writes the schedule memory (only addresses
+    ``< sd``), ``ld_sel = 1`` the data memory (low ``aw`` address bits, low ``dw`` data bits)."""
+    sd = fmt.sd
+    law = ld_addr_width(fmt)
+    insts = [resize(ld_addr, ld_sidx), resize(ld_addr, ld_didx), resize(ld_data, ld_ddata)]
+    if (1 << law) > sd:
+
+        @always_comb
+        def sel():
+            ld_swe.next = ld_we and not ld_sel and ld_addr < sd
+            ld_dwe.next = ld_we and ld_sel
+
+    else:  # every ld_addr value is a schedule address (comparing would be constant)
+
+        @always_comb
+        def sel():
+            ld_swe.next = ld_we and not ld_sel
+            ld_dwe.next = ld_we and ld_sel
+
+    insts.append(sel)
+    return insts
+
+
+@block
+def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data, out_valid, out_data,
+               count, issue, issue_entry, wr_en, wr_addr, wr_data, err, err_cnt, halted, dbg_addr, dbg_rdata,
+               fmt: FabricParams):
+    """One tile. Ports: :func:`tile_ports`; behaviour: docs/sched.md and this module's docstring."""
+    check_fabric(fmt, "sched_tile")
+    cw, dw, aw, ew = fmt.cw, fmt.dw, fmt.aw, fmt.ew
+    lay = field_lsb(fmt)
+    insts = []
+
+    wrap_unused = new_bool()  # the local counter's wrap pulse is not needed in a tile
+    insts.append(counter_core(clk, rst, run, count, wrap_unused, fmt))
+
+    # load port
+    ld_swe, ld_dwe = new_bool(), new_bool()
+    ld_sidx, ld_didx, ld_ddata = new_vec(fetch_widths(fmt)["ix"]), new_vec(aw), new_vec(dw)
+    insts.append(_load_decode(ld_we, ld_sel, ld_addr, ld_data, ld_swe, ld_sidx, ld_dwe, ld_didx, ld_ddata, fmt))
+
+    # fetch + prefetch queue
+    pop, h_valid, h_poison, h_ready = new_bool(), new_bool(), new_bool(), new_bool()
+    h_word = new_vec(ew)
+    insts.append(sched_fetch(clk, rst, run, ld_swe, ld_sidx, ld_data, pop, h_valid, h_word, h_poison, h_ready,
+                             fmt))
+
+    # head fields
+    h = {f: new_vec(w) for f, (_lo, w) in lay.items()}
+    insts += [lane(h_word, lo, w, h[f]) for f, (lo, w) in lay.items()]
+    h_src = new_vec(2)
+    insts.append(lane(h_word, lay["b"][0], 2, h_src))
+
+    # inputs
+    iv = [new_bool() for _ in range(3)]
+    idt = [new_vec(dw) for _ in range(3)]
+    for p in range(2):
+        insts += [bit_of(in_valid, p, iv[p]), lane(in_data, p * dw, dw, idt[p])]
+    if fmt.bus:
+        insts += [bit_of(in_valid, 2, iv[2]), lane(in_data, 2 * dw, dw, idt[2])]
+    else:
+        in2_unused = new_vec(dw + 1)  # no bus: in[2] is ignored
+        iv2, id2 = iv[2], idt[2]
+
+        @always_comb
+        def no_bus_in():
+            in2_unused.next = concat(in_valid[2], in_data[3 * dw : 2 * dw])
+            iv2.next = 0
+            id2.next = 0
+
+        insts.append(no_bus_in)
+
+    # sequencer
+    bo = [new_bool() for _ in range(3)]
+    bi = [new_bool() for _ in range(3)]
+    balu = new_bool()
+    go, halt_now = new_bool(), new_bool()
+    e_missed, e_opcode, e_busy, e_decomp = new_bool(), new_bool(), new_bool(), new_bool()
+    insts.append(_sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h["t"], h["op"], h["port"], h["unit"],
+                            h_src, bo[0], bo[1], bo[2], bi[0], bi[1], bi[2], balu,
+                            issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt))
+
+    # output units (SEND/FWD)
+    ov = [new_bool() for _ in range(3)]
+    od = [new_vec(dw) for _ in range(3)]
+    o_ra = [new_vec(aw) for _ in range(3)]
+    o_rq = [new_vec(dw) for _ in range(3)]
+    for p in range(3):
+        insts.append(_out_unit(clk, rst, go, h["op"], h["port"], h["a"], h["len"], h_src, iv[0], iv[1], iv[2],
+                               idt[0], idt[1], idt[2], o_ra[p], o_rq[p], bo[p], ov[p], od[p], p, fmt))
+    ov_cat = ConcatSignal(ov[2], ov[1], ov[0])
+    od_cat = ConcatSignal(od[2], od[1], od[0])
+
+    @always_comb
+    def outs():
+        out_valid.next = ov_cat
+        out_data.next = od_cat
+
+    insts.append(outs)
+
+    # input ports: RECV/TAP with buffers on the ring ports, TAP only on the bus
+    we = [new_bool() for _ in range(4)]
+    wa = [new_vec(aw) for _ in range(4)]
+    wdt = [new_vec(dw) for _ in range(4)]
+    e_under = [new_bool() for _ in range(2)]
+    e_over = [new_bool() for _ in range(2)]
+    e_idle = [new_bool() for _ in range(3)]
+    for p in range(2):
+        insts.append(_in_port(clk, rst, go, h["op"], h["port"], h_src, h["d"], h["len"], iv[p], idt[p],
+                              bi[p], we[p], wa[p], wdt[p], e_under[p], e_over[p], e_idle[p], p, fmt))
+    insts.append(_bus_port(clk, rst, go, h["op"], h["port"], h_src, h["d"], h["len"], iv[2], idt[2],
+                           bi[2], we[2], wa[2], wdt[2], e_idle[2], fmt))
+    eu, eo, ei = new_bool(), new_bool(), new_bool()
+    insts += [_or2(*e_under, eu), _or2(*e_over, eo), _or3(*e_idle, ei)]
+
+    # ALU
+    a_ra, a_rb, a_qa, a_qb = new_vec(aw), new_vec(aw), new_vec(dw), new_vec(dw)
+    insts.append(_alu(clk, rst, go, h["op"], h["a"], h["b"], h["d"], h["len"], a_ra, a_rb, a_qa, a_qb,
+                      balu, we[3], wa[3], wdt[3], fmt))
+
+    # data memory
+    e_wconf = new_bool()
+    raddrs = o_ra + [a_ra, a_rb, dbg_addr]
+    rdatas = o_rq + [a_qa, a_qb, dbg_rdata]
+    insts.append(_dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we[0], wa[0], wdt[0], we[1], wa[1], wdt[1],
+                       we[2], wa[2], wdt[2], we[3], wa[3], wdt[3], raddrs, rdatas, e_wconf, fmt))
+    we_cat = ConcatSignal(we[3], we[2], we[1], we[0])
+    wa_cat = ConcatSignal(wa[3], wa[2], wa[1], wa[0])
+    wd_cat = ConcatSignal(wdt[3], wdt[2], wdt[1], wdt[0])
+
+    @always_comb
+    def taps():
+        wr_en.next = we_cat
+        wr_addr.next = wa_cat
+        wr_data.next = wd_cat
+
+    insts.append(taps)
+
+    insts.append(_errors(clk, rst, count, e_missed, e_opcode, e_busy, eu, eo, e_wconf, e_decomp, ei,
+                         halt_now, err, err_cnt, halted, fmt))
+    return insts
+
+
+def tile_ports(fmt: FabricParams) -> dict[str, dict]:
+    """Port list of :func:`sched_tile` (name -> dir, width, doc); docs/sched.md section 9."""
+    cw, dw, aw, ew = fmt.cw, fmt.dw, fmt.aw, fmt.ew
+    return {
+        "clk": {"dir": "in", "width": 1, "doc": "clock"},
+        "rst": {"dir": "in", "width": 1, "doc": "synchronous active-high reset (clears state and memories)"},
+        "run": {"dir": "in", "width": 1, "doc": "count, fetch and issue"},
+        "ld_we": {"dir": "in", "width": 1, "doc": "load-port write enable"},
+        "ld_sel": {"dir": "in", "width": 1, "doc": "0 = schedule memory, 1 = data memory"},
+        "ld_addr": {"dir": "in", "width": ld_addr_width(fmt), "doc": "load address"},
+        "ld_data": {"dir": "in", "width": ew, "doc": "load word (data loads use the low dw bits)"},
+        "in_valid": {"dir": "in", "width": 3, "doc": "in[p] valid, p = 0 prev, 1 next, 2 bus"},
+        "in_data": {"dir": "in", "width": 3 * dw, "doc": "in[p] data at [p*dw +: dw]"},
+        "out_valid": {"dir": "out", "width": 3, "doc": "out[p] valid (register)"},
+        "out_data": {"dir": "out", "width": 3 * dw, "doc": "out[p] data at [p*dw +: dw] (0 when not valid)"},
+        "count": {"dir": "out", "width": cw, "doc": "local counter"},
+        "issue": {"dir": "out", "width": 1, "doc": "an entry issues this cycle"},
+        "issue_entry": {"dir": "out", "width": ew, "doc": "the issued (expanded) entry word, 0 otherwise"},
+        "wr_en": {"dir": "out", "width": 4, "doc": "write by source s this cycle (0..2 = port, 3 = ALU)"},
+        "wr_addr": {"dir": "out", "width": 4 * aw, "doc": "source s's write address at [s*aw +: aw]"},
+        "wr_data": {"dir": "out", "width": 4 * dw, "doc": "source s's write data at [s*dw +: dw]"},
+        "err": {"dir": "out", "width": fmt.err_bits, "doc": "sticky errors, bit order FabricParams.ERR_NAMES"},
+        "err_cnt": {"dir": "out", "width": cw, "doc": "count at which the first error was raised"},
+        "halted": {"dir": "out", "width": 1, "doc": "the tile issues nothing more (HALT or error)"},
+        "dbg_addr": {"dir": "in", "width": aw, "doc": "debug read address"},
+        "dbg_rdata": {"dir": "out", "width": dw, "doc": "data memory word at dbg_addr (combinational)"},
+    }
+
+
+def tile_timing(fmt: FabricParams) -> dict:
+    """Timing facts recorded in the JSON sidecars of the tile and the ring."""
+    return {
+        "p_send": fmt.P_SEND,
+        "p_recv": fmt.P_RECV,
+        "hop_lat": fmt.hop_lat,
+        "l_path": fmt.l_path(1),
+        "l_bus": fmt.l_bus if fmt.bus else None,
+        "l_alu": fmt.l_alu,
+        "fetch_lead": fmt.FETCH_LEAD,
+        "first_head_cycle": 1,
+        "hdr_gap": 2,
+        "prefetch_depth": PREFETCH_DEPTH,
+        "issue_per_cycle": 1,
+        "taps": "issue/issue_entry/wr_* combinational in their cycle; err/err_cnt/halted registered",
+    }
+
+
+def emit_tile(fmt: FabricParams, outdir: Path | str, name: str = "sched_tile") -> Emitted:
+    """Write one tile as ``<outdir>/<name>.v`` plus its JSON record.
+
+    Raises:
+        ParamError: ``fmt`` is not a :class:`FabricParams`, or ``name`` is a keyword.
+    """
+    check_fabric(fmt, name)
+    return emit_stream_unit(
+        sched_tile,
+        fmt,
+        FabricParams,
+        tile_ports,
+        outdir,
+        name,
+        family="sched",
+        timing=tile_timing(fmt),
+        doc="counter-timed tile: local counter, schedule memory + periodic decompressor, list timer, "
+        "SEND/RECV/TAP/FWD/VADD/VMUL/DOT units, input buffers, data memory; no flow control",
+    )

@@ -1,0 +1,1070 @@
+"""Program builders of the ``sched`` family: random legal programs, illegal variants,
+and the directed programs of the patent examples.
+
+Import through :mod:`lockstep.models.sched`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .formats import FabricParams, ParamError
+from .sched_core import (
+    ERR_BUSY,
+    ERR_COLLISION,
+    ERR_DECOMP,
+    ERR_MISSED,
+    ERR_OPCODE,
+    ERR_OVERFLOW,
+    ERR_TAP_IDLE,
+    ERR_UNDERFLOW,
+    ERR_WCONF,
+    OPS,
+    RESERVED_OPS,
+    Entry,
+    ExpandedEntry,
+    Program,
+    decode,
+    encode,
+    entry_units,
+    expand,
+    opcode_problem,
+    unwrap_times,
+)
+
+__all__ = [
+    "ILLEGAL_RULES",
+    "Expected",
+    "fig2a_program",
+    "illegal_variant",
+    "periodic6_program",
+    "random_program",
+    "schedule_c_program",
+]
+
+NOP, SEND, RECV, TAP = OPS["NOP"], OPS["SEND"], OPS["RECV"], OPS["TAP"]
+VADD, VMUL, DOT, FWD = OPS["VADD"], OPS["VMUL"], OPS["DOT"], OPS["FWD"]
+HALT, PERIODIC = OPS["HALT"], OPS["PERIODIC"]
+_OUT, _IN, _ALU = 0, 3, 6
+PREV, NEXT, BUS = 0, 1, 2
+
+
+def _as_rng(rng: Any) -> random.Random:
+    """A :class:`random.Random` from a Random, a numpy Generator, an int seed or None."""
+    if isinstance(rng, random.Random):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        return random.Random(int(rng.integers(0, 2**63 - 1)))
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
+        return random.Random(None if rng is None else int(rng))
+    raise ParamError(f"rng: expected random.Random, numpy Generator, int or None, got {type(rng).__name__}")
+
+
+def _overlap(a: int, b: int, c: int, d: int) -> bool:
+    return a <= d and c <= b
+
+
+# ======================================================================================
+# random legal programs
+# ======================================================================================
+class _Txn:
+    """The resources and entries of one planned transaction (all times unwrapped)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.slots: list[tuple[int, int]] = []          # (tile, u) plain issue slots
+        self.units: list[tuple[int, int, int, int]] = []  # (tile, unit, lo, hi)
+        self.wins: list[tuple[int, int, int, int]] = []   # (tile, in port, lo, hi)
+        self.bus: list[tuple[int, int]] = []             # bus drive cycles
+        self.blocks: list[tuple[int, int, int, list[int]]] = []  # (tile, lo, hi, entry times)
+        # ("plain", t, u, Entry) or ("block", t, u, P, reps, body)
+        self.items: list[tuple] = []
+        self.consumers: list[dict] = []
+        self.words: dict[int, int] = {}
+
+    def plain(self, t: int, u: int, e: Entry) -> tuple:
+        it = ("plain", t, u, e)
+        self.slots.append((t, u))
+        self.items.append(it)
+        self.words[t] = self.words.get(t, 0) + 1
+        return it
+
+    def block(self, t: int, u: int, period: int, reps: int, body: list[tuple[int, Entry]]) -> tuple:
+        it = ("block", t, u, period, reps, body)
+        times = [u + r * period + d for r in range(reps) for d, _ in body]
+        self.blocks.append((t, u - 1, times[-1], times))
+        self.items.append(it)
+        self.words[t] = self.words.get(t, 0) + 1 + len(body)
+        return it
+
+
+class _Planner:
+    """Reservation tables of the random generator (issue slots, units, ports, bus)."""
+
+    def __init__(self, p: FabricParams, rng: random.Random, start: int, end: int, lead_nop: bool,
+                 max_len: int) -> None:
+        self.p = p
+        self.rng = rng
+        nt = p.nt
+        self.start, self.end = start, end
+        self.lo = start + 1 if lead_nop else start
+        self.lead_nop = lead_nop
+        self.slots: list[set[int]] = [set() for _ in range(nt)]
+        self.excl: list[list[tuple[int, int]]] = [[] for _ in range(nt)]
+        self.units = [[[] for _ in range(7)] for _ in range(nt)]
+        self.wins = [[[] for _ in range(3)] for _ in range(nt)]
+        self.bus: list[tuple[int, int]] = []
+        self.words = [0] * nt
+        self.cap = p.sd - 1 - (1 if lead_nop else 0)
+        self.items: list[list[tuple]] = [[] for _ in range(nt)]
+        self.consumers: list[tuple[dict, tuple]] = []
+        self.kinds: list[str] = []
+        self.region = p.words // 4
+        self.max_len = max(1, min(max_len, self.region))
+        self.pmax = min((1 << p.aw) - 1, p.half - 1)
+
+    # ---- feasibility ----
+    def fits(self, x: _Txn) -> bool:
+        lo, hi_slot = self.lo, self.end - 1
+        for t, n in x.words.items():
+            if self.words[t] + n > self.cap:
+                return False
+        seen: dict[int, set[int]] = {}
+        for t, u in x.slots:
+            if not lo <= u <= hi_slot or u in self.slots[t] or u in seen.setdefault(t, set()):
+                return False
+            if any(a <= u <= b for a, b in self.excl[t]):
+                return False
+            seen[t].add(u)
+        for i, (t, a, b, times) in enumerate(x.blocks):
+            if a < lo or b > hi_slot:
+                return False
+            if any(a <= u <= b for u in self.slots[t]) or any(a <= u <= b for u in seen.get(t, ())):
+                return False
+            if any(_overlap(a, b, c, d) for c, d in self.excl[t]):
+                return False
+            for t2, a2, b2, _ in x.blocks[:i]:
+                if t2 == t and _overlap(a, b, a2, b2):
+                    return False
+        for i, (t, un, a, b) in enumerate(x.units):
+            if any(_overlap(a, b, c, d) for c, d in self.units[t][un]):
+                return False
+            if any(t2 == t and u2 == un and _overlap(a, b, c, d) for t2, u2, c, d in x.units[:i]):
+                return False
+        for i, (t, q, a, b) in enumerate(x.wins):
+            if any(_overlap(a, b, c, d) for c, d in self.wins[t][q]):
+                return False
+            if any(t2 == t and q2 == q and _overlap(a, b, c, d) for t2, q2, c, d in x.wins[:i]):
+                return False
+        for i, (a, b) in enumerate(x.bus):
+            if any(_overlap(a, b, c, d) for c, d in self.bus) or any(_overlap(a, b, c, d) for c, d in x.bus[:i]):
+                return False
+        return True
+
+    def commit(self, x: _Txn) -> None:
+        for t, u in x.slots:
+            self.slots[t].add(u)
+        for t, a, b, times in x.blocks:
+            self.excl[t].append((a, b))
+            self.slots[t].update(times)
+        for t, un, a, b in x.units:
+            self.units[t][un].append((a, b))
+        for t, q, a, b in x.wins:
+            self.wins[t][q].append((a, b))
+        self.bus.extend(x.bus)
+        for t, n in x.words.items():
+            self.words[t] += n
+        for it in x.items:
+            self.items[it[1]].append(it)
+        self.consumers.extend(x.consumers)
+        self.kinds.append(x.kind)
+
+    # ---- building blocks ----
+    def _addr(self) -> int:
+        return self.rng.randrange(self.p.words)
+
+    def _dest(self, region: int, n: int) -> int:
+        return region * self.region + self.rng.randrange(self.region - n + 1)
+
+    def _n(self) -> int:
+        r = self.rng.random()
+        if r < 0.15:
+            return 1
+        if r < 0.3:
+            return min(self.max_len, self.p.buf_d + 1 + self.rng.randrange(3))
+        return self.rng.randint(1, self.max_len)
+
+    def _slack(self, n: int) -> int:
+        lim = self.p.buf_d - 1 if n > self.p.buf_d else 6
+        r = self.rng.random()
+        if r < 0.4:
+            return 0
+        if r < 0.55:
+            return lim
+        return self.rng.randint(0, lim)
+
+    def _consume(self, x: _Txn, y: int, q: int, a: int, n: int, kind: str, role: str) -> None:
+        d = self._dest(q, n)
+        if q == BUS:                      # the bus input has no buffer: TAP only
+            kind = "TAP"
+        if kind == "TAP":
+            it = x.plain(y, a, Entry(t=0, op=TAP, port=q, d=d, len=n - 1))
+            x.wins.append((y, q, a, a + n - 1))
+            u = a
+        else:
+            u = a + 1 + self._slack(n)
+            it = x.plain(y, u, Entry(t=0, op=RECV, port=q, d=d, len=n - 1))
+            x.wins.append((y, q, a, u + n - 1))
+        x.consumers.append(({"tile": y, "kind": kind, "port": q, "u": u, "a": a, "n": n, "role": role,
+                             "in_block": False}, it))
+
+    def transfer(self, s: int, u: int, ports: list[int]) -> _Txn:
+        """SEND from ``s`` at ``u`` along ``ports`` (FWD relays between hops)."""
+        p = self.p
+        nt = p.nt
+        n = self._n()
+        x = _Txn("transfer:" + "-".join(("prev", "next", "bus")[q] for q in ports))
+        x.plain(s, u, Entry(t=0, op=SEND, port=ports[0], a=self._addr(), len=n - 1))
+        x.units.append((s, _OUT + ports[0], u, u + n - 1))
+        if ports[0] == BUS:
+            x.bus.append((u + 1, u + n))
+        tx, cur = u, s
+        for h, pt in enumerate(ports):
+            if pt == BUS:
+                a, q = tx + 2, 2
+                nxt = self.rng.randrange(nt)
+                for y in range(nt):      # other tiles may TAP the broadcast too
+                    if y != nxt and self.rng.random() < 0.35:
+                        self._consume(x, y, 2, a, n, "TAP", "bystander")
+            else:
+                a = tx + 1 + p.hop_lat
+                nxt = (cur + 1) % nt if pt == NEXT else (cur - 1) % nt
+                q = PREV if pt == NEXT else NEXT
+            if h == len(ports) - 1:
+                self._consume(x, nxt, q, a, n, self.rng.choice(("TAP", "RECV", "RECV")), "final")
+            else:
+                np_ = ports[h + 1]
+                x.plain(nxt, a, Entry(t=0, op=FWD, port=np_, b=q, len=n - 1))
+                x.wins.append((nxt, q, a, a + n - 1))
+                x.units.append((nxt, _OUT + np_, a, a + n - 1))
+                if np_ == BUS:
+                    x.bus.append((a + 1, a + n))
+                tx, cur = a, nxt
+        return x
+
+    def alu(self, t: int, u: int) -> _Txn:
+        op = self.rng.choice((VADD, VMUL, DOT))
+        n = self.rng.randint(1, self.max_len)
+        d = self._dest(3, 1 if op == DOT else n)
+        x = _Txn("alu")
+        x.plain(t, u, Entry(t=0, op=op, a=self._addr(), b=self._addr(), d=d, len=n - 1))
+        x.units.append((t, _ALU, u, u + n - 1))
+        return x
+
+    def nop(self, t: int, u: int) -> _Txn:
+        x = _Txn("nop")
+        x.plain(t, u, Entry(t=0, op=NOP))
+        return x
+
+    def periodic_alu(self, t: int, u: int) -> _Txn | None:
+        nb = self.rng.randint(1, 3)
+        body: list[tuple[int, Entry]] = []
+        d = 0
+        for _ in range(nb):
+            op = self.rng.choice((VADD, VMUL, DOT, NOP))
+            n = 1 if op == NOP else self.rng.randint(1, min(4, self.max_len))
+            dst = self._dest(3, 1 if op in (DOT, NOP) else n)
+            e = Entry(t=d, op=op, a=self._addr() if op != NOP else 0, b=self._addr() if op != NOP else 0,
+                      d=dst if op != NOP else 0, len=n - 1)
+            body.append((d, e))
+            d += n + self.rng.randint(0, 2)
+        period = d + self.rng.randint(0, 3)
+        if not 1 <= period <= self.pmax:
+            return None
+        reps = self.rng.randint(2, 8)
+        x = _Txn("periodic_alu")
+        x.block(t, u, period, reps, body)
+        for r in range(reps):
+            for dd, e in body:
+                if e.op != NOP:
+                    x.units.append((t, _ALU, u + r * period + dd, u + r * period + dd + e.len))
+        return x
+
+    def periodic_ring(self, s: int, u: int) -> _Txn | None:
+        p = self.p
+        pt = self.rng.choice((PREV, NEXT))
+        rcv = (s + 1) % p.nt if pt == NEXT else (s - 1) % p.nt
+        q = PREV if pt == NEXT else NEXT
+        n = self.rng.randint(1, min(6, self.max_len))
+        kind = self.rng.choice(("TAP", "RECV"))
+        a0 = u + 1 + p.hop_lat
+        slack = 0 if kind == "TAP" else self._slack(n)
+        first_r = a0 if kind == "TAP" else a0 + 1 + slack
+        win = n if kind == "TAP" else 1 + slack + n
+        period = max(n, win) + self.rng.randint(0, 3)
+        if period > self.pmax:
+            return None
+        reps = self.rng.randint(2, 8)
+        x = _Txn("periodic_ring")
+        x.block(s, u, period, reps, [(0, Entry(t=0, op=SEND, port=pt, a=self._addr(), len=n - 1))])
+        d = self._dest(q, n)
+        op = TAP if kind == "TAP" else RECV
+        it = x.block(rcv, first_r, period, reps, [(0, Entry(t=0, op=op, port=q, d=d, len=n - 1))])
+        for r in range(reps):
+            o = r * period
+            x.units.append((s, _OUT + pt, u + o, u + o + n - 1))
+            x.wins.append((rcv, q, a0 + o, a0 + o + win - 1))
+        x.consumers.append(({"tile": rcv, "kind": kind, "port": q, "u": first_r, "a": a0, "n": n,
+                             "role": "final", "in_block": True, "period": period, "reps": reps}, it))
+        return x
+
+
+#: Transaction kinds of :func:`random_program` and their default weights.
+_KINDS = {"ring": 4, "fwd": 2, "bus": 3, "bus_fwd": 1, "alu": 3, "nop": 1, "periodic_alu": 1, "periodic_ring": 1}
+
+
+def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: dict[str, float] | None = None,
+                   start: int | None = None, span: int | None = None, wrap: bool = False,
+                   max_len: int = 12, tries: int = 40) -> Program:
+    """A random, coordinated, legal program (``lint`` reports nothing for it).
+
+    Transactions are placed at random times on reservation tables (issue slots, units,
+    input-port windows, bus cycles, schedule words), so they overlap in time:
+
+    * ``ring``: SEND on prev/next, received by the neighbour with RECV (slack 0 ..
+      ``buf_d - 1``) or an exactly aligned TAP;
+    * ``fwd``: a SEND relayed by one or two FWDs around the ring;
+    * ``bus``: a bus SEND, TAPped exactly by its receiver (any tile, the sender
+      included) and by a random subset of the other tiles (the bus input is not
+      buffered: a bus word nobody TAPs is lost, which LEN rejects);
+    * ``bus_fwd``: bus -> FWD -> ring, or ring -> FWD -> bus;
+    * ``alu``: VADD, VMUL or DOT; ``nop``: a NOP;
+    * ``periodic_alu``: a PERIODIC block of 1..3 ALU/NOP body entries;
+    * ``periodic_ring``: a periodic SEND block on one tile and the matching periodic
+      RECV/TAP block on its neighbour.
+
+    Memory is split in four regions of ``2**aw / 4`` words: writes from port ``q`` go to
+    region ``q``, ALU writes to region 3, so writes never conflict. Every tile ends with
+    HALT; with ``wrap`` (or a window reaching past ``half + 1``) every tile starts with a
+    NOP at ``start`` so its first entry is issuable. The plan is kept in
+    ``program.meta`` (used by :func:`illegal_variant`).
+
+    Args:
+        rng: ``random.Random``, numpy Generator, int seed or None.
+        params: fabric parameters.
+        n_txn: transactions to try to place (some may not fit and are skipped).
+        kinds: transaction kind -> weight (default: all kinds that the parameters allow).
+        start: first cycle of the window (default FETCH_LEAD, or ``half + 1`` with wrap).
+        span: window length in cycles (at most ``half - 1``, the SPAN rule).
+        wrap: put the window at ``[half + 1, 2**cw]`` and crowd its end, so operations
+            in flight cross the wrap (``count`` going ``2**cw - 1 -> 0``). Entries cannot:
+            the first entry must be issuable (``T <= half + 1``) and SPAN keeps the last
+            within ``half`` of it.
+        max_len: largest element count (also limited to the region size).
+        tries: random placements tried per transaction.
+
+    Returns:
+        The program; ``meta`` holds ``start``, ``end``, ``kinds`` (placed),
+        ``consumers`` (per consumer: tile, word, kind, port, u, a (first arrival), n,
+        role, in_block), ``windows`` (``[tile][port]`` list of input-port windows: the
+        cycles a consumer owns the port) and ``bus_words`` (intervals of the cycles in
+        which a word is on the tiles' ``in[2]``).
+
+    Raises:
+        ParamError: a window that cannot be legal.
+    """
+    p = params
+    if not isinstance(p, FabricParams):
+        raise ParamError(f"params: expected a FabricParams, got {type(p).__name__}")
+    r = _as_rng(rng)
+    half = p.half
+    lead = FabricParams.FETCH_LEAD
+    if span is None:
+        span = half - 1 if wrap else min(half - 1, 48 + 20 * n_txn)
+    if not 8 <= span <= half - 1:
+        raise ParamError(f"span={span}: must be in [8, half - 1 = {half - 1}] (SPAN and ORDER rules)")
+    if start is None:
+        start = half + 1 if wrap else lead
+    if not lead <= start <= half + 1:
+        raise ParamError(f"start={start}: must be in [FETCH_LEAD = {lead}, half + 1 = {half + 1}] (FIRST rule)")
+    end = start + span
+    lead_nop = end > half + 1
+    pl = _Planner(p, r, start, end, lead_nop, max_len)
+    w = dict(_KINDS if kinds is None else kinds)
+    for k in w:
+        if k not in _KINDS:
+            raise ParamError(f"kinds: unknown transaction kind {k!r} (known: {sorted(_KINDS)})")
+    if not p.bus:
+        w.pop("bus", None)
+        w.pop("bus_fwd", None)
+    names = [k for k in w if w[k] > 0]
+    weights = [w[k] for k in names]
+    nt = p.nt
+    for _ in range(n_txn if names else 0):
+        kind = r.choices(names, weights)[0]
+        for _try in range(tries):
+            if wrap and r.random() < 0.5:   # crowd the end of the window: transfers cross the wrap
+                u = r.randint(max(pl.lo, end - 40), end - 1)
+            else:
+                u = r.randint(pl.lo, end - 1)
+            t = r.randrange(nt)
+            if kind == "ring":
+                x = pl.transfer(t, u, [r.choice((PREV, NEXT))])
+            elif kind == "fwd":
+                d = r.choice((PREV, NEXT))
+                x = pl.transfer(t, u, [d] * r.randint(2, 3))
+            elif kind == "bus":
+                x = pl.transfer(t, u, [BUS])
+            elif kind == "bus_fwd":
+                d = r.choice((PREV, NEXT))
+                x = pl.transfer(t, u, r.choice(([BUS, d], [d, BUS])))
+            elif kind == "alu":
+                x = pl.alu(t, u)
+            elif kind == "nop":
+                x = pl.nop(t, u)
+            elif kind == "periodic_alu":
+                x = pl.periodic_alu(t, u)
+            else:
+                x = pl.periodic_ring(t, u)
+            if x is not None and pl.fits(x):
+                pl.commit(x)
+                break
+    return _finish(pl, r)
+
+
+def _finish(pl: _Planner, r: random.Random) -> Program:
+    p = pl.p
+    mask = (1 << p.cw) - 1
+    scheds: list[list[int]] = []
+    index: dict[int, int] = {}
+    for t in range(p.nt):
+        items = sorted(pl.items[t], key=lambda it: it[2])
+        words: list[int] = []
+        last = pl.start - 1
+        if pl.lead_nop:
+            words.append(encode(Entry(t=pl.start & mask, op=NOP), p))
+            last = pl.start
+        for it in items:
+            index[id(it)] = len(words)
+            if it[0] == "plain":
+                words.append(encode(it[3].replace(t=it[2] & mask), p))
+                last = max(last, it[2])
+            else:
+                _, _, u, period, reps, body = it
+                words.append(encode(Entry(t=u & mask, op=PERIODIC, a=period, b=len(body), len=reps - 1), p))
+                words.extend(encode(e.replace(t=d), p) for d, e in body)
+                last = max(last, u + (reps - 1) * period + body[-1][0])
+        halt_u = max(last + 1, pl.start)
+        words.append(encode(Entry(t=halt_u & mask, op=HALT), p))
+        scheds.append(words)
+    data = [{a: r.getrandbits(p.dw) for a in range(p.words)} for _ in range(p.nt)]
+    consumers = []
+    for c, it in pl.consumers:
+        c = dict(c)
+        c["word"] = index[id(it)] + (1 if c["in_block"] else 0)
+        consumers.append(c)
+    meta = {"generator": "random_program", "start": pl.start, "end": pl.end, "lead_nop": pl.lead_nop,
+            "kinds": list(pl.kinds), "consumers": consumers,
+            "windows": [[sorted(pl.wins[t][q]) for q in range(3)] for t in range(p.nt)],
+            "bus_words": sorted((lo + 1, hi + 1) for lo, hi in pl.bus)}
+    return Program(p, scheds, data, meta)
+
+
+# ======================================================================================
+# illegal variants
+# ======================================================================================
+class Expected(NamedTuple):
+    """The predicted first error of an illegal variant.
+
+    Attributes:
+        rule: the lint rule the variant breaks (lint must report it).
+        tile: the tile that raises the first error (-1 = the bus).
+        cycle: absolute cycle of the first ``err`` event of the whole run.
+        bits: the bits of that event.
+        count: the ``err_cnt`` (or ``bus_err_cnt``) value, ``cycle mod 2**cw``.
+        detail: what was changed.
+    """
+
+    rule: str
+    tile: int
+    cycle: int
+    bits: int
+    count: int
+    detail: str
+
+
+#: Rule classes :func:`illegal_variant` can break.
+ILLEGAL_RULES: tuple[str, ...] = ("ORDER", "DUPLICATE", "OPCODE", "BUSY", "RECV_EARLY", "OVERFLOW", "TAP",
+                                  "COLLISION", "WCONF", "DECOMP", "HALT")
+
+
+class _Tile:
+    """Static view of one tile of a program: expanded stream up to HALT, issue cycles."""
+
+    def __init__(self, prog: Program, t: int) -> None:
+        p = prog.params
+        self.t = t
+        self.words = list(prog.schedules[t])
+        xs = [x for x in expand(prog.schedule_image(t), p) if x.src < len(self.words)]
+        hs = [j for j, x in enumerate(xs) if x.entry.op == HALT and not x.poison]
+        self.eff: list[ExpandedEntry] = xs[:hs[0] + 1] if hs else xs
+        self.us = unwrap_times(self.eff, p)
+        self.sd = p.sd
+        self.p = p
+        self.ivals: list[tuple[int, int, int]] = []
+        for j, x in enumerate(self.eff):
+            if x.poison or opcode_problem(x.entry, p):
+                continue
+            for un in entry_units(x.entry):
+                self.ivals.append((un, self.us[j], self.us[j] + x.entry.n - 1))
+
+    def item(self, j: int) -> int:
+        x = self.eff[j]
+        return x.header if x.header is not None else x.src
+
+    def item_end(self, j: int) -> int:
+        """Word index just after the top-level item of expanded entry ``j``."""
+        x = self.eff[j]
+        if x.header is None:
+            return x.src + 1
+        return x.header + 1 + decode(self.words[x.header], self.p).b
+
+    def insert_index(self, u: int) -> int | None:
+        """Word index where a plain entry issuing at ``u`` keeps the stream ordered."""
+        if len(self.words) >= self.sd or not self.eff:
+            return None
+        before = [j for j, uu in enumerate(self.us) if uu < u]
+        after = [j for j, uu in enumerate(self.us) if uu > u]
+        if len(before) + len(after) != len(self.us) or not before or not after:
+            return None
+        jb, ja = before[-1], after[0]
+        if self.item(jb) == self.item(ja):
+            return None
+        return self.item_end(jb)
+
+    def unit_free(self, un: int, c: int) -> bool:
+        return not any(u2 == un and a <= c <= b for u2, a, b in self.ivals)
+
+    def index_of_word(self, w: int) -> int | None:
+        for j, x in enumerate(self.eff):
+            if x.src == w and x.header is None:
+                return j
+        return None
+
+
+def _replace_word(prog: Program, t: int, w: int, e: Entry) -> list[list[int]]:
+    s = [list(x) for x in prog.schedules]
+    s[t][w] = encode(e, prog.params)
+    return s
+
+
+def _insert_word(prog: Program, t: int, w: int, e: Entry) -> list[list[int]]:
+    s = [list(x) for x in prog.schedules]
+    s[t].insert(w, encode(e, prog.params))
+    return s
+
+
+def illegal_variant(rng: Any, program: Program, rule: str) -> tuple[Program, Expected]:
+    """Break one rule class of a legal program and predict the executor's first error.
+
+    The prediction is made from the program's structure (and, for RECV_EARLY, OVERFLOW
+    and TAP, from the plan :func:`random_program` stores in ``meta``), never by running
+    the executor.
+
+    ======================  ===============================================  ============
+    rule                    change                                           first error
+    ======================  ===============================================  ============
+    ORDER / DUPLICATE       a plain entry's T set to before / equal to the   MISSED
+                            previous entry's T
+    OPCODE                  reserved opcode, UNIT != 0, PORT 3 on a SEND, or OPCODE
+                            a bus SEND without a bus
+    BUSY                    a copy of an entry (N >= 2) one cycle later      BUSY
+    RECV_EARLY              a RECV moved to its first word's arrival cycle   UNDERFLOW
+    OVERFLOW                the consumer of more than ``buf_d`` words        OVERFLOW
+                            replaced by a NOP
+    TAP                     a TAP moved one cycle early or late              TAP_IDLE
+    COLLISION               a second bus SEND in the cycle of another        COLLISION
+    WCONF                   a VADD writing a RECV/TAP's address in the same  WCONF
+                            cycle
+    DECOMP                  a malformed PERIODIC header inserted, or a body  DECOMP
+                            entry turned into a PERIODIC header
+    HALT                    a tile's final HALT removed                      MISSED
+    ======================  ===============================================  ============
+
+    Args:
+        rng: ``random.Random``, numpy Generator, int seed or None.
+        program: a legal program (for RECV_EARLY, OVERFLOW and TAP: from
+            :func:`random_program`).
+        rule: one of :data:`ILLEGAL_RULES` (``HALT-missing`` is accepted for HALT).
+
+    Returns:
+        ``(variant, expected)``; ``variant.meta`` holds ``{"illegal": rule, "expected": expected}``.
+
+    Raises:
+        ValueError: unknown rule, or the program offers no place to break it.
+    """
+    r = _as_rng(rng)
+    key = rule.upper().replace("-", "_")
+    if key in ("HALT_MISSING", "HALT_MISSED"):
+        key = "HALT"
+    if key == "DUP":
+        key = "DUPLICATE"
+    if key not in ILLEGAL_RULES:
+        raise ValueError(f"illegal_variant: unknown rule {rule!r} (known: {', '.join(ILLEGAL_RULES)})")
+    if not isinstance(program, Program):
+        raise ValueError("illegal_variant: expected a Program")
+    p = program.params
+    tiles = [_Tile(program, t) for t in range(p.nt)]
+    cands = _CANDIDATES[key](r, program, tiles)
+    if not cands:
+        raise ValueError(f"illegal_variant: the program offers no place to break rule {key}")
+    scheds, exp = r.choice(cands)
+    prog = Program(p, scheds, program.data, {"illegal": key, "expected": exp})
+    return prog, exp
+
+
+def _exp(p: FabricParams, rule: str, tile: int, cycle: int, bits: int, detail: str) -> Expected:
+    return Expected(rule, tile, cycle, bits, cycle & ((1 << p.cw) - 1), detail)
+
+
+def _c_order(r: random.Random, prog: Program, tiles: list[_Tile], dup: bool | None = None) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    out = []
+    for tl in tiles:
+        for j in range(1, len(tl.eff)):
+            x = tl.eff[j]
+            if x.header is not None or x.poison or x.entry.op in (RECV, TAP, FWD):
+                continue
+            prev_t = tl.eff[j - 1].entry.t
+            d = dup if dup is not None else r.random() < 0.5
+            new_t = prev_t if d else (prev_t - r.randint(1, min(p.half - 2, 40))) & mask
+            what = "duplicates" if d else "goes before"
+            out.append((_replace_word(prog, tl.t, x.src, x.entry.replace(t=new_t)),
+                        _exp(p, "ORDER", tl.t, tl.us[j - 1] + 1, ERR_MISSED,
+                             f"tile {tl.t} entry {x.src}: T={new_t} {what} the previous entry's T={prev_t}")))
+    return out
+
+
+def _c_dup(r, prog, tiles):
+    return _c_order(r, prog, tiles, dup=True)
+
+
+def _c_opcode(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    out = []
+    for tl in tiles:
+        for j, x in enumerate(tl.eff):
+            e = x.entry
+            if x.header is not None or x.poison or e.op in (RECV, TAP, FWD):
+                continue
+            mods = [("reserved opcode", e.replace(op=r.choice(sorted(RESERVED_OPS)))),
+                    ("UNIT != 0", e.replace(unit=r.randint(1, 3)))]
+            if e.op == SEND:
+                mods.append(("PORT 3", e.replace(port=3)))
+                if not p.bus:
+                    mods.append(("bus port without a bus", e.replace(port=2)))
+            what, ne = r.choice(mods)
+            out.append((_replace_word(prog, tl.t, x.src, ne),
+                        _exp(p, "OPCODE", tl.t, tl.us[j], ERR_OPCODE, f"tile {tl.t} entry {x.src}: {what}")))
+    return out
+
+
+def _c_busy(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    out = []
+    for tl in tiles:
+        for j, x in enumerate(tl.eff):
+            e = x.entry
+            if x.header is not None or x.poison or e.n < 2 or not entry_units(e) or opcode_problem(e, p):
+                continue
+            u1 = tl.us[j] + 1
+            w = tl.insert_index(u1)
+            if w is None:
+                continue
+            out.append((_insert_word(prog, tl.t, w, e.replace(t=u1 & mask)),
+                        _exp(p, "BUSY", tl.t, u1, ERR_BUSY, f"tile {tl.t}: copy of entry {x.src} inserted at "
+                                                            f"word {w}, one cycle later")))
+    return out
+
+
+def _plan(prog: Program) -> dict:
+    m = prog.meta or {}
+    if m.get("generator") != "random_program":
+        raise ValueError("illegal_variant: this rule needs the plan of a random_program() program (meta)")
+    return m
+
+
+def _c_recv_early(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    out = []
+    for c in _plan(prog)["consumers"]:
+        if c["kind"] != "RECV" or c["in_block"]:
+            continue
+        tl = tiles[c["tile"]]
+        j = tl.index_of_word(c["word"])
+        if j is None:
+            continue
+        a = c["a"]
+        if j == 0 or tl.us[j - 1] >= a:
+            continue
+        e = tl.eff[j].entry
+        out.append((_replace_word(prog, tl.t, c["word"], e.replace(t=a & mask)),
+                    _exp(p, "RECV_EARLY", tl.t, a, ERR_UNDERFLOW,
+                         f"tile {tl.t} entry {c['word']}: RECV moved from {c['u']} to the arrival cycle {a}")))
+    return out
+
+
+def _c_overflow(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    out = []
+    for c in _plan(prog)["consumers"]:
+        if c["in_block"] or c["n"] <= p.buf_d or c["port"] == BUS:
+            continue
+        tl = tiles[c["tile"]]
+        j = tl.index_of_word(c["word"])
+        if j is None:
+            continue
+        e = tl.eff[j].entry
+        out.append((_replace_word(prog, tl.t, c["word"], Entry(t=e.t, op=NOP)),
+                    _exp(p, "OVERFLOW", tl.t, c["a"] + p.buf_d, ERR_OVERFLOW,
+                         f"tile {tl.t} entry {c['word']}: {c['kind']} of {c['n']} words replaced by NOP")))
+    return out
+
+
+def _c_tap(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    plan = _plan(prog)
+    out = []
+    for c in plan["consumers"]:
+        if c["kind"] != "TAP" or c["in_block"]:
+            continue
+        t, q, a, n = c["tile"], c["port"], c["a"], c["n"]
+        tl = tiles[t]
+        j = tl.index_of_word(c["word"])
+        if j is None:
+            continue
+        wins = list(plan["windows"][t][q]) + (list(plan["bus_words"]) if q == BUS else [])
+        e = tl.eff[j].entry
+        if j > 0 and tl.us[j - 1] < a - 1 and not any(lo <= a - 1 <= hi for lo, hi in wins):
+            out.append((_replace_word(prog, t, c["word"], e.replace(t=(a - 1) & mask)),
+                        _exp(p, "TAP", t, a - 1, ERR_TAP_IDLE,
+                             f"tile {t} entry {c['word']}: TAP one cycle early")))
+        if j + 1 < len(tl.eff) and tl.us[j + 1] > a + 1 and not any(lo <= a + n <= hi for lo, hi in wins):
+            out.append((_replace_word(prog, t, c["word"], e.replace(t=(a + 1) & mask)),
+                        _exp(p, "TAP", t, a + n, ERR_TAP_IDLE,
+                             f"tile {t} entry {c['word']}: TAP one cycle late")))
+    return out
+
+
+def _c_collision(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    out = []
+    if not p.bus:
+        return out
+    for tl in tiles:
+        for j, x in enumerate(tl.eff):
+            e = x.entry
+            if x.poison or e.op != SEND or e.port != BUS or opcode_problem(e, p):
+                continue
+            u = tl.us[j]
+            for t2 in tiles:
+                if t2.t == tl.t or not t2.unit_free(_OUT + BUS, u):
+                    continue
+                w = t2.insert_index(u)
+                if w is None:
+                    continue
+                ne = Entry(t=u & mask, op=SEND, port=BUS, a=r.randrange(p.words))
+                out.append((_insert_word(prog, t2.t, w, ne),
+                            _exp(p, "COLLISION", -1, u + 1, ERR_COLLISION,
+                                 f"tile {t2.t}: bus SEND inserted at word {w}, cycle {u}, with tile {tl.t} "
+                                 f"entry {x.src}")))
+    return out
+
+
+def _c_wconf(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    amask = (1 << p.aw) - 1
+    out = []
+    for tl in tiles:
+        for j, x in enumerate(tl.eff):
+            e = x.entry
+            if x.poison or e.op not in (RECV, TAP) or opcode_problem(e, p):
+                continue
+            for i in range(e.n):
+                tv = tl.us[j] + i - (p.l_alu - 1)
+                if not tl.unit_free(_ALU, tv):
+                    continue
+                w = tl.insert_index(tv)
+                if w is None:
+                    continue
+                ne = Entry(t=tv & mask, op=VADD, a=r.randrange(p.words), b=r.randrange(p.words),
+                           d=(e.d + i) & amask)
+                out.append((_insert_word(prog, tl.t, w, ne),
+                            _exp(p, "WCONF", tl.t, tl.us[j] + i, ERR_WCONF,
+                                 f"tile {tl.t}: VADD inserted at word {w} (cycle {tv}) writes address "
+                                 f"{(e.d + i) & amask} with entry {x.src} element {i}")))
+                break
+    return out
+
+
+def _c_decomp(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    out = []
+    bads = [("period 0", dict(a=0, b=1)), ("n_body 0", dict(a=3, b=0))]
+    if (1 << p.aw) - 1 > FabricParams.BODY_MAX:
+        bads.append(("n_body > BODY_MAX", dict(a=3, b=FabricParams.BODY_MAX + 1)))
+    for tl in tiles:
+        for j in range(1, len(tl.eff)):
+            u = tl.us[j - 1] + 1 + r.randint(0, 1)
+            w = tl.insert_index(u)
+            if w is None:
+                continue
+            what, f = r.choice(bads)
+            out.append((_insert_word(prog, tl.t, w, Entry(t=u & mask, op=PERIODIC, **f)),
+                        _exp(p, "DECOMP", tl.t, u, ERR_DECOMP, f"tile {tl.t}: bad header ({what}) inserted at "
+                                                               f"word {w}, T={u & mask}")))
+        for j, x in enumerate(tl.eff):
+            if x.header is None or x.rep != 0 or x.poison or x.entry.op in (RECV, TAP, FWD):
+                continue
+            s = [list(y) for y in prog.schedules]
+            be = decode(s[tl.t][x.src], p)
+            s[tl.t][x.src] = encode(be.replace(op=PERIODIC), p)
+            out.append((s, _exp(p, "DECOMP", tl.t, tl.us[j], ERR_DECOMP,
+                                f"tile {tl.t} entry {x.src}: periodic body entry turned into a PERIODIC header")))
+    return out
+
+
+def _c_halt(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
+    p = prog.params
+    mask = (1 << p.cw) - 1
+    half = p.half
+    out = []
+    for tl in tiles:
+        if not tl.words or not tl.eff or tl.eff[-1].entry.op != HALT or tl.eff[-1].header is not None \
+                or tl.eff[-1].src != len(tl.words) - 1:
+            continue
+        pad = p.sd - (len(tl.words) - 1)
+        c = tl.us[-2] + 1 if len(tl.eff) >= 2 else FabricParams.FETCH_LEAD
+        used = 0
+        hit = None
+        while used < pad:   # the padding zeros are NOP entries at T = 0
+            diff = (0 - (c & mask)) & mask
+            if diff == 0:
+                used += 1
+                c += 1
+            elif diff >= half:
+                hit = c
+                break
+            else:
+                c += diff
+        if hit is None:
+            continue
+        s = [list(y) for y in prog.schedules]
+        s[tl.t].pop()
+        out.append((s, _exp(p, "HALT", tl.t, hit, ERR_MISSED, f"tile {tl.t}: final HALT removed")))
+    return out
+
+
+_CANDIDATES = {
+    "ORDER": _c_order,
+    "DUPLICATE": _c_dup,
+    "OPCODE": _c_opcode,
+    "BUSY": _c_busy,
+    "RECV_EARLY": _c_recv_early,
+    "OVERFLOW": _c_overflow,
+    "TAP": _c_tap,
+    "COLLISION": _c_collision,
+    "WCONF": _c_wconf,
+    "DECOMP": _c_decomp,
+    "HALT": _c_halt,
+}
+
+
+# ======================================================================================
+# directed programs (patent examples)
+# ======================================================================================
+def _need(cond: bool, what: str) -> None:
+    if not cond:
+        raise ParamError(what)
+
+
+def _prog(p: FabricParams, ents: list[list[Entry]], data: list[dict[int, int]], meta: dict) -> Program:
+    mask = (1 << p.cw) - 1
+    for t, es in enumerate(ents):
+        _need(len(es) <= p.sd, f"{meta['name']}: tile {t} needs {len(es)} schedule words, sd = {p.sd}")
+    return Program(p, [[encode(e.replace(t=e.t & mask) if e.op != PERIODIC else e, p) for e in es]
+                       for es in ents], data, meta)
+
+
+def fig2a_program(params: FabricParams, offset: int = 1, seed: int = 2026) -> Program:
+    """The Fig. 2A ring replay A -> B -> C -> A (tiles 0, 1, 2), patent times + ``offset``.
+
+    Patent times (count = patent time + ``offset``): A SENDs 10 words on next at 1;
+    B RECVs them from 6 (zero slack: ``l_path(1) = 5``), computes
+    ``y = (x + k1) * k2 + x`` with VADD 16, VMUL 30, VADD 45 and SENDs ``y`` at 63;
+    C RECVs at 68, computes ``z = (y + k3) * k4`` with VADD 83, VMUL 100 and SENDs at
+    131; A RECVs ``z`` at 136..145 (done by 148). The contract forbids an issue before
+    ``FETCH_LEAD = 2`` (rule FIRST), so the default ``offset`` is 1: A's SEND issues at
+    count 2.
+
+    Data (addresses): A: ``x`` at 0x20, result ``z`` at 0x00; B: received ``x`` at 0x00,
+    ``k1`` 0x10, ``k2`` 0x30, ``y`` 0x20; C: received ``y`` 0x00, ``k3`` 0x10, ``k4``
+    0x30, ``z`` 0x20. ``meta["expect"]`` maps (tile, address) to the expected words.
+
+    Raises:
+        ParamError: ``nt != 3``, ``l_path(1) != 5`` (needs ``hop_lat = 3``), ``aw < 6``,
+            ``sd < 6`` or ``offset < 1``.
+    """
+    p = params
+    _need(p.nt == 3, f"fig2a_program: the ring A->B->C->A needs nt = 3 (got {p.nt})")
+    _need(p.l_path(1) == 5, f"fig2a_program: needs l_path(1) == 5, i.e. hop_lat = 3 (got hop_lat = {p.hop_lat})")
+    _need(p.aw >= 6, f"fig2a_program: needs aw >= 6 (64 words), got {p.aw}")
+    _need(offset >= FabricParams.FETCH_LEAD - 1,
+          f"fig2a_program: offset={offset} puts A's SEND before FETCH_LEAD")
+    o = offset
+    n = 10
+    L = n - 1
+    rr = random.Random(seed)
+    dmask = (1 << p.dw) - 1
+    rnd = lambda: [rr.getrandbits(p.dw) for _ in range(n)]  # noqa: E731
+    x, k1, k2, k3, k4 = rnd(), rnd(), rnd(), rnd(), rnd()
+    y = [(((a + b) * c) + a) & dmask for a, b, c in zip(x, k1, k2)]
+    z = [((a + b) * c) & dmask for a, b, c in zip(y, k3, k4)]
+    A = [Entry(1 + o, SEND, NEXT, a=0x20, len=L), Entry(136 + o, RECV, PREV, d=0x00, len=L), Entry(137 + o, HALT)]
+    B = [Entry(6 + o, RECV, PREV, d=0x00, len=L), Entry(16 + o, VADD, a=0x00, b=0x10, d=0x20, len=L),
+         Entry(30 + o, VMUL, a=0x20, b=0x30, d=0x20, len=L), Entry(45 + o, VADD, a=0x20, b=0x00, d=0x20, len=L),
+         Entry(63 + o, SEND, NEXT, a=0x20, len=L), Entry(64 + o, HALT)]
+    C = [Entry(68 + o, RECV, PREV, d=0x00, len=L), Entry(83 + o, VADD, a=0x00, b=0x10, d=0x20, len=L),
+         Entry(100 + o, VMUL, a=0x20, b=0x30, d=0x20, len=L), Entry(131 + o, SEND, NEXT, a=0x20, len=L),
+         Entry(132 + o, HALT)]
+    blk = lambda base, v: {base + i: w for i, w in enumerate(v)}  # noqa: E731
+    data = [blk(0x20, x), {**blk(0x10, k1), **blk(0x30, k2)}, {**blk(0x10, k3), **blk(0x30, k4)}]
+    expect = {(0, 0x00): z, (1, 0x00): x, (1, 0x20): y, (2, 0x00): y, (2, 0x20): z}
+    return _prog(p, [A, B, C], data, {"name": "fig2a", "offset": o, "expect": expect,
+                                      "windows": {"B_recv": (6 + o, 15 + o), "B_compute": (16 + o, 62 + o),
+                                                  "C_recv": (63 + o, 82 + o), "C_compute": (83 + o, 130 + o),
+                                                  "A_recv_done": 148 + o}})
+
+
+def schedule_c_program(params: FabricParams, n: int = 4, seed: int = 2026) -> Program:
+    """Patent schedule C: op.3 = VADD at 30, the SEND of its result at 43.
+
+    Tile 0 computes ``s = u + v`` (``n`` words, ``u`` at 0, ``v`` at ``2**aw / 4``, ``s``
+    at ``3 * 2**aw / 4``) with VADD at 30 and SENDs ``s`` at 43 on the bus (on next when
+    ``bus=False``); its first word leaves the port at 44 (43 + P_SEND). Tile 1 takes it
+    with a TAP at ``43 + l_bus - 1`` (the bus input is not buffered) into address
+    ``2 * 2**aw / 4``, or with a RECV at ``43 + l_path(1)`` into address 0.
+    ``meta["expect"]`` maps (tile, address) to the expected words.
+
+    Raises:
+        ParamError: ``aw < 5`` or ``n`` outside ``[1, 2**aw / 4]``.
+    """
+    p = params
+    _need(p.aw >= 5, f"schedule_c_program: needs aw >= 5, got {p.aw}")
+    reg = p.words // 4
+    _need(1 <= n <= reg, f"schedule_c_program: n={n} outside [1, {reg}]")
+    rr = random.Random(seed)
+    dmask = (1 << p.dw) - 1
+    u = [rr.getrandbits(p.dw) for _ in range(n)]
+    v = [rr.getrandbits(p.dw) for _ in range(n)]
+    s = [(a + b) & dmask for a, b in zip(u, v)]
+    L = n - 1
+    res = 3 * reg
+    ents: list[list[Entry]] = [[] for _ in range(p.nt)]
+    ents[0] = [Entry(30, VADD, a=0, b=reg, d=res, len=L)]
+    if p.bus:
+        ents[0].append(Entry(43, SEND, BUS, a=res, len=L))
+        ents[1].append(Entry(43 + p.l_bus - 1, TAP, BUS, d=2 * reg, len=L))
+        rx = 2 * reg
+    else:
+        ents[0].append(Entry(43, SEND, NEXT, a=res, len=L))
+        ents[1].append(Entry(43 + p.l_path(1), RECV, PREV, d=0, len=L))
+        rx = 0
+    for t in range(p.nt):
+        last = max((e.t for e in ents[t]), default=FabricParams.FETCH_LEAD - 1)
+        ents[t].append(Entry(last + 1, HALT))
+    data = [dict() for _ in range(p.nt)]
+    data[0] = {**{i: w for i, w in enumerate(u)}, **{reg + i: w for i, w in enumerate(v)}}
+    expect = {(0, res): s, (1, rx): s}
+    return _prog(p, ents, data, {"name": "schedule_c", "expect": expect, "vadd_t": 30, "send_t": 43,
+                                 "first_word_out": 43 + FabricParams.P_SEND})
+
+
+def periodic6_program(params: FabricParams, reps: int = 100, base: int = 10,
+                      x0: int = 5, c: int = 1000) -> tuple[Program, Program]:
+    """The six-cycle periodic example: P = 6, body {d0: RECV, d2: VADD, d5: SEND}.
+
+    A pipeline over tiles 0 -> 1 -> 2, each a PERIODIC block of ``reps`` repetitions:
+
+    * tile 0 at ``base``: {d0: SEND next a=0 (one word), d1: VADD mem[0] += mem[1]}
+      with ``mem[0] = x0``, ``mem[1] = 1``: it sends ``x0 + r`` in repetition ``r``;
+    * tile 1 at ``base + l_path(1)``: {d0: RECV prev d=0, d2: VADD mem[2] = mem[0] + mem[1],
+      d5: SEND next a=2} with ``mem[1] = c``;
+    * tile 2 at ``base + l_path(1) + 5 + l_path(1)``: {d0: RECV prev d=0, d1: VADD
+      mem[1] += mem[0]}: ``mem[1]`` ends as ``sum_r (x0 + r + c) mod 2**dw``
+      (when ``l_alu <= 3``; with ``l_alu = 4`` tile 1's SEND at d5 reads ``mem[2]`` before
+      the VADD's write lands, and sends the previous repetition's sum).
+
+    Returns:
+        ``(compressed, expanded)``: the same program with PERIODIC blocks and with every
+        block written out as plain entries. The expanded one needs more schedule words;
+        its params are ``params`` with ``sd`` raised to fit when necessary.
+
+    Raises:
+        ParamError: ``nt < 3``, ``reps`` outside ``[1, 256]``, ``base < FETCH_LEAD + 1``,
+            or an expanded schedule longer than 1024 words.
+    """
+    p = params
+    _need(p.nt >= 3, f"periodic6_program: needs nt >= 3 (got {p.nt})")
+    _need(1 <= reps <= 256, f"periodic6_program: reps={reps} outside [1, 256]")
+    _need(base >= FabricParams.FETCH_LEAD + 1, f"periodic6_program: base={base} < FETCH_LEAD + 1")
+    mask = (1 << p.cw) - 1
+    P = 6
+    b1 = base + p.l_path(1)
+    b2 = b1 + 5 + p.l_path(1)
+    blocks = {
+        0: (base, [Entry(0, SEND, NEXT, a=0), Entry(1, VADD, a=0, b=1, d=0)]),
+        1: (b1, [Entry(0, RECV, PREV, d=0), Entry(2, VADD, a=0, b=1, d=2), Entry(5, SEND, NEXT, a=2)]),
+        2: (b2, [Entry(0, RECV, PREV, d=0), Entry(1, VADD, a=0, b=1, d=1)]),
+    }
+    comp: list[list[Entry]] = [[] for _ in range(p.nt)]
+    expd: list[list[Entry]] = [[] for _ in range(p.nt)]
+    for t in range(p.nt):
+        if t in blocks:
+            b, body = blocks[t]
+            comp[t].append(Entry(b & mask, PERIODIC, a=P, b=len(body), len=reps - 1))
+            comp[t].extend(body)
+            for r in range(reps):
+                expd[t].extend(e.replace(t=(b + r * P + e.t) & mask) for e in body)
+            last = b + (reps - 1) * P + body[-1].t
+            comp[t].append(Entry((last + 1) & mask, HALT))
+            expd[t].append(Entry((last + 1) & mask, HALT))
+        else:
+            comp[t].append(Entry(FabricParams.FETCH_LEAD, HALT))
+            expd[t].append(Entry(FabricParams.FETCH_LEAD, HALT))
+    dmask = (1 << p.dw) - 1
+    data = [dict() for _ in range(p.nt)]
+    data[0] = {0: x0 & dmask, 1: 1}
+    data[1] = {1: c & dmask}
+    total = sum(x0 + r + c for r in range(reps)) & dmask
+    meta = {"name": "periodic6", "reps": reps, "period": P, "bases": (base, b1, b2),
+            "expect": {(2, 1): [total], (2, 0): [(x0 + reps - 1 + c) & dmask], (0, 0): [(x0 + reps) & dmask]}}
+    need = max(len(e) for e in expd)
+    _need(need <= 1024, f"periodic6_program: the expanded form needs {need} schedule words (> 1024)")
+    pe = p if need <= p.sd else dataclasses.replace(p, sd=need)
+    words_c = [[encode(e, p) for e in es] for es in comp]
+    words_e = [[encode(e, pe) for e in es] for es in expd]
+    return (Program(p, words_c, data, dict(meta, form="compressed")),
+            Program(pe, words_e, data, dict(meta, form="expanded")))
+

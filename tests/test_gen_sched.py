@@ -1,0 +1,524 @@
+"""``sched`` generators (counter-timed tiles, spec 000; contract docs/sched.md): lint for
+many parameter sets, determinism, records, the no-handshake structural check, and
+directed Icarus simulations of the generated ring whose expected events are worked out
+by hand from the contract (not from the golden model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lockstep.gen.common import check_name
+from lockstep.gen.lint import lint_file
+from lockstep.gen.sched import (
+    OPCODES,
+    counter_ports,
+    emit_counter,
+    emit_ring,
+    emit_tile,
+    ring_ports,
+    tile_ports,
+)
+from lockstep.gen.sched.parts import field_lsb, ld_addr_width, tile_sel_width
+from lockstep.models.formats import FabricParams, ParamError
+from lockstep.verif.runner import check_rtl_ports
+
+#: Parameter sets every generator must lint clean for (verilator -Wall, iverilog -g2012).
+LINT_SETS = {
+    "defaults": {},
+    "cw8": {"cw": 8},
+    "cw32": {"cw": 32},
+    "nt2": {"nt": 2},
+    "nt4": {"nt": 4},
+    "aw4": {"aw": 4},
+    "dw32": {"dw": 32},
+    "hop3": {"hop_lat": 3},
+    "buf1": {"buf_d": 1},
+    "alu1": {"l_alu": 1},
+    "alu4": {"l_alu": 4},
+    "nobus": {"bus": False},
+    "sd4": {"sd": 4},
+    "odd": {"cw": 8, "aw": 10, "sd": 100, "buf_d": 3, "nt": 5},  # P > 2**cw, non-power-of-2 sizes
+}
+
+#: The configuration of the directed simulations (small memories: quick to build).
+SIM = FabricParams(cw=16, nt=3, dw=16, aw=6, sd=16, hop_lat=1, buf_d=4, l_alu=2, bus=True)
+
+HANDSHAKE = re.compile(r"(^|_)(ready|rdy|ack|stall|credit|busy|irq|grant)(_|$)", re.I)
+ERR = {name: 1 << i for i, name in enumerate(FabricParams.ERR_NAMES)}
+NEED_ICARUS = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not on PATH")
+
+
+def enc(fmt: FabricParams, t: int = 0, op: str | int = "NOP", port: int = 0, unit: int = 0, a: int = 0,
+        b: int = 0, d: int = 0, n: int = 1) -> int:
+    """Encode one schedule entry (``n`` = element count; LEN = n - 1; PERIODIC: reps)."""
+    vals = {"t": t, "op": OPCODES[op] if isinstance(op, str) else op, "port": port, "unit": unit,
+            "a": a, "b": b, "d": d, "len": n - 1}
+    word = 0
+    for f, (lo, w) in field_lsb(fmt).items():
+        assert 0 <= vals[f] < 1 << w, (f, vals[f])
+        word |= vals[f] << lo
+    return word
+
+
+def retime(fmt: FabricParams, word: int, t: int) -> int:
+    """``word`` with its T field replaced (an expanded body entry)."""
+    lo, w = field_lsb(fmt)["t"]
+    return (word & ~(((1 << w) - 1) << lo)) | (t << lo)
+
+
+def module_ports(verilog: Path, module: str) -> list[str]:
+    """Port names of ``module``'s header in a generated file."""
+    m = re.search(rf"module {module} \(([^)]*)\);", verilog.read_text())
+    assert m, module
+    return [p.strip() for p in m.group(1).split(",")]
+
+
+# ---------------------------------------------------------------------------------------
+# generation, lint, records
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """Emit (once per module) the three generators for a parameter-set key."""
+    cache: dict[str, dict] = {}
+    root = tmp_path_factory.mktemp("sched_gen")
+
+    def get(key: str) -> dict:
+        if key not in cache:
+            fmt = FabricParams(**LINT_SETS[key])
+            out = root / key
+            cache[key] = {"fmt": fmt, "tile": emit_tile(fmt, out), "ring": emit_ring(fmt, out),
+                          "counter": emit_counter(fmt, out)}
+        return cache[key]
+
+    return get
+
+
+@pytest.mark.parametrize("key", LINT_SETS)
+def test_lint_clean(key, generated):
+    """Tile, ring and counter pass verilator --lint-only -Wall and iverilog -g2012, no waivers."""
+    g = generated(key)
+    for kind in ("tile", "ring", "counter"):
+        assert lint_file(g[kind].verilog) == [], (key, kind)
+
+
+@pytest.mark.parametrize("key", ["defaults", "nobus"])
+def test_records_match_the_verilog(key, generated):
+    """Each JSON record's params, ports (checked against the Verilog) and timing."""
+    g = generated(key)
+    fmt = g["fmt"]
+    for kind, ports_of, module in (("tile", tile_ports, "sched_tile"), ("ring", ring_ports, "sched_ring"),
+                                   ("counter", counter_ports, "sched_counter")):
+        rec = json.loads(g[kind].sidecar.read_text())
+        assert rec["module"] == module and rec["family"] == "sched"
+        assert FabricParams.from_dict(rec["params"]) == fmt
+        assert rec["ports"] == json.loads(json.dumps(ports_of(fmt)))
+        check_rtl_ports(g[kind].verilog, module, rec)
+    tile = json.loads(g["tile"].sidecar.read_text())
+    assert tile["ports"]["ld_data"]["width"] == fmt.ew == 64
+    assert tile["ports"]["issue_entry"]["width"] == fmt.ew
+    assert tile["ports"]["err"]["width"] == len(FabricParams.ERR_NAMES)
+    assert tile["ports"]["ld_addr"]["width"] == ld_addr_width(fmt)
+    tim = tile["timing"]
+    assert (tim["p_send"], tim["p_recv"], tim["fetch_lead"]) == (1, 1, FabricParams.FETCH_LEAD)
+    assert tim["l_path"] == fmt.l_path(1) and tim["l_alu"] == fmt.l_alu
+    assert tim["l_bus"] == (fmt.l_bus if fmt.bus else None)
+    ring = json.loads(g["ring"].sidecar.read_text())
+    assert ring["ports"]["issue_entry"]["width"] == fmt.nt * fmt.ew
+    assert ring["ports"]["tile_count"]["width"] == fmt.nt * fmt.cw
+    assert ring["ports"]["ld_tile"]["width"] == tile_sel_width(fmt)
+    assert ring["timing"]["l_path_hops"]["1"] == fmt.l_path(1)
+
+
+def test_no_handshake_ports(generated):
+    """No port between blocks is ready/ack/stall/credit/busy/irq/grant (parsed from the
+    generated port lists); links carry valid + data only."""
+    for key in ("defaults", "nobus", "nt4"):
+        g = generated(key)
+        for kind, module in (("tile", "sched_tile"), ("ring", "sched_ring"), ("counter", "sched_counter")):
+            names = module_ports(g[kind].verilog, module)
+            assert names, module
+            bad = [n for n in names if HANDSHAKE.search(n)]
+            assert bad == [], (module, bad)
+        link = [n for n in module_ports(g["tile"].verilog, "sched_tile") if n.startswith(("in_", "out_"))]
+        assert sorted(link) == ["in_data", "in_valid", "out_data", "out_valid"]
+
+
+def test_deterministic(tmp_path, generated):
+    """Same parameters, byte-identical Verilog and record; no date line."""
+    g = generated("defaults")
+    fmt = g["fmt"]
+    for kind, emit in (("tile", emit_tile), ("ring", emit_ring), ("counter", emit_counter)):
+        again = emit(fmt, tmp_path / kind)
+        assert again.verilog.read_bytes() == g[kind].verilog.read_bytes(), kind
+        assert again.sidecar.read_bytes() == g[kind].sidecar.read_bytes(), kind
+        assert "Date" not in again.verilog.read_text()
+
+
+def test_deterministic_across_hash_seeds(tmp_path, generated):
+    """A process with another string-hash seed writes the same bytes (gen/common.py
+    converts under PYTHONHASHSEED=0)."""
+    code = ("import sys; from lockstep.gen.sched import emit_tile; "
+            "from lockstep.models.formats import FabricParams; emit_tile(FabricParams(), sys.argv[1])")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True,
+                   env={**os.environ, "PYTHONHASHSEED": "7"})
+    assert (tmp_path / "sched_tile.v").read_bytes() == generated("defaults")["tile"].verilog.read_bytes()
+
+
+@pytest.mark.parametrize("emit", [emit_tile, emit_ring, emit_counter])
+def test_refusals(emit, tmp_path):
+    """Wrong parameter type and keyword names are refused; FabricParams names bad fields."""
+    with pytest.raises(ParamError, match="FabricParams"):
+        emit(FabricParams().to_dict(), tmp_path)
+    with pytest.raises(ParamError, match="keyword"):
+        emit(FabricParams(), tmp_path, name="logic")
+    for field, bad in (("cw", 7), ("nt", 1), ("aw", 11), ("buf_d", 0), ("l_alu", 5), ("hop_lat", 0)):
+        with pytest.raises(ParamError, match=rf"FabricParams\.{field}="):
+            FabricParams(**{field: bad})
+    assert check_name("sched_tile") == "sched_tile"
+
+
+# ---------------------------------------------------------------------------------------
+# directed simulations (Icarus)
+
+
+def ring_tb(fmt: FabricParams, loads: list[tuple[int, int, int, int]], cycles: int) -> str:
+    """A plain Verilog testbench: reset, load (tile, sel, addr, word) one per cycle, run
+    ``cycles`` cycles printing every event of the cycle at its closing edge, then the
+    final err/err_cnt/halted and every non-zero data word (debug port)."""
+    ew, cw, dw, aw, nt, eb = fmt.ew, fmt.cw, fmt.dw, fmt.aw, fmt.nt, fmt.err_bits
+    ld = "\n".join(f"  ld_we = 1; ld_tile = {t}; ld_sel = {s}; ld_addr = {a}; ld_data = {ew}'h{w:x}; @(posedge clk); #1;"
+                   for t, s, a, w in loads)
+    return f"""`timescale 1ns/1ps
+module tb;
+reg clk = 0, rst = 1, run = 0, ld_we = 0, ld_sel = 0;
+reg [{tile_sel_width(fmt) - 1}:0] ld_tile = 0, dbg_tile = 0;
+reg [{ld_addr_width(fmt) - 1}:0] ld_addr = 0;
+reg [{ew - 1}:0] ld_data = 0;
+reg [{aw - 1}:0] dbg_addr = 0;
+wire [{cw - 1}:0] count, bus_err_cnt;
+wire [{nt * cw - 1}:0] tile_count, err_cnt;
+wire [{nt - 1}:0] issue, halted;
+wire [{nt * ew - 1}:0] issue_entry;
+wire [{nt * 4 - 1}:0] wr_en;
+wire [{nt * 4 * aw - 1}:0] wr_addr;
+wire [{nt * 4 * dw - 1}:0] wr_data;
+wire [{nt * eb - 1}:0] err;
+wire [{nt * 3 - 1}:0] out_valid;
+wire [{nt * 3 * dw - 1}:0] out_data;
+wire bus_valid;
+wire [{dw - 1}:0] bus_data, dbg_rdata;
+wire [{eb - 1}:0] bus_err;
+sched_ring dut(.clk(clk), .rst(rst), .run(run), .count(count), .ld_we(ld_we), .ld_tile(ld_tile),
+  .ld_sel(ld_sel), .ld_addr(ld_addr), .ld_data(ld_data), .tile_count(tile_count), .issue(issue),
+  .issue_entry(issue_entry), .wr_en(wr_en), .wr_addr(wr_addr), .wr_data(wr_data), .err(err),
+  .err_cnt(err_cnt), .halted(halted), .out_valid(out_valid), .out_data(out_data), .bus_valid(bus_valid),
+  .bus_data(bus_data), .bus_err(bus_err), .bus_err_cnt(bus_err_cnt), .dbg_tile(dbg_tile),
+  .dbg_addr(dbg_addr), .dbg_rdata(dbg_rdata));
+always #5 clk = ~clk;
+integer t, p, s, a;
+always @(posedge clk) if (run) begin
+  for (t = 0; t < {nt}; t = t + 1) begin
+    if (tile_count[t*{cw} +: {cw}] != count) $display("X %0d %0d", count, t);
+    if (issue[t]) $display("I %0d %0d %0h", count, t, issue_entry[t*{ew} +: {ew}]);
+    for (p = 0; p < 3; p = p + 1)
+      if (out_valid[t*3+p]) $display("W %0d %0d %0d %0h", count, t, p, out_data[(t*3+p)*{dw} +: {dw}]);
+      else if (out_data[(t*3+p)*{dw} +: {dw}] != 0) $display("X %0d %0d", count, t);
+    for (s = 0; s < 4; s = s + 1)
+      if (wr_en[t*4+s]) $display("M %0d %0d %0d %0h %0h", count, t, s, wr_addr[(t*4+s)*{aw} +: {aw}],
+                                 wr_data[(t*4+s)*{dw} +: {dw}]);
+  end
+  if (bus_valid) $display("B %0d %0h", count, bus_data);
+end
+initial begin
+  @(posedge clk); @(posedge clk); #1;
+  rst = 0;
+{ld}
+  ld_we = 0;
+  run = 1;
+  repeat ({cycles}) @(posedge clk);
+  #1 run = 0;
+  for (t = 0; t < {nt}; t = t + 1)
+    $display("F %0d %0h %0d %0d", t, err[t*{eb} +: {eb}], err_cnt[t*{cw} +: {cw}], halted[t]);
+  $display("G %0h %0d", bus_err, bus_err_cnt);
+  for (t = 0; t < {nt}; t = t + 1)
+    for (a = 0; a < {fmt.words}; a = a + 1) begin
+      dbg_tile = t; dbg_addr = a; #1;
+      if (dbg_rdata != 0) $display("D %0d %0h %0h", t, a, dbg_rdata);
+    end
+  $finish;
+end
+endmodule
+"""
+
+
+class Trace:
+    """Events printed by :func:`ring_tb`, as sets of int tuples."""
+
+    def __init__(self, text: str):
+        rows = [ln.split() for ln in text.splitlines() if ln[:2] in {f"{k} " for k in "IWMBFGDX"}]
+        conv = {"I": (10, 10, 16), "W": (10, 10, 10, 16), "M": (10, 10, 10, 16, 16), "B": (10, 16),
+                "F": (10, 16, 10, 10), "G": (16, 10), "D": (10, 16, 16), "X": (10, 10)}
+        self.ev: dict[str, set] = {k: set() for k in conv}
+        for r in rows:
+            self.ev[r[0]].add(tuple(int(v, b) for v, b in zip(r[1:], conv[r[0]])))
+
+    def issues(self, tile: int) -> list[tuple[int, int]]:
+        return sorted((c, w) for c, t, w in self.ev["I"] if t == tile)
+
+    def final(self, tile: int) -> tuple[int, int, int]:
+        return next((e, c, h) for t, e, c, h in self.ev["F"] if t == tile)
+
+
+@pytest.fixture(scope="module")
+def sim_ring(tmp_path_factory):
+    """Run a program on a generated ring (one RTL per parameter set, one TB per run)."""
+    if shutil.which("iverilog") is None:
+        pytest.skip("iverilog not on PATH")
+    root = tmp_path_factory.mktemp("sched_sim")
+    rtl: dict[FabricParams, Path] = {}
+    runs = [0]
+
+    def run(fmt: FabricParams, program: dict[int, list[int]], data: dict[int, dict[int, int]] | None = None,
+            cycles: int = 30) -> Trace:
+        if fmt not in rtl:
+            rtl[fmt] = emit_ring(fmt, root / f"rtl{len(rtl)}").verilog
+        loads = [(t, 0, i, w) for t, ws in program.items() for i, w in enumerate(ws)]
+        loads += [(t, 1, a, v) for t, m in (data or {}).items() for a, v in m.items()]
+        runs[0] += 1
+        work = root / f"run{runs[0]}"
+        work.mkdir()
+        (work / "tb.v").write_text(ring_tb(fmt, loads, cycles))
+        subprocess.run(["iverilog", "-g2012", "-o", str(work / "sim.vvp"), "-s", "tb", str(work / "tb.v"),
+                        str(rtl[fmt])], check=True, capture_output=True, text=True)
+        out = subprocess.run(["vvp", "-n", str(work / "sim.vvp")], check=True, capture_output=True, text=True).stdout
+        tr = Trace(out)
+        assert tr.ev["X"] == set(), "a local counter differs from the chip counter, or out_data without valid"
+        return tr
+
+    return run
+
+
+def test_sim_legal_ring(sim_ring):
+    """A legal three-tile program: back-to-back issue, SEND -> RECV at T + l_path, the bus
+    (two TAPs at T + l_bus - 1: the bus input is unbuffered), VADD/DOT write cycles, a P = 1 periodic block right after HDR_GAP and
+    an entry right after the block; no error anywhere."""
+    f = SIM
+    lp, lb, la = f.l_path(1), f.l_bus, f.l_alu
+    t0 = [enc(f, 2, "SEND", port=1, a=0x10, n=3), enc(f, 3, "VADD", a=0x10, b=0x14, d=0x20, n=2),
+          enc(f, 4, "SEND", port=2, a=0x18), enc(f, 5, "HALT")]
+    body = enc(f, 0, "SEND", port=1, a=0)
+    t1 = [enc(f, 2 + lp, "RECV", port=0, d=0, n=3), enc(f, 4 + lb - 1, "TAP", port=2, d=8),
+          enc(f, 8, "DOT", a=0, b=0, d=0x30, n=3), enc(f, 10, "PERIODIC", a=1, b=1, n=4), body,
+          enc(f, 14, "HALT")]
+    t2 = [enc(f, 4 + lb - 1, "TAP", port=2, d=5), enc(f, 10 + lp, "RECV", port=0, d=0x10, n=4),
+          enc(f, 20, "HALT")]
+    data = {0: {0x10: 5, 0x11: 6, 0x12: 7, 0x14: 100, 0x15: 200, 0x18: 0xBEEF}}
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, data)
+
+    assert tr.issues(0) == [(w >> field_lsb(f)["t"][0], w) for w in t0]  # T = 2, 3, 4, 5 back to back
+    assert tr.issues(1) == [(5, t1[0]), (6, t1[1]), (8, t1[2])] + [(10 + r, retime(f, body, 10 + r))
+                                                                     for r in range(4)] + [(14, t1[5])]
+    assert tr.issues(2) == [(6, t2[0]), (13, t2[1]), (20, t2[2])]
+    words = {(3, 0, 1, 5), (4, 0, 1, 6), (5, 0, 1, 7), (5, 0, 2, 0xBEEF)}
+    words |= {(11 + r, 1, 1, 5) for r in range(4)}  # SEND at 10+r, word i=0 on out during 10+r+1
+    assert tr.ev["W"] == words
+    assert tr.ev["B"] == {(6, 0xBEEF)}  # out[2] in 5 -> bus register in 6
+    writes = {(3 + la - 1, 0, 3, 0x20, 105), (4 + la - 1, 0, 3, 0x21, 206)}  # VADD: end of n+i+l_alu-1
+    writes |= {(5, 1, 0, 0, 5), (6, 1, 0, 1, 6), (7, 1, 0, 2, 7), (6, 1, 2, 8, 0xBEEF)}
+    writes |= {(8 + 3 - 1 + la - 1, 1, 3, 0x30, 25 + 36 + 49)}  # DOT: end of n+N-1+l_alu-1
+    writes |= {(6, 2, 2, 5, 0xBEEF)} | {(13 + i, 2, 0, 0x10 + i, 5) for i in range(4)}
+    assert tr.ev["M"] == writes
+    for t in range(3):
+        assert tr.final(t) == (0, 0, 1)  # no error, halted by HALT
+    assert tr.ev["G"] == {(0, 0)}
+    assert {(0, 0x20, 105), (0, 0x21, 206), (1, 0x30, 110), (1, 8, 0xBEEF), (2, 0x13, 5)} <= tr.ev["D"]
+
+
+def test_sim_sustained_issue(sim_ring):
+    """One issue per cycle indefinitely: eight ordinary entries, then (HDR_GAP) a P = 1
+    block of 256 repetitions and an entry right after it; P = 2 and P = 3 bodies that tile
+    every count, one of them starting the program at FETCH_LEAD + 1 (header read)."""
+    f = SIM
+    t0 = [enc(f, 2 + k) for k in range(8)] + [enc(f, 11, "PERIODIC", a=1, b=1, n=256), enc(f, 0),
+                                               enc(f, 11 + 256, "HALT")]
+    t1 = [enc(f, f.FETCH_LEAD + 1, "PERIODIC", a=2, b=2, n=10), enc(f, 0), enc(f, 1), enc(f, 23, "HALT")]
+    t2 = [enc(f, 2), enc(f, 4, "PERIODIC", a=3, b=3, n=5), enc(f, 0), enc(f, 1), enc(f, 2), enc(f, 19, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, cycles=280)
+    assert [c for c, _ in tr.issues(0)] == list(range(2, 10)) + list(range(11, 11 + 257))
+    assert [c for c, _ in tr.issues(1)] == list(range(3, 24))
+    assert [c for c, _ in tr.issues(2)] == [2] + list(range(4, 20))
+    assert tr.issues(2)[5] == (8, retime(f, t2[3], 8))  # rep 1, d = 1: 4 + 3 + 1
+    for t in range(3):
+        assert tr.final(t) == (0, 0, 1)
+
+
+def test_sim_missed_decomp_opcode(sim_ring):
+    """An out-of-order entry raises MISSED in the cycle after its predecessor issues
+    (expansion T = base + r*P + d before it); a bad header becomes a poison entry
+    (DECOMP at T = base); a reserved opcode raises OPCODE; neither is issued; all halt."""
+    f = SIM
+    t0 = [enc(f, 2, "PERIODIC", a=6, b=2, n=3), enc(f, 1), enc(f, 4), enc(f, 19), enc(f, 17), enc(f, 30, "HALT")]
+    t1 = [enc(f, 3, "PERIODIC", a=0, b=1, n=1), enc(f, 6), enc(f, 9, "HALT")]
+    t2 = [enc(f, 4, 7), enc(f, 8, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2})
+    exp0 = [(2 + r * 6 + d, retime(f, w, 2 + r * 6 + d)) for r in range(3) for d, w in ((1, t0[1]), (4, t0[2]))]
+    assert tr.issues(0) == exp0 + [(19, t0[3])]
+    assert tr.final(0) == (ERR["MISSED"], 20, 1)  # head T=17 is past in cycle 20
+    assert tr.issues(1) == []
+    assert tr.final(1) == (ERR["DECOMP"], 3, 1)
+    assert tr.issues(2) == []
+    assert tr.final(2) == (ERR["OPCODE"], 4, 1)
+
+
+def test_sim_busy_underflow_bad_body(sim_ring):
+    """BUSY (not issued), UNDERFLOW on an empty buffer (the word arrives one cycle later),
+    and a bad body entry (d >= P) poisoning its own T after the good entries before it."""
+    f = SIM
+    t0 = [enc(f, 2, "SEND", port=1, a=0, n=4), enc(f, 4, "SEND", port=1, a=0), enc(f, 9, "HALT")]
+    t1 = [enc(f, 2 + f.l_path(1) - 1, "RECV", port=0, d=0), enc(f, 9, "HALT")]
+    t2 = [enc(f, 3, "PERIODIC", a=4, b=2, n=3), enc(f, 0), enc(f, 4), enc(f, 12, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2})
+    assert tr.issues(0) == [(2, t0[0])]
+    assert tr.final(0) == (ERR["BUSY"], 4, 1)
+    assert {w for w in tr.ev["W"] if w[1] == 0} == {(3 + i, 0, 1, 0) for i in range(4)}  # runs to completion
+    early = 2 + f.l_path(1) - 1  # one cycle before word 0 can be popped
+    assert tr.issues(1) == [(early, t1[0])]
+    assert tr.final(1) == (ERR["UNDERFLOW"], early, 1)
+    assert tr.issues(2) == [(3, retime(f, t2[1], 3))]
+    assert tr.final(2) == (ERR["DECOMP"], 3 + 4, 1)  # poison at base + 0*P + d
+
+
+def test_sim_collision_wconf_overflow_tapidle(sim_ring):
+    """Two bus drivers (COLLISION on the bus, lowest tile wins), a TAP and the ALU writing
+    one address in one cycle (WCONF, ALU wins), a word reaching a full buffer (OVERFLOW,
+    after the tile halted), a TAP of an idle input (TAP_IDLE)."""
+    f = SIM
+    t0 = [enc(f, 2, "SEND", port=2, a=0), enc(f, 5, "TAP", port=0, d=9), enc(f, 20, "HALT")]
+    t1 = [enc(f, 2, "SEND", port=2, a=0), enc(f, 3, "SEND", port=1, a=1, n=f.buf_d + 1), enc(f, 20, "HALT")]
+    t2 = [enc(f, 3, "VADD", a=0, b=0, d=5), enc(f, 4, "TAP", port=2, d=5), enc(f, 20, "HALT")]
+    data = {0: {0: 0x1111}, 1: {0: 0x2222, 1: 1, 2: 2, 3: 3, 4: 4, 5: 5}, 2: {0: 7}}
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, data)
+    assert tr.ev["B"] == {(4, 0x1111)}
+    assert tr.ev["G"] == {(ERR["COLLISION"], 3)}
+    assert {m for m in tr.ev["M"] if m[1] == 2} == {(4, 2, 2, 5, 0x1111), (4, 2, 3, 5, 14)}
+    assert (2, 5, 14) in tr.ev["D"]
+    # word i of tile 1's SEND at 3 is on tile 2's in[0] in 3 + 1 + hop_lat + i; the
+    # (buf_d+1)-th finds the buffer full
+    assert tr.final(2) == (ERR["WCONF"] | ERR["OVERFLOW"], 4, 1)
+    assert tr.final(0) == (ERR["TAP_IDLE"], 5, 1)
+    assert tr.final(1) == (0, 0, 1)
+
+
+def test_sim_other_parameters(sim_ring):
+    """nt = 2, hop_lat = 3, l_alu = 1, no bus: RECV exactly at T + l_path, ALU writes at
+    the end of the read cycle, and the bus port raises OPCODE."""
+    f = FabricParams(cw=8, nt=2, dw=8, aw=4, sd=8, hop_lat=3, buf_d=2, l_alu=1, bus=False)
+    lp = f.l_path(1)
+    t0 = [enc(f, 2, "SEND", port=0, a=1, n=2), enc(f, 3, "VMUL", a=1, b=2, d=3, n=2), enc(f, 9, "SEND", port=2),
+          enc(f, 12, "HALT")]
+    t1 = [enc(f, 2 + lp, "RECV", port=1, d=0, n=2), enc(f, 12, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1}, {0: {1: 3, 2: 5, 3: 7}}, cycles=20)
+    assert {(c, t, s, a, v) for c, t, s, a, v in tr.ev["M"]} == {
+        (3, 0, 3, 3, 15), (4, 0, 3, 4, 75), (2 + lp, 1, 1, 0, 3), (3 + lp, 1, 1, 1, 5)}  # 75 = 5 * mem[3] (= 15)
+    assert tr.ev["W"] == {(3, 0, 0, 3), (4, 0, 0, 5)}
+    assert tr.issues(0) == [(2, t0[0]), (3, t0[1])]
+    assert tr.final(0) == (ERR["OPCODE"], 9, 1)
+    assert tr.final(1) == (0, 0, 1)
+    assert tr.ev["B"] == set() and tr.ev["G"] == {(0, 0)}
+
+
+@NEED_ICARUS
+def test_sim_counter_wrap(tmp_path):
+    """CW = 8: count + 1 per run cycle, holds while run = 0, one wrap pulse per 2**8."""
+    f = FabricParams(cw=8)
+    em = emit_counter(f, tmp_path)
+    tb = f"""`timescale 1ns/1ps
+module tb;
+reg clk = 0, rst = 1, run = 0;
+wire [7:0] count;
+wire wrap;
+integer k;
+sched_counter dut(.clk(clk), .rst(rst), .run(run), .count(count), .wrap(wrap));
+always #5 clk = ~clk;
+always @(posedge clk) if (!rst) $display("C %0d %0d %0d", k, count, wrap);
+initial begin
+  k = 0;
+  @(posedge clk); #1 rst = 0; run = 1;
+  while (k < 600) begin @(posedge clk); #1 k = k + 1; run = !(k >= 300 && k < 303); end
+  $finish;
+end
+endmodule
+"""
+    (tmp_path / "tb.v").write_text(tb)
+    subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "c.vvp"), "-s", "tb", str(tmp_path / "tb.v"),
+                    str(em.verilog)], check=True)
+    rows = [tuple(map(int, ln.split()[1:])) for ln in subprocess.run(
+        ["vvp", "-n", str(tmp_path / "c.vvp")], check=True, capture_output=True, text=True).stdout.splitlines()
+        if ln.startswith("C ")]
+    ref, prev, wraps = 0, None, []
+    for k, count, wrap in rows:
+        assert count == ref % 256, k
+        assert wrap == int(prev == 255 and count == 0), k
+        if wrap:
+            wraps.append(k)
+        prev = count
+        ref += 0 if 300 <= k < 303 else 1
+    assert wraps == [256, 515]  # the second wrap is 3 cycles late: run was low 3 cycles
+
+
+def test_sim_forward(sim_ring):
+    """FWD relays in[prev] to out[next] one cycle later (valid included, idle samples send
+    nothing); forwarded words are not pushed into the relay's buffer (a later RECV
+    underflows)."""
+    f = SIM
+    t0 = [enc(f, 2, "SEND", port=1, a=0, n=3), enc(f, 9, "HALT")]
+    at1 = 2 + f.P_SEND + f.hop_lat  # word 0 on tile 1's in[0]
+    t1 = [enc(f, at1, "FWD", port=1, b=0, n=4), enc(f, 10, "RECV", port=0, d=0), enc(f, 12, "HALT")]
+    at2 = at1 + 1 + f.hop_lat  # word 0 on tile 2's in[0]
+    t2 = [enc(f, at2 + f.P_RECV, "RECV", port=0, d=0x20, n=3), enc(f, 20, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, {0: {0: 11, 1: 12, 2: 13}})
+    assert {w for w in tr.ev["W"] if w[1] == 1} == {(at1 + 1 + i, 1, 1, 11 + i) for i in range(3)}
+    assert {m for m in tr.ev["M"] if m[1] == 2} == {(at2 + 1 + i, 2, 0, 0x20 + i, 11 + i) for i in range(3)}
+    assert tr.final(1) == (ERR["UNDERFLOW"], 10, 1)
+    assert tr.final(2) == (0, 0, 1)
+
+
+def test_sim_fetch_lead(sim_ring):
+    """Start-up: the head is looked at from cycle FETCH_LEAD (FETCH_LEAD + 1 after a
+    leading periodic header), so an earlier first T is MISSED right then."""
+    f = SIM
+    lead = f.FETCH_LEAD
+    t0 = [enc(f, lead - 1), enc(f, 9, "HALT")]
+    t1 = [enc(f, lead, "PERIODIC", a=4, b=1, n=2), enc(f, 0), enc(f, 9, "HALT")]
+    t2 = [enc(f, lead), enc(f, lead + 1), enc(f, lead + 2), enc(f, lead + 3, "PERIODIC", a=4, b=1, n=1), enc(f, 0),
+          enc(f, 9, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, cycles=12)
+    assert tr.issues(0) == [] and tr.final(0) == (ERR["MISSED"], lead, 1)
+    assert tr.issues(1) == [] and tr.final(1) == (ERR["MISSED"], lead + 1, 1)
+    # illegal (HDR_GAP): a block whose first entry follows back-to-back issues by one
+    # count; the header read makes it one cycle late on this RTL (the golden model does
+    # not model that bubble)
+    assert [c for c, _ in tr.issues(2)] == [lead, lead + 1, lead + 2]
+    assert tr.final(2) == (ERR["MISSED"], lead + 4, 1)
+
+
+def test_sim_opcode_variants(sim_ring):
+    """OPCODE for UNIT != 0 (with BUSY in the same cycle), RECV on the unbuffered bus
+    port, and a FWD source port 3; none issues, each tile halts."""
+    f = SIM
+    t0 = [enc(f, 2, "SEND", port=1, a=0, n=4), enc(f, 3, "SEND", port=1, unit=1), enc(f, 9, "HALT")]
+    t1 = [enc(f, 2, "RECV", port=2, d=0), enc(f, 9, "HALT")]
+    t2 = [enc(f, 2, "FWD", port=1, b=3), enc(f, 9, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, cycles=12)
+    assert tr.issues(0) == [(2, t0[0])] and tr.final(0) == (ERR["OPCODE"] | ERR["BUSY"], 3, 1)
+    assert tr.issues(1) == [] and tr.final(1) == (ERR["OPCODE"], 2, 1)
+    assert tr.issues(2) == [] and tr.final(2) == (ERR["OPCODE"], 2, 1)

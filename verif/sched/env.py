@@ -1,0 +1,378 @@
+"""pyuvm environment of the counter-timed ring (``sched_ring``): the whole event trace,
+cycle by cycle, against the golden executor.
+
+The contract is docs/sched.md. A test picks a program (``program`` option):
+
+* ``fig2a``, ``schedule_c``, ``periodic6``: the patent's examples (directed);
+* ``random``: a random legal program (the linter must accept it);
+* ``illegal:<RULE>``: a random legal program broken in one rule class; the executor
+  predicts the error bit, tile and cycle, and the RTL must raise exactly that;
+* ``asm:<path>``: an assembly file (docs/sched.md section 10), e.g. the example a user
+  edits and runs with ``make sim TEST=sched_example``.
+
+Flow: :class:`ProgramLoader` (the driver) writes every tile's whole schedule and data
+image through the load port (memories are not reset: ``--x-initial unique``), then
+raises ``run``. :class:`TraceMonitor` samples the taps of every cycle and rebuilds the
+event list of section 8 (issue, link word, bus word, memory write, error) with the cycle
+each happened in, checking on the way that every tile's local counter equals the chip
+counter and that the chip counter advances by exactly one per cycle.
+:class:`TraceScoreboard` compares the whole trace, the final memories (read back through
+the debug port), the sticky error vectors with the cycle of the first error, the halted
+flags and the bus error with the executor's :class:`~lockstep.models.sched.Run`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ReadOnly, RisingEdge, Timer
+from pyuvm import ConfigDB, uvm_component, uvm_env, uvm_test
+
+from lockstep.models import sched
+from lockstep.models.formats import FabricParams
+
+from ..agents.timed import LoadPort, TapSampler
+from ..context import TbContext, start
+from ..coverage import Covergroup
+
+__all__ = ["SchedTest", "make_program", "PROGRAMS"]
+
+#: Directed programs by option name.
+PROGRAMS = {
+    "fig2a": lambda p, rng: sched.fig2a_program(p),
+    "schedule_c": lambda p, rng: sched.schedule_c_program(p),
+    "periodic6": lambda p, rng: sched.periodic6_program(p)[0],
+    "periodic6_expanded": lambda p, rng: sched.periodic6_program(p)[1],
+}
+
+
+def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Program, Any]:
+    """The program a test runs, and what it expects of the errors (``None`` for a legal
+    program; for ``illegal:<RULE>`` the expectation of :func:`sched.illegal_variant`).
+
+    Raises:
+        ValueError: an unknown program name, or a legal program the linter rejects.
+    """
+    rng = np.random.default_rng(seed)
+    expected = None
+    if name in PROGRAMS:
+        program = PROGRAMS[name](params, rng)
+    elif name == "random":
+        program = sched.random_program(rng, params)
+    elif name == "random_wrap":
+        # about half of the wrap-crowded programs have a transfer in flight across the
+        # wrap; draw until one does (deterministic for a seed), so every run covers it
+        for _ in range(64):
+            program = sched.random_program(rng, params, wrap=True)
+            if _crosses_wrap(sched.execute(program).trace, params):
+                break
+        else:
+            raise ValueError("no random program with a transfer across the wrap in 64 draws")
+    elif name.startswith("illegal:"):
+        program, expected = sched.illegal_variant(rng, sched.random_program(rng, params), name.split(":", 1)[1])
+    elif name.startswith("asm:"):
+        path = Path(name.split(":", 1)[1])
+        if not path.is_absolute():
+            path = Path(__file__).resolve().parents[2] / path
+        program = sched.assemble(path.read_text(), params)
+    else:
+        raise ValueError(f"unknown program {name!r}: use {sorted(PROGRAMS)}, random, illegal:<RULE> or asm:<path>")
+    if expected is None:
+        problems = sched.lint(program)
+        if problems:
+            raise ValueError(f"program {name!r} is not legal:\n  " + "\n  ".join(map(str, problems[:10])))
+    return program, expected
+
+
+def _crosses_wrap(trace: list[tuple], params: FabricParams) -> bool:
+    """Does a link carry consecutive words across count ``2**cw - 1 -> 0``?"""
+    words = {(e[0], e[2], e[3]) for e in trace if e[1] == "word"}
+    return any(c % (1 << params.cw) == 0 and (c - 1, t, q) in words for c, t, q in words)
+
+
+class TraceMonitor(uvm_component):
+    """Rebuilds the event trace from the taps, cycle by cycle (see the module docstring)."""
+
+    def build_phase(self) -> None:
+        self.events: list[tuple] = []
+        self.problems: list[str] = []
+
+    def start_sampling(self, params: FabricParams) -> TapSampler:
+        dut = cocotb.top
+        self.p = params
+        self.prev_err = [0] * params.nt
+        self.prev_bus_err = 0
+        names = ["count", "tile_count", "issue", "issue_entry", "out_valid", "out_data", "wr_en", "wr_addr",
+                 "wr_data", "err", "bus_valid", "bus_data", "bus_err"]
+        return TapSampler(dut.clk, {n: getattr(dut, n) for n in names}, self._cycle)
+
+    def _cycle(self, k: int, v: dict[str, int]) -> None:
+        p = self.p
+        mask = (1 << p.cw) - 1
+        if v["count"] != k & mask:
+            self.problems.append(f"cycle {k}: chip count is {v['count']}, expected {k & mask} (+1 per cycle, no stall)")
+        for t in range(p.nt):
+            local = (v["tile_count"] >> (t * p.cw)) & mask
+            if local != v["count"]:
+                self.problems.append(f"cycle {k}: tile {t} local count {local} != chip count {v['count']}")
+        ev = self.events
+        if v["issue"]:
+            for t in range(p.nt):
+                if v["issue"] >> t & 1:
+                    ev.append((k, "issue", t, (v["issue_entry"] >> (t * p.ew)) & ((1 << p.ew) - 1)))
+        if v["out_valid"]:
+            dmask = (1 << p.dw) - 1
+            for t in range(p.nt):
+                for port in range(p.PORTS):
+                    j = t * p.PORTS + port
+                    if v["out_valid"] >> j & 1:
+                        ev.append((k, "word", t, port, (v["out_data"] >> (j * p.dw)) & dmask))
+        if v["bus_valid"]:
+            ev.append((k, "bus", -1, v["bus_data"]))
+        if v["wr_en"]:
+            for t in range(p.nt):
+                for src in range(4):
+                    j = t * 4 + src
+                    if v["wr_en"] >> j & 1:
+                        ev.append((k, "write", t, src, (v["wr_addr"] >> (j * p.aw)) & ((1 << p.aw) - 1),
+                                   (v["wr_data"] >> (j * p.dw)) & ((1 << p.dw) - 1)))
+        # a bit raised in cycle c is registered at the end of c: it shows in cycle c+1
+        emask = (1 << p.err_bits) - 1
+        for t in range(p.nt):
+            e = (v["err"] >> (t * p.err_bits)) & emask
+            new = e & ~self.prev_err[t]
+            if new:
+                ev.append((k - 1, "err", t, new))
+            self.prev_err[t] = e
+        new = v["bus_err"] & ~self.prev_bus_err
+        if new:
+            ev.append((k - 1, "err", -1, new))
+        self.prev_bus_err = v["bus_err"]
+
+
+class ProgramLoader(uvm_component):
+    """Loads the program through the load port, then raises ``run`` (the driver)."""
+
+    async def load(self, program: sched.Program) -> int:
+        """Write every tile's schedule and data image; returns the cycles it took."""
+        port = LoadPort(cocotb.top)
+        port.idle()
+        p = program.params
+        for t in range(p.nt):
+            await port.write(0, program.schedule_image(t), tile=t)
+            await port.write(1, [int(x) for x in program.data_image(t)], tile=t)
+        return port.words
+
+
+class TraceScoreboard(uvm_component):
+    """Compares the DUT's trace and final state with the executor's (check phase)."""
+
+    def check(self, ctx: TbContext, program: sched.Program, golden: Any, got: list[tuple],
+              final: dict[str, Any], monitor_problems: list[str], expected: Any) -> list[str]:
+        errors = list(monitor_problems[:10])
+        want = sorted(golden.trace)
+        have = sorted(got)
+        if want != have:
+            errors += _diff(want, have)
+        p = program.params
+        for t in range(p.nt):
+            if not np.array_equal(final["mems"][t], np.asarray(golden.mems[t]) & ((1 << p.dw) - 1)):
+                bad = np.nonzero(final["mems"][t] != (np.asarray(golden.mems[t]) & ((1 << p.dw) - 1)))[0]
+                a = int(bad[0])
+                errors.append(f"tile {t}: final memory differs at {len(bad)} address(es); first mem[{a}] = "
+                              f"{int(final['mems'][t][a])}, golden {int(golden.mems[t][a])}")
+            if final["err"][t] != golden.err[t]:
+                errors.append(f"tile {t}: err = {_bits(final['err'][t])}, golden {_bits(golden.err[t])}")
+            elif golden.err[t] and final["err_cnt"][t] != golden.err_cnt[t]:
+                errors.append(f"tile {t}: first error at count {final['err_cnt'][t]}, golden {golden.err_cnt[t]}")
+            if final["halted"][t] != bool(golden.halted[t]):
+                errors.append(f"tile {t}: halted = {final['halted'][t]}, golden {bool(golden.halted[t])}")
+        if final["bus_err"] != golden.bus_err:
+            errors.append(f"bus_err = {_bits(final['bus_err'])}, golden {_bits(golden.bus_err)}")
+        elif golden.bus_err and final["bus_err_cnt"] != golden.bus_err_cnt:
+            errors.append(f"bus collision at count {final['bus_err_cnt']}, golden {golden.bus_err_cnt}")
+        if expected is None and (any(golden.err) or golden.bus_err):
+            errors.append(f"the golden run of a legal program raised errors {golden.err}: model or linter bug")
+        if expected is not None:
+            errors += _expected_errors(golden, expected)
+        return errors
+
+
+def _bits(err: int) -> str:
+    names = [n for i, n in enumerate(FabricParams.ERR_NAMES) if err >> i & 1]
+    return f"{err:#x} ({', '.join(names) or 'none'})"
+
+
+def _diff(want: list[tuple], have: list[tuple]) -> list[str]:
+    """Readable description of two differing traces: counts per kind, first divergence."""
+    out = []
+    kinds = sorted({e[1] for e in want} | {e[1] for e in have})
+    for kind in kinds:
+        w = [e for e in want if e[1] == kind]
+        h = [e for e in have if e[1] == kind]
+        if w != h:
+            missing = sorted(set(w) - set(h))
+            extra = sorted(set(h) - set(w))
+            out.append(f"{kind} events: {len(h)} seen, {len(w)} expected; "
+                       f"first missing {missing[:3]}; first unexpected {extra[:3]}")
+    return out
+
+
+def _expected_errors(golden: Any, expected: Any) -> list[str]:
+    """The golden run of an illegal program must raise exactly what the variant predicted
+    (from the program's structure, not from running it): bits, tile and cycle of the
+    first error event. The RTL is then held to the golden run by the trace comparison."""
+    first = next((e for e in sorted(golden.trace) if e[1] == "err"), None)
+    if first is None:
+        return [f"illegal program ({expected.rule}: {expected.detail}): the golden run raised no error"]
+    if (first[0], first[2], first[3]) != (expected.cycle, expected.tile, expected.bits):
+        return [f"illegal program ({expected.rule}): first golden error {_bits(first[3])} on tile {first[2]} "
+                f"at cycle {first[0]}; predicted {_bits(expected.bits)} on tile {expected.tile} "
+                f"at cycle {expected.cycle}"]
+    return []
+
+
+def _slack_bin(slack: int) -> str:
+    return str(slack) if slack <= 1 else ("2..3" if slack <= 3 else ">=4")
+
+
+def _period_bin(period: int) -> str:
+    return {1: "1", 255: "255"}.get(period, "2..6" if period <= 6 else "7..254")
+
+
+class SchedCoverage(uvm_component):
+    """Cover points of a run (issue 4's list). Issues, words and errors are sampled from
+    the DUT's observed trace; buffer slack and occupancy from the golden run, which the
+    scoreboard has proven identical event by event."""
+
+    def build_phase(self) -> None:
+        self.issues = Covergroup("sched.issue")
+        self.issues.point("op", lambda s: s["op"], [n for n in sched.OPS if n != "PERIODIC"])
+        self.issues.point("op_port", lambda s: s["op_port"],
+                          [f"{o}@{p}" for o in ("SEND", "TAP", "FWD") for p in sched.PORT_NAMES]
+                          + ["RECV@prev", "RECV@next", "-"])
+        self.issues.point("back_to_back", lambda s: s["b2b"], [False, True])
+        self.transfer = Covergroup("sched.transfer")
+        self.transfer.point("recv_slack", lambda s: s, ["0", "1", "2..3", ">=4"])
+        self.run_cg = Covergroup("sched.run")
+        self.run_cg.point("buffer_full", lambda s: s["full"], [False, True])
+        self.run_cg.point("wrap_in_transfer", lambda s: s["wrap"], [False, True])
+        self.periodic = Covergroup("sched.periodic")
+        self.periodic.point("period", lambda s: s, ["1", "2..6", "7..254", "255"])
+        self.errors = Covergroup("sched.error")
+        self.errors.point("bit", lambda s: s, ["none", *(n for n in FabricParams.ERR_NAMES
+                                                         if n not in ("LATE_SCHED", "DESYNC"))])
+        self.groups = [self.issues, self.transfer, self.run_cg, self.periodic, self.errors]
+
+    def sample(self, program: sched.Program, trace: list[tuple], golden: Any, err: list[int], bus_err: int) -> None:
+        p = program.params
+        last: dict[int, int] = {}
+        for e in sorted(trace):
+            if e[1] != "issue":
+                continue
+            ent = sched.decode(e[3], p)
+            name = sched.OP_NAMES.get(ent.op, f"OP{ent.op}")
+            port = sched.PORT_NAMES[ent.port] if ent.port < len(sched.PORT_NAMES) else str(ent.port)
+            self.issues.sample({"op": name, "op_port": f"{name}@{port}" if ent.op in sched.PORT_OPS else "-",
+                                "b2b": last.get(e[2]) == e[0] - 1})
+            last[e[2]] = e[0]
+        for *_, slack in golden.recv_slack:
+            self.transfer.sample(_slack_bin(slack))
+        full = any(occ >= p.buf_d for row in golden.max_occupancy for occ in row[:2])
+        self.run_cg.sample({"full": full, "wrap": _crosses_wrap(trace, p)})
+        for t in range(p.nt):
+            for x in program.expanded(t):
+                if x.first_in_block and not x.poison and x.header is not None:
+                    self.periodic.sample(_period_bin(sched.decode(program.schedules[t][x.header], p).a))
+        raised = [n for i, n in enumerate(FabricParams.ERR_NAMES) if any(b >> i & 1 for b in err + [bus_err])]
+        for n in raised or ["none"]:
+            self.errors.sample(n)
+
+
+class SchedEnv(uvm_env):
+    def build_phase(self) -> None:
+        self.loader = ProgramLoader("loader", self)
+        self.monitor = TraceMonitor("monitor", self)
+        self.scoreboard = TraceScoreboard("scoreboard", self)
+        self.coverage = SchedCoverage("coverage", self)
+
+
+class SchedTest(uvm_test):
+    """Load a program, run it, compare everything with the executor."""
+
+    def build_phase(self) -> None:
+        self.ctx = TbContext.from_env()
+        self.params = FabricParams.from_dict(self.ctx.params)
+        self.env = SchedEnv("env", self)
+
+    async def run_phase(self) -> None:
+        self.raise_objection()
+        ctx, p, dut = self.ctx, self.params, cocotb.top
+        name = str(ctx.opt("program", "random"))
+        self.program, self.expected = make_program(name, p, ctx.seed)
+        dut.run.value = 0
+        dut.dbg_tile.value = 0
+        dut.dbg_addr.value = 0
+        await start(dut)
+        load_cycles = await self.env.loader.load(self.program)
+        # the golden run decides how long to simulate: until nothing more can happen,
+        # plus a margin in which nothing may happen on the DUT either
+        probe = sched.execute(self.program)
+        self.cycles = probe.cycles + 8
+        self.golden = sched.execute(self.program, self.cycles)
+        sampler = self.env.monitor.start_sampling(p)
+        dut.run.value = 1
+        await sampler.run(self.cycles)
+        await RisingEdge(dut.clk)
+        dut.run.value = 0
+        self.final = await self._read_back()
+        ctx.summary.update(program=name, cycles=self.cycles + load_cycles, run_cycles=self.cycles,
+                           load_cycles=load_cycles, events=len(self.env.monitor.events))
+        self.drop_objection()
+
+    async def _read_back(self) -> dict[str, Any]:
+        dut, p = cocotb.top, self.params
+        mems = []
+        for t in range(p.nt):
+            words = np.zeros(p.words, dtype=np.int64)
+            dut.dbg_tile.value = t
+            for a in range(p.words):
+                dut.dbg_addr.value = a
+                await Timer(1, "ns")
+                words[a] = int(dut.dbg_rdata.value)
+            mems.append(words)
+        emask, cmask = (1 << p.err_bits) - 1, (1 << p.cw) - 1
+        err, cnt, halted = int(dut.err.value), int(dut.err_cnt.value), int(dut.halted.value)
+        return {
+            "mems": mems,
+            "err": [(err >> (t * p.err_bits)) & emask for t in range(p.nt)],
+            "err_cnt": [(cnt >> (t * p.cw)) & cmask for t in range(p.nt)],
+            "halted": [bool(halted >> t & 1) for t in range(p.nt)],
+            "bus_err": int(dut.bus_err.value),
+            "bus_err_cnt": int(dut.bus_err_cnt.value),
+        }
+
+    def check_phase(self) -> None:
+        errors = self.env.scoreboard.check(self.ctx, self.program, self.golden, self.env.monitor.events,
+                                           self.final, self.env.monitor.problems, self.expected)
+        self.ctx.summary.update(blocks=sum(e[1] == "issue" for e in self.golden.trace),
+                                mismatches=len(errors), errors=errors[:20])
+        self.ctx.write_summary()
+        for e in errors:
+            self.logger.error(e)
+        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+
+    def report_phase(self) -> None:
+        cov = self.env.coverage
+        cov.sample(self.program, self.env.monitor.events, self.golden, self.final["err"], self.final["bus_err"])
+        sums = [g.summary() for g in cov.groups]
+        hit = sum(len(s["cover_points"][n]) - sum(1 for h in s["cover_points"][n].values() if h == 0)
+                  for s in sums for n in s["cover_points"])
+        total = sum(len(b) for s in sums for b in s["cover_points"].values())
+        self.ctx.summary.update(functional_coverage=round(100.0 * hit / total, 2) if total else None,
+                                holes=[h for s in sums for h in s["holes"]])
+        self.ctx.summary["coverage_file"] = str(cov.groups[0].export(self.ctx.results))
+        self.ctx.write_summary()

@@ -1,0 +1,10 @@
+"""cocotb test module for the counter-timed ring ``sched_ring`` (started by lockstep.verif.runner)."""
+
+import pyuvm
+
+from lockstep.verif.sched.env import SchedTest
+
+
+@pyuvm.test()
+class SchedProgram(SchedTest):
+    """Load the program named by the ``program`` option, run it, compare the whole trace."""
