@@ -72,7 +72,18 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
         else:
             raise ValueError("no random program with a transfer across the wrap in 64 draws")
     elif name.startswith("illegal:"):
-        program, expected = sched.illegal_variant(rng, sched.random_program(rng, params), name.split(":", 1)[1])
+        # not every random program offers a place to break every rule (OVERFLOW needs a
+        # RECV to delay, ...): draw until one does (deterministic for a seed)
+        rule = name.split(":", 1)[1]
+        for _ in range(64):
+            try:
+                program, expected = sched.illegal_variant(rng, sched.random_program(rng, params), rule)
+                break
+            except ValueError as exc:
+                if "offers no place" not in str(exc):
+                    raise
+        else:
+            raise ValueError(f"no random program offered a place to break {rule} in 64 draws")
     elif name.startswith("asm:"):
         path = Path(name.split(":", 1)[1])
         if not path.is_absolute():
