@@ -279,6 +279,9 @@ _sched("sched_example", FabricParams(), "asm:examples/sched/ring_demo.s",
        "the editable example program examples/sched/ring_demo.s")
 _sched("sched_random", FabricParams(), "random", "random legal program: ring, bus, FWD relays, ALU, periodic blocks")
 _sched("sched_random_cw8_wrap", FabricParams(cw=8), "random_wrap", "random legal program crossing the counter wrap (cw=8)")
+_sched("sched_random_hop3", _FIG2, "random", "random legal program on the Fig. 2A fabric (3-cycle hops)")
+_sched("sched_random_sd512", FabricParams(sd=512), "random",
+       "random legal program on the 512-entry schedule memory of the expanded periodic6 test")
 _sched("sched_random_nt4_hop2", FabricParams(nt=4, hop_lat=2, buf_d=4, l_alu=1), "random",
        "random legal program: 4 tiles, 2-cycle hops, 4-word buffers, 1-cycle ALU")
 _sched("sched_random_nobus_aw6", FabricParams(bus=False, aw=6, dw=8, l_alu=3), "random",
