@@ -28,11 +28,12 @@ import myhdl._always_comb
 import myhdl._always_seq
 import myhdl._block
 import myhdl._instance
-from myhdl import ResetSignal, Signal, intbv
+from myhdl import ResetSignal, Signal, always_comb, block, intbv
 
 from lockstep.models.formats import ParamError, params_hash
 
 __all__ = [
+    "lane",
     "SV_KEYWORDS",
     "Emitted",
     "ParamError",
@@ -313,6 +314,18 @@ def _resolve(qual: str) -> Any:
     for part in attr.split("."):
         out = getattr(out, part)
     return out
+
+
+@block
+def lane(bus, lo, width, out):
+    """``out = bus[lo +: width]`` as a real signal (shadow slices cannot be indexed inside
+    generators); shared by every family's lane-split logic."""
+
+    @always_comb
+    def split():
+        out.next = bus[lo + width : lo]
+
+    return split
 
 
 if __name__ == "__main__":  # the fixed-hash-seed child of emit_stream_unit

@@ -23,7 +23,7 @@ from myhdl import Signal, always_comb, block, concat, intbv
 
 from lockstep.models.formats import BfpFormat, ParamError, _clog2
 
-from ..common import Emitted, emit_stream_unit, flat_signal
+from ..common import Emitted, emit_stream_unit, flat_signal, lane
 from ..stream import STREAM_LATENCY, stream_ports, stream_register
 from .quantizer import QUANT_FLAGS
 
@@ -98,17 +98,6 @@ def _sext(x, y):
         y.next = concat(rep, x)
 
     return ext
-
-
-@block
-def _lane(bus, lo, width, out):
-    """Lane ``[lo +: width]`` of a packed bus as a real signal (never a shadow slice)."""
-
-    @always_comb
-    def split():
-        out.next = bus[lo + width : lo]
-
-    return split
 
 
 @block
@@ -302,7 +291,7 @@ def bfp_dot(
     for i in range(n):
         ar, br = flat_signal(w), flat_signal(w)
         ax, bx, p = _signed(2 * w), _signed(2 * w), _signed(2 * w)
-        insts += [_lane(in_a, i * w, w, ar), _lane(in_b, i * w, w, br)]
+        insts += [lane(in_a, i * w, w, ar), lane(in_b, i * w, w, br)]
         insts += [_sext(ar, ax), _sext(br, bx), _product(ax, bx, p)]
         prods.append(p)
     tree = _signed(tw)

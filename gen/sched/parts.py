@@ -12,6 +12,8 @@ from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import FabricParams, ParamError, _clog2
 
+from ..common import lane
+
 __all__ = [
     "ALU_OPS",
     "OPCODES",
@@ -108,17 +110,6 @@ def resize(src, dst):
         dst.next = src[wd:]
 
     return trunc
-
-
-@block
-def lane(bus, lo, width, out):
-    """``out = bus[lo +: width]`` as a real signal (never a shadow slice)."""
-
-    @always_comb
-    def split():
-        out.next = bus[lo + width : lo]
-
-    return split
 
 
 @block

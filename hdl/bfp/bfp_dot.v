@@ -79,78 +79,78 @@ reg signed [36:0] al_x;
 reg [6:0] flags;
 reg [35:0] acc_o;
 reg ovf1;
-wire [15:0] _lane2_out;
-wire [15:0] _lane3_out;
+wire [15:0] lane2_out;
+wire [15:0] lane3_out;
 reg signed [31:0] _sext2_y;
 reg signed [31:0] _sext3_y;
 wire signed [31:0] _product1_p;
-wire [15:0] _lane4_out;
-wire [15:0] _lane5_out;
+wire [15:0] lane4_out;
+wire [15:0] lane5_out;
 reg signed [31:0] _sext4_y;
 reg signed [31:0] _sext5_y;
 wire signed [31:0] _product2_p;
-wire [15:0] _lane6_out;
-wire [15:0] _lane7_out;
+wire [15:0] lane6_out;
+wire [15:0] lane7_out;
 reg signed [31:0] _sext6_y;
 reg signed [31:0] _sext7_y;
 wire signed [31:0] _product3_p;
-wire [15:0] _lane8_out;
-wire [15:0] _lane9_out;
+wire [15:0] lane8_out;
+wire [15:0] lane9_out;
 reg signed [31:0] _sext8_y;
 reg signed [31:0] _sext9_y;
 wire signed [31:0] _product4_p;
-wire [15:0] _lane10_out;
-wire [15:0] _lane11_out;
+wire [15:0] lane10_out;
+wire [15:0] lane11_out;
 reg signed [31:0] _sext10_y;
 reg signed [31:0] _sext11_y;
 wire signed [31:0] _product5_p;
-wire [15:0] _lane12_out;
-wire [15:0] _lane13_out;
+wire [15:0] lane12_out;
+wire [15:0] lane13_out;
 reg signed [31:0] _sext12_y;
 reg signed [31:0] _sext13_y;
 wire signed [31:0] _product6_p;
-wire [15:0] _lane14_out;
-wire [15:0] _lane15_out;
+wire [15:0] lane14_out;
+wire [15:0] lane15_out;
 reg signed [31:0] _sext14_y;
 reg signed [31:0] _sext15_y;
 wire signed [31:0] _product7_p;
-wire [15:0] _lane16_out;
-wire [15:0] _lane17_out;
+wire [15:0] lane16_out;
+wire [15:0] lane17_out;
 reg signed [31:0] _sext16_y;
 reg signed [31:0] _sext17_y;
 wire signed [31:0] _product8_p;
-wire [15:0] _lane18_out;
-wire [15:0] _lane19_out;
+wire [15:0] lane18_out;
+wire [15:0] lane19_out;
 reg signed [31:0] _sext18_y;
 reg signed [31:0] _sext19_y;
 wire signed [31:0] _product9_p;
-wire [15:0] _lane20_out;
-wire [15:0] _lane21_out;
+wire [15:0] lane20_out;
+wire [15:0] lane21_out;
 reg signed [31:0] _sext20_y;
 reg signed [31:0] _sext21_y;
 wire signed [31:0] _product10_p;
-wire [15:0] _lane22_out;
-wire [15:0] _lane23_out;
+wire [15:0] lane22_out;
+wire [15:0] lane23_out;
 reg signed [31:0] _sext22_y;
 reg signed [31:0] _sext23_y;
 wire signed [31:0] _product11_p;
-wire [15:0] _lane24_out;
-wire [15:0] _lane25_out;
+wire [15:0] lane24_out;
+wire [15:0] lane25_out;
 reg signed [31:0] _sext24_y;
 reg signed [31:0] _sext25_y;
 wire signed [31:0] _product12_p;
-wire [15:0] _lane26_out;
-wire [15:0] _lane27_out;
+wire [15:0] lane26_out;
+wire [15:0] lane27_out;
 reg signed [31:0] _sext26_y;
 reg signed [31:0] _sext27_y;
 wire signed [31:0] _product13_p;
-wire [15:0] _lane28_out;
-wire [15:0] _lane29_out;
+wire [15:0] lane28_out;
+wire [15:0] lane29_out;
 reg signed [31:0] _sext28_y;
 reg signed [31:0] _sext29_y;
 wire signed [31:0] _product14_p;
-wire [15:0] _lane30_out;
-wire [15:0] _lane31_out;
+wire [15:0] lane30_out;
+wire [15:0] lane31_out;
 reg signed [31:0] _sext30_y;
 reg signed [31:0] _sext31_y;
 wire signed [31:0] _product15_p;
@@ -257,32 +257,32 @@ assign p = (ax * bx);
 
 
 
-assign _lane2_out = in_a[16+:16];
+assign lane2_out = in_a[16+:16];
 
 
 
-assign _lane3_out = in_b[16+:16];
+assign lane3_out = in_b[16+:16];
 
 
-always @(_lane2_out) begin: _sext2_ext
+always @(lane2_out) begin: _sext2_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane2_out[(16 - 1)]) begin
+    if (lane2_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext2_y = {rep, _lane2_out};
+    _sext2_y = {rep, lane2_out};
 end
 
 
-always @(_lane3_out) begin: _sext3_ext
+always @(lane3_out) begin: _sext3_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane3_out[(16 - 1)]) begin
+    if (lane3_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext3_y = {rep, _lane3_out};
+    _sext3_y = {rep, lane3_out};
 end
 
 
@@ -291,32 +291,32 @@ assign _product1_p = (_sext2_y * _sext3_y);
 
 
 
-assign _lane4_out = in_a[32+:16];
+assign lane4_out = in_a[32+:16];
 
 
 
-assign _lane5_out = in_b[32+:16];
+assign lane5_out = in_b[32+:16];
 
 
-always @(_lane4_out) begin: _sext4_ext
+always @(lane4_out) begin: _sext4_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane4_out[(16 - 1)]) begin
+    if (lane4_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext4_y = {rep, _lane4_out};
+    _sext4_y = {rep, lane4_out};
 end
 
 
-always @(_lane5_out) begin: _sext5_ext
+always @(lane5_out) begin: _sext5_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane5_out[(16 - 1)]) begin
+    if (lane5_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext5_y = {rep, _lane5_out};
+    _sext5_y = {rep, lane5_out};
 end
 
 
@@ -325,32 +325,32 @@ assign _product2_p = (_sext4_y * _sext5_y);
 
 
 
-assign _lane6_out = in_a[48+:16];
+assign lane6_out = in_a[48+:16];
 
 
 
-assign _lane7_out = in_b[48+:16];
+assign lane7_out = in_b[48+:16];
 
 
-always @(_lane6_out) begin: _sext6_ext
+always @(lane6_out) begin: _sext6_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane6_out[(16 - 1)]) begin
+    if (lane6_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext6_y = {rep, _lane6_out};
+    _sext6_y = {rep, lane6_out};
 end
 
 
-always @(_lane7_out) begin: _sext7_ext
+always @(lane7_out) begin: _sext7_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane7_out[(16 - 1)]) begin
+    if (lane7_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext7_y = {rep, _lane7_out};
+    _sext7_y = {rep, lane7_out};
 end
 
 
@@ -359,32 +359,32 @@ assign _product3_p = (_sext6_y * _sext7_y);
 
 
 
-assign _lane8_out = in_a[64+:16];
+assign lane8_out = in_a[64+:16];
 
 
 
-assign _lane9_out = in_b[64+:16];
+assign lane9_out = in_b[64+:16];
 
 
-always @(_lane8_out) begin: _sext8_ext
+always @(lane8_out) begin: _sext8_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane8_out[(16 - 1)]) begin
+    if (lane8_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext8_y = {rep, _lane8_out};
+    _sext8_y = {rep, lane8_out};
 end
 
 
-always @(_lane9_out) begin: _sext9_ext
+always @(lane9_out) begin: _sext9_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane9_out[(16 - 1)]) begin
+    if (lane9_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext9_y = {rep, _lane9_out};
+    _sext9_y = {rep, lane9_out};
 end
 
 
@@ -393,32 +393,32 @@ assign _product4_p = (_sext8_y * _sext9_y);
 
 
 
-assign _lane10_out = in_a[80+:16];
+assign lane10_out = in_a[80+:16];
 
 
 
-assign _lane11_out = in_b[80+:16];
+assign lane11_out = in_b[80+:16];
 
 
-always @(_lane10_out) begin: _sext10_ext
+always @(lane10_out) begin: _sext10_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane10_out[(16 - 1)]) begin
+    if (lane10_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext10_y = {rep, _lane10_out};
+    _sext10_y = {rep, lane10_out};
 end
 
 
-always @(_lane11_out) begin: _sext11_ext
+always @(lane11_out) begin: _sext11_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane11_out[(16 - 1)]) begin
+    if (lane11_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext11_y = {rep, _lane11_out};
+    _sext11_y = {rep, lane11_out};
 end
 
 
@@ -427,32 +427,32 @@ assign _product5_p = (_sext10_y * _sext11_y);
 
 
 
-assign _lane12_out = in_a[96+:16];
+assign lane12_out = in_a[96+:16];
 
 
 
-assign _lane13_out = in_b[96+:16];
+assign lane13_out = in_b[96+:16];
 
 
-always @(_lane12_out) begin: _sext12_ext
+always @(lane12_out) begin: _sext12_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane12_out[(16 - 1)]) begin
+    if (lane12_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext12_y = {rep, _lane12_out};
+    _sext12_y = {rep, lane12_out};
 end
 
 
-always @(_lane13_out) begin: _sext13_ext
+always @(lane13_out) begin: _sext13_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane13_out[(16 - 1)]) begin
+    if (lane13_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext13_y = {rep, _lane13_out};
+    _sext13_y = {rep, lane13_out};
 end
 
 
@@ -461,32 +461,32 @@ assign _product6_p = (_sext12_y * _sext13_y);
 
 
 
-assign _lane14_out = in_a[112+:16];
+assign lane14_out = in_a[112+:16];
 
 
 
-assign _lane15_out = in_b[112+:16];
+assign lane15_out = in_b[112+:16];
 
 
-always @(_lane14_out) begin: _sext14_ext
+always @(lane14_out) begin: _sext14_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane14_out[(16 - 1)]) begin
+    if (lane14_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext14_y = {rep, _lane14_out};
+    _sext14_y = {rep, lane14_out};
 end
 
 
-always @(_lane15_out) begin: _sext15_ext
+always @(lane15_out) begin: _sext15_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane15_out[(16 - 1)]) begin
+    if (lane15_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext15_y = {rep, _lane15_out};
+    _sext15_y = {rep, lane15_out};
 end
 
 
@@ -495,32 +495,32 @@ assign _product7_p = (_sext14_y * _sext15_y);
 
 
 
-assign _lane16_out = in_a[128+:16];
+assign lane16_out = in_a[128+:16];
 
 
 
-assign _lane17_out = in_b[128+:16];
+assign lane17_out = in_b[128+:16];
 
 
-always @(_lane16_out) begin: _sext16_ext
+always @(lane16_out) begin: _sext16_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane16_out[(16 - 1)]) begin
+    if (lane16_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext16_y = {rep, _lane16_out};
+    _sext16_y = {rep, lane16_out};
 end
 
 
-always @(_lane17_out) begin: _sext17_ext
+always @(lane17_out) begin: _sext17_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane17_out[(16 - 1)]) begin
+    if (lane17_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext17_y = {rep, _lane17_out};
+    _sext17_y = {rep, lane17_out};
 end
 
 
@@ -529,32 +529,32 @@ assign _product8_p = (_sext16_y * _sext17_y);
 
 
 
-assign _lane18_out = in_a[144+:16];
+assign lane18_out = in_a[144+:16];
 
 
 
-assign _lane19_out = in_b[144+:16];
+assign lane19_out = in_b[144+:16];
 
 
-always @(_lane18_out) begin: _sext18_ext
+always @(lane18_out) begin: _sext18_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane18_out[(16 - 1)]) begin
+    if (lane18_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext18_y = {rep, _lane18_out};
+    _sext18_y = {rep, lane18_out};
 end
 
 
-always @(_lane19_out) begin: _sext19_ext
+always @(lane19_out) begin: _sext19_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane19_out[(16 - 1)]) begin
+    if (lane19_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext19_y = {rep, _lane19_out};
+    _sext19_y = {rep, lane19_out};
 end
 
 
@@ -563,32 +563,32 @@ assign _product9_p = (_sext18_y * _sext19_y);
 
 
 
-assign _lane20_out = in_a[160+:16];
+assign lane20_out = in_a[160+:16];
 
 
 
-assign _lane21_out = in_b[160+:16];
+assign lane21_out = in_b[160+:16];
 
 
-always @(_lane20_out) begin: _sext20_ext
+always @(lane20_out) begin: _sext20_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane20_out[(16 - 1)]) begin
+    if (lane20_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext20_y = {rep, _lane20_out};
+    _sext20_y = {rep, lane20_out};
 end
 
 
-always @(_lane21_out) begin: _sext21_ext
+always @(lane21_out) begin: _sext21_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane21_out[(16 - 1)]) begin
+    if (lane21_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext21_y = {rep, _lane21_out};
+    _sext21_y = {rep, lane21_out};
 end
 
 
@@ -597,32 +597,32 @@ assign _product10_p = (_sext20_y * _sext21_y);
 
 
 
-assign _lane22_out = in_a[176+:16];
+assign lane22_out = in_a[176+:16];
 
 
 
-assign _lane23_out = in_b[176+:16];
+assign lane23_out = in_b[176+:16];
 
 
-always @(_lane22_out) begin: _sext22_ext
+always @(lane22_out) begin: _sext22_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane22_out[(16 - 1)]) begin
+    if (lane22_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext22_y = {rep, _lane22_out};
+    _sext22_y = {rep, lane22_out};
 end
 
 
-always @(_lane23_out) begin: _sext23_ext
+always @(lane23_out) begin: _sext23_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane23_out[(16 - 1)]) begin
+    if (lane23_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext23_y = {rep, _lane23_out};
+    _sext23_y = {rep, lane23_out};
 end
 
 
@@ -631,32 +631,32 @@ assign _product11_p = (_sext22_y * _sext23_y);
 
 
 
-assign _lane24_out = in_a[192+:16];
+assign lane24_out = in_a[192+:16];
 
 
 
-assign _lane25_out = in_b[192+:16];
+assign lane25_out = in_b[192+:16];
 
 
-always @(_lane24_out) begin: _sext24_ext
+always @(lane24_out) begin: _sext24_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane24_out[(16 - 1)]) begin
+    if (lane24_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext24_y = {rep, _lane24_out};
+    _sext24_y = {rep, lane24_out};
 end
 
 
-always @(_lane25_out) begin: _sext25_ext
+always @(lane25_out) begin: _sext25_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane25_out[(16 - 1)]) begin
+    if (lane25_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext25_y = {rep, _lane25_out};
+    _sext25_y = {rep, lane25_out};
 end
 
 
@@ -665,32 +665,32 @@ assign _product12_p = (_sext24_y * _sext25_y);
 
 
 
-assign _lane26_out = in_a[208+:16];
+assign lane26_out = in_a[208+:16];
 
 
 
-assign _lane27_out = in_b[208+:16];
+assign lane27_out = in_b[208+:16];
 
 
-always @(_lane26_out) begin: _sext26_ext
+always @(lane26_out) begin: _sext26_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane26_out[(16 - 1)]) begin
+    if (lane26_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext26_y = {rep, _lane26_out};
+    _sext26_y = {rep, lane26_out};
 end
 
 
-always @(_lane27_out) begin: _sext27_ext
+always @(lane27_out) begin: _sext27_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane27_out[(16 - 1)]) begin
+    if (lane27_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext27_y = {rep, _lane27_out};
+    _sext27_y = {rep, lane27_out};
 end
 
 
@@ -699,32 +699,32 @@ assign _product13_p = (_sext26_y * _sext27_y);
 
 
 
-assign _lane28_out = in_a[224+:16];
+assign lane28_out = in_a[224+:16];
 
 
 
-assign _lane29_out = in_b[224+:16];
+assign lane29_out = in_b[224+:16];
 
 
-always @(_lane28_out) begin: _sext28_ext
+always @(lane28_out) begin: _sext28_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane28_out[(16 - 1)]) begin
+    if (lane28_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext28_y = {rep, _lane28_out};
+    _sext28_y = {rep, lane28_out};
 end
 
 
-always @(_lane29_out) begin: _sext29_ext
+always @(lane29_out) begin: _sext29_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane29_out[(16 - 1)]) begin
+    if (lane29_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext29_y = {rep, _lane29_out};
+    _sext29_y = {rep, lane29_out};
 end
 
 
@@ -733,32 +733,32 @@ assign _product14_p = (_sext28_y * _sext29_y);
 
 
 
-assign _lane30_out = in_a[240+:16];
+assign lane30_out = in_a[240+:16];
 
 
 
-assign _lane31_out = in_b[240+:16];
+assign lane31_out = in_b[240+:16];
 
 
-always @(_lane30_out) begin: _sext30_ext
+always @(lane30_out) begin: _sext30_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane30_out[(16 - 1)]) begin
+    if (lane30_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext30_y = {rep, _lane30_out};
+    _sext30_y = {rep, lane30_out};
 end
 
 
-always @(_lane31_out) begin: _sext31_ext
+always @(lane31_out) begin: _sext31_ext
     reg [16-1:0] rep;
     rep = 16'h0;
     rep = 0;
-    if (_lane31_out[(16 - 1)]) begin
+    if (lane31_out[(16 - 1)]) begin
         rep = (~rep);
     end
-    _sext31_y = {rep, _lane31_out};
+    _sext31_y = {rep, lane31_out};
 end
 
 
