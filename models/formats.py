@@ -267,6 +267,10 @@ class FabricParams(_Record):
         buf_d: input-buffer depth per port.
         l_alu: ALU latency in cycles.
         bus: a shared bus (port 2) joins every tile.
+        k: MAC array size (``k x k`` weight-stationary cells per tile); 0 = no MAC array
+            (LDW, SWPW, MATVEC, VPU then raise OPCODE). docs/sched.md section 11.
+        accw: partial-sum width of the MAC array and its psum chain.
+        vpu_shift: right shift of the VPU operation (after bias and ReLU).
 
     Raises:
         ParamError: on a value that cannot work, naming the field.
@@ -281,6 +285,9 @@ class FabricParams(_Record):
     buf_d: int = 8
     l_alu: int = 2
     bus: bool = True
+    k: int = 0
+    accw: int = 32
+    vpu_shift: int = 0
 
     #: A word is on ``out`` the cycle after its read (send pipeline).
     P_SEND: ClassVar[int] = 1
@@ -298,6 +305,10 @@ class FabricParams(_Record):
         "NOP": 0x0, "SEND": 0x1, "RECV": 0x2, "TAP": 0x3, "VADD": 0x4, "VMUL": 0x5, "DOT": 0x6,
         "FWD": 0xB, "HALT": 0xE, "PERIODIC": 0xF,
     }
+    #: MAC-array and VPU opcodes (docs/sched.md section 11): legal only when ``k > 0``.
+    MAC_OPCODES: ClassVar[dict[str, int]] = {"LDW": 0x7, "SWPW": 0x8, "MATVEC": 0x9, "VPU": 0xA}
+    #: MATVEC latency: read and multiply, then add (section 11).
+    L_MM: ClassVar[int] = 2
     #: Fields of an entry, most significant first, with widths as functions of self.
     ENTRY_FIELDS: ClassVar[tuple[str, ...]] = ("t", "op", "port", "unit", "a", "b", "d", "len")
     #: Error-vector bit names, bit 0 first (docs/sched.md section 6).
@@ -308,7 +319,7 @@ class FabricParams(_Record):
 
     _RANGES: ClassVar[dict[str, tuple[int, int]]] = {
         "cw": (8, 32), "nt": (2, 16), "dw": (4, 32), "aw": (4, 10), "sd": (4, 1024),
-        "hop_lat": (1, 8), "buf_d": (1, 64), "l_alu": (1, 4),
+        "hop_lat": (1, 8), "buf_d": (1, 64), "l_alu": (1, 4), "accw": (8, 64), "vpu_shift": (0, 15),
     }
 
     def __post_init__(self) -> None:
@@ -320,6 +331,12 @@ class FabricParams(_Record):
                 raise ParamError(f"FabricParams.{f}={v!r}: must be in [{lo}, {hi}]")
         if not isinstance(self.bus, bool):
             raise ParamError(f"FabricParams.bus={self.bus!r}: must be a bool")
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or not (self.k == 0 or 2 <= self.k <= 8):
+            raise ParamError(f"FabricParams.k={self.k!r}: must be 0 (no MAC array) or in [2, 8]")
+        if self.k and self.accw < 2 * self.dw:
+            raise ParamError(f"FabricParams.accw={self.accw}: must hold a dw x dw product ({2 * self.dw} bits)")
+        if self.k and self.k * self.k > self.words:
+            raise ParamError(f"FabricParams.k={self.k}: a k x k weight block must fit in 2**aw = {self.words} words")
 
     # ---- derived quantities: the only place these formulas are written -------------
     def field_width(self, name: str) -> int:

@@ -14,6 +14,9 @@ Contents (all importable from here; the code lives in ``sched_core``, ``sched_li
 * :class:`Program` (schedule and data images), :func:`execute` -> :class:`Run`;
 * :func:`lint` -> list of :class:`Violation`;
 * the text format: :func:`assemble`, :func:`disassemble`;
+* the compiler: :func:`compile_layer`, :func:`compile_gemm` (-> :class:`Layout`),
+  :func:`reference_layer`, :func:`reference_gemm`, :func:`utilisation`,
+  :func:`predicted_cycles`, :func:`predicted_utilisation`, :func:`max_batch`;
 * builders: :func:`random_program`, :func:`illegal_variant` (-> :class:`Expected`),
   :func:`fig2a_program`, :func:`schedule_c_program`, :func:`periodic6_program`.
 
@@ -107,6 +110,35 @@ Decisions where docs/sched.md is silent
     ``offset = 1`` because FIRST forbids the patent's issue at count 1.
     **periodic6** returns ``(compressed, expanded)``; the expanded form needs
     ``sd >= 301`` and gets its own params with ``sd`` raised when necessary.
+19. **Section 11 (MAC array, VPU; built; the comm interface/CHECK is not).** With
+    ``k == 0`` LDW, SWPW, MATVEC and VPU are reserved exactly as before (OPCODE, no
+    units, :data:`RESERVED_OPS` unchanged). With ``k > 0``: units ``wload`` (7) and ``mac``
+    (8); LDW busy ``wload`` ``[n, n+k-1]``, SWPW busy ``wload`` and ``mac`` ``[n, n]``
+    (whatever its LEN: :func:`entry_busy_len`), MATVEC ``mac`` and VPU ``alu``
+    ``[n, n+N-1]``. LDW with ``LEN != k-1`` raises OPCODE; PORT is ignored on LDW, SWPW and
+    VPU (as on the ALU opcodes); every PORT value is legal on MATVEC. The weights and
+    ``x`` are read as signed ``dw``-bit values in the read cycle; the MATVEC uses the front
+    registers of its read cycle (SWPW cannot overlap it: BUSY). The back and front
+    registers start at 0. The VPU sum ``a + b`` of two signed ``dw``-bit words is exact
+    (no wrap) before ReLU and the shift; the result keeps its low ``dw`` bits. A psum word
+    that no MATVEC samples is lost silently (no error, no lint rule: unlike the bus, the
+    chain is a point-to-point wire). An idle psum_in sample raises TAP_IDLE on the
+    sampling tile (lint rule TAP) and adds 0. The ``psum`` trace event
+    ``(c, "psum", tile, lanes)`` carries the ``k`` lanes (each in ``[0, 2**accw)``) of a
+    valid psum_out in cycle ``c``. Write sources: ports 0..2, ALU 3 (VADD/VMUL/DOT/VPU),
+    MAC lane ``c`` = ``4 + c``; a higher number wins a WCONF.
+20. **Text format of the MAC opcodes.** The mnemonics LDW, SWPW, MATVEC and VPU are
+    accepted whatever ``k`` (with ``k == 0`` they assemble and raise OPCODE at issue).
+    LDW's ``len`` defaults to ``k`` (when ``k > 0``). MATVEC takes ``psum_in=0|1`` and
+    ``psum_out=0|1`` (PORT bits 0 and 1) or ``port=``; the disassembly writes the flags.
+    A MAC opcode is written in the mnemonic form whenever UNIT is 0 (PORT printed as a
+    number on LDW/SWPW/VPU).
+21. **Compiler** (:mod:`~lockstep.models.sched_compile`): see its module docstring for
+    the memory map, the schedule and the closed-form cycle model. Results of the last
+    tile are written in place over its ``x`` slices (and, for a layer, the VPU works in
+    place), which maximises the batch. Utilisation is measured from the first LDW issue
+    to the last memory write; with the one-word-per-cycle VPU a layer's utilisation is
+    bounded by about ``1/k``.
 """
 
 from __future__ import annotations
@@ -126,12 +158,15 @@ from .sched_core import (
     ERR_TAP_IDLE,
     ERR_UNDERFLOW,
     ERR_WCONF,
+    MAC_OPS,
+    N_UNITS,
     OP_NAMES,
     OPS,
     PORT_NAMES,
     PORT_OPS,
     RESERVED_OPS,
     SRC_ALU,
+    SRC_MAC,
     EncodeError,
     Entry,
     ErrorCause,
@@ -143,11 +178,24 @@ from .sched_core import (
     decode,
     decode_err,
     encode,
+    entry_busy_len,
     entry_units,
     execute,
     expand,
     opcode_problem,
+    to_signed,
     unwrap_times,
+)
+from .sched_compile import (
+    Layout,
+    compile_gemm,
+    compile_layer,
+    max_batch,
+    predicted_cycles,
+    predicted_utilisation,
+    reference_gemm,
+    reference_layer,
+    utilisation,
 )
 from .sched_gen import (
     ILLEGAL_RULES,
@@ -182,6 +230,9 @@ __all__ = [
     "Expected",
     "ILLEGAL_RULES",
     "LINT_RULES",
+    "Layout",
+    "MAC_OPS",
+    "N_UNITS",
     "OPS",
     "OP_NAMES",
     "PORT_NAMES",
@@ -191,13 +242,23 @@ __all__ = [
     "RESERVED_OPS",
     "Run",
     "SRC_ALU",
+    "SRC_MAC",
     "Violation",
     "assemble",
+    "compile_gemm",
+    "compile_layer",
+    "max_batch",
+    "predicted_cycles",
+    "predicted_utilisation",
+    "reference_gemm",
+    "reference_layer",
+    "utilisation",
     "compress_periodic",
     "decode",
     "decode_err",
     "disassemble",
     "encode",
+    "entry_busy_len",
     "entry_units",
     "execute",
     "expand",
@@ -209,5 +270,6 @@ __all__ = [
     "periodic6_program",
     "random_program",
     "schedule_c_program",
+    "to_signed",
     "unwrap_times",
 ]

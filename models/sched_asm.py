@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .formats import FabricParams, ParamError
 from .sched_core import (
+    MAC_OPS,
     OP_NAMES,
     OPS,
     PORT_NAMES,
@@ -22,7 +23,13 @@ __all__ = ["AsmError", "assemble", "disassemble", "format_entry"]
 
 _FWD = OPS["FWD"]
 _PERIODIC = OPS["PERIODIC"]
-_FIELDS = ("port", "unit", "a", "b", "d", "len", "src")
+_MATVEC = MAC_OPS["MATVEC"]
+_LDW = MAC_OPS["LDW"]
+_MAC_SET = frozenset(MAC_OPS.values())
+_FIELDS = ("port", "unit", "a", "b", "d", "len", "src", "psum_in", "psum_out")
+#: Every mnemonic the assembler accepts (the MAC ones whatever ``k``; with ``k = 0`` they
+#: assemble, and raise OPCODE at issue).
+_MNEMONICS: dict[str, int] = {**OPS, **MAC_OPS}
 #: Fields always printed in the mnemonic form of each opcode (others only when nonzero).
 _SHOWN: dict[int, tuple[str, ...]] = {
     OPS["NOP"]: (),
@@ -34,6 +41,10 @@ _SHOWN: dict[int, tuple[str, ...]] = {
     OPS["DOT"]: ("a", "b", "d", "len"),
     OPS["FWD"]: ("port", "src", "len"),
     OPS["HALT"]: (),
+    MAC_OPS["LDW"]: ("a", "len"),
+    MAC_OPS["SWPW"]: (),
+    MAC_OPS["MATVEC"]: ("b", "d", "len"),
+    MAC_OPS["VPU"]: ("a", "b", "d", "len"),
 }
 
 
@@ -86,8 +97,8 @@ def _parse_op(toks: list[str], t: int, line: int, params: FabricParams) -> Entry
         raise AsmError(line, "missing opcode after the time")
     name = toks[0].upper()
     explicit = False
-    if name in OPS:
-        op = OPS[name]
+    if name in _MNEMONICS:
+        op = _MNEMONICS[name]
         if op == _PERIODIC:
             raise AsmError(line, "use '.periodic @T period=P reps=R' ... '.end' for a periodic block, or the "
                                  "explicit form OP15 for a raw header word")
@@ -97,7 +108,7 @@ def _parse_op(toks: list[str], t: int, line: int, params: FabricParams) -> Entry
             raise AsmError(line, f"opcode {name}: must be OP0..OP15")
         explicit = True
     else:
-        raise AsmError(line, f"unknown opcode {toks[0]!r} (mnemonics: {', '.join(OPS)}; or OP<n>)")
+        raise AsmError(line, f"unknown opcode {toks[0]!r} (mnemonics: {', '.join(_MNEMONICS)}; or OP<n>)")
     vals: dict[str, int] = {}
     for tok in toks[1:]:
         if "=" not in tok:
@@ -105,7 +116,8 @@ def _parse_op(toks: list[str], t: int, line: int, params: FabricParams) -> Entry
         k, _, v = tok.partition("=")
         k = k.lower()
         if k not in _FIELDS:
-            raise AsmError(line, f"unknown field {k!r} (fields: port, unit, a, b, d, len, src)")
+            raise AsmError(line, f"unknown field {k!r} (fields: port, unit, a, b, d, len, src; "
+                                 "psum_in, psum_out for MATVEC)")
         if k in vals:
             raise AsmError(line, f"field {k} given twice")
         if not v:
@@ -116,13 +128,24 @@ def _parse_op(toks: list[str], t: int, line: int, params: FabricParams) -> Entry
             if explicit or op != _FWD:
                 raise AsmError(line, "src= is only for the FWD mnemonic (the explicit form uses b=)")
             vals[k] = _port(v, line, k)
+        elif k in ("psum_in", "psum_out"):
+            if explicit or op != _MATVEC:
+                raise AsmError(line, f"{k}= is only for the MATVEC mnemonic (the explicit form uses port=)")
+            f = _num(v, line, k)
+            if f not in (0, 1):
+                raise AsmError(line, f"{k}={v}: must be 0 or 1")
+            vals[k] = f
         else:
             vals[k] = _num(v, line, k)
+    if "psum_in" in vals or "psum_out" in vals:
+        if "port" in vals:
+            raise AsmError(line, "MATVEC: give psum_in=/psum_out= or port=, not both")
+        vals["port"] = vals.pop("psum_in", 0) | (vals.pop("psum_out", 0) << 1)
     if "src" in vals:
         if "b" in vals:
             raise AsmError(line, "FWD: give src= or b=, not both")
         vals["b"] = vals.pop("src")
-    n = vals.pop("len", 1)
+    n = vals.pop("len", params.k if (op == _LDW and params.k and not explicit) else 1)
     if not 1 <= n <= 256:
         raise AsmError(line, f"len={n}: the element count N must be in [1, 256]")
     e = Entry(t=t, op=op, len=n - 1, **vals)
@@ -270,6 +293,8 @@ def assemble(text: str, params: FabricParams) -> Program:
 # ---- disassembly ----------------------------------------------------------------------------
 def _clean(e: Entry) -> bool:
     """The mnemonic form shows this entry (and reassembles to the same word)."""
+    if e.op in _MAC_SET:
+        return e.unit == 0
     if e.op in RESERVED_OPS or e.op == _PERIODIC or e.unit != 0 or e.port == 3:
         return False
     if e.op == _FWD and e.b > 2:
@@ -290,6 +315,12 @@ def format_entry(e: Entry, prefix: str) -> str:
                 parts.append(f"src={PORT_NAMES[e.b]}")
             continue
         if f == "b" and e.op == _FWD:
+            continue
+        if f == "port" and e.op in _MAC_SET:
+            if e.op == _MATVEC:
+                parts += [x for x, bit in (("psum_in=1", 1), ("psum_out=1", 2)) if e.port & bit]
+            elif e.port:
+                parts.append(f"port={e.port}")
             continue
         v = e.n if f == "len" else getattr(e, f)
         if f in shown or (v != 1 if f == "len" else v != 0):
@@ -330,7 +361,8 @@ def disassemble(program: Program) -> str:
         raise ParamError(f"disassemble: expected a Program, got {type(program).__name__}")
     p = program.params
     lines = [f"# lockstep sched program (docs/sched.md section 10): cw={p.cw} nt={p.nt} dw={p.dw} aw={p.aw} "
-             f"sd={p.sd} hop_lat={p.hop_lat} buf_d={p.buf_d} l_alu={p.l_alu} bus={p.bus}"]
+             f"sd={p.sd} hop_lat={p.hop_lat} buf_d={p.buf_d} l_alu={p.l_alu} bus={p.bus}"
+             + (f" k={p.k} accw={p.accw} vpu_shift={p.vpu_shift}" if p.k else "")]
     for t in range(p.nt):
         lines.append(f".tile {t}")
         d = program.data[t]

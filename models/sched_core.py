@@ -20,6 +20,11 @@ from .formats import FabricParams, ParamError
 __all__ = [
     "ALU_OPS",
     "ERR",
+    "MAC_OPS",
+    "N_UNITS",
+    "SRC_MAC",
+    "entry_busy_len",
+    "to_signed",
     "ERR_BUSY",
     "ERR_COLLISION",
     "ERR_DECOMP",
@@ -60,14 +65,22 @@ __all__ = [
 OPS: dict[str, int] = dict(FabricParams.OPCODES)
 #: Opcode -> mnemonic.
 OP_NAMES: dict[int, str] = {v: k for k, v in OPS.items()}
-#: Opcodes kept for later units (LDW, SWPW, MATVEC, VPU, CHECK); they raise OPCODE.
+#: Opcodes reserved without a MAC array (LDW, SWPW, MATVEC, VPU, CHECK); they raise OPCODE
+#: when ``params.k == 0`` (CHECK and 0xD always).
 RESERVED_OPS: frozenset[int] = frozenset(range(16)) - frozenset(OPS.values())
+#: MAC-array and VPU opcodes (section 11): legal only when ``params.k > 0``.
+MAC_OPS: dict[str, int] = dict(FabricParams.MAC_OPCODES)
+OP_NAMES.update({v: k for k, v in MAC_OPS.items()})
+#: Write source number of MAC lane ``c`` is ``SRC_MAC + c``.
+SRC_MAC = 4
 #: Port numbers 0, 1, 2 by name (3 is illegal).
 PORT_NAMES: tuple[str, ...] = ("prev", "next", "bus")
 
 _NOP, _SEND, _RECV, _TAP = OPS["NOP"], OPS["SEND"], OPS["RECV"], OPS["TAP"]
 _VADD, _VMUL, _DOT = OPS["VADD"], OPS["VMUL"], OPS["DOT"]
 _FWD, _HALT, _PERIODIC = OPS["FWD"], OPS["HALT"], OPS["PERIODIC"]
+_LDW, _SWPW, _MATVEC, _VPU = MAC_OPS["LDW"], MAC_OPS["SWPW"], MAC_OPS["MATVEC"], MAC_OPS["VPU"]
+_MAC_SET = frozenset(MAC_OPS.values())
 #: Opcodes whose PORT field selects a link port.
 PORT_OPS: frozenset[int] = frozenset({_SEND, _RECV, _TAP, _FWD})
 #: Opcodes executed by the ALU.
@@ -89,11 +102,14 @@ ERR_LATE_SCHED = ERR["LATE_SCHED"]
 ERR_DESYNC = ERR["DESYNC"]
 ERR_TAP_IDLE = ERR["TAP_IDLE"]
 
-# unit indices of a tile: out[0..2], in[0..2], the ALU
+# unit indices of a tile: out[0..2], in[0..2], the ALU, the weight loader, the MAC array
 _U_OUT = 0
 _U_IN = 3
 _U_ALU = 6
-_UNIT_NAMES = ("out[prev]", "out[next]", "out[bus]", "in[prev]", "in[next]", "in[bus]", "alu")
+_U_WLOAD = 7
+_U_MAC = 8
+N_UNITS = 9
+_UNIT_NAMES = ("out[prev]", "out[next]", "out[bus]", "in[prev]", "in[next]", "in[bus]", "alu", "wload", "mac")
 
 
 class EncodeError(ParamError):
@@ -239,8 +255,10 @@ def opcode_problem(entry: Entry, params: FabricParams) -> str | None:
     """
     why = []
     op = entry.op
-    if op in RESERVED_OPS:
-        why.append(f"reserved opcode {op:#x}")
+    if op in RESERVED_OPS and not (op in _MAC_SET and params.k):
+        why.append(f"reserved opcode {op:#x}" + (" (no MAC array: k = 0)" if op in _MAC_SET else ""))
+    if op == _LDW and params.k and entry.len != params.k - 1:
+        why.append(f"LDW len={entry.n} (must be k = {params.k})")
     if op == _PERIODIC:
         why.append("PERIODIC header reached issue")
     if entry.unit != 0:
@@ -261,12 +279,25 @@ def opcode_problem(entry: Entry, params: FabricParams) -> str | None:
     return "; ".join(why) if why else None
 
 
-def entry_units(entry: Entry) -> tuple[int, ...]:
-    """Unit indices an entry occupies for ``[n, n+N-1]`` (out 0..2, in 3..5, ALU 6).
+def entry_units(entry: Entry, params: FabricParams | None = None) -> tuple[int, ...]:
+    """Unit indices an entry occupies for ``[n, n+busy_len-1]`` (out 0..2, in 3..5, ALU 6,
+    wload 7, mac 8; see :func:`entry_busy_len`).
 
-    Ports numbered 3 address no unit (such entries raise OPCODE and never issue).
+    Ports numbered 3 address no unit (such entries raise OPCODE and never issue). The
+    MAC opcodes occupy units only with ``params.k > 0`` (without params, or with
+    ``k == 0``, they are reserved and occupy nothing, as before section 11).
     """
     op = entry.op
+    if op in _MAC_SET:
+        if params is None or not params.k:
+            return ()
+        if op == _LDW:
+            return (_U_WLOAD,)
+        if op == _SWPW:
+            return (_U_WLOAD, _U_MAC)
+        if op == _MATVEC:
+            return (_U_MAC,)
+        return (_U_ALU,)
     if op == _SEND:
         return (_U_OUT + entry.port,) if entry.port < 3 else ()
     if op in (_RECV, _TAP):
@@ -281,6 +312,17 @@ def entry_units(entry: Entry) -> tuple[int, ...]:
     if op in ALU_OPS:
         return (_U_ALU,)
     return ()
+
+
+def entry_busy_len(entry: Entry) -> int:
+    """Cycles an entry keeps its units busy: 1 for SWPW, else ``N`` (LDW: ``N = k``)."""
+    return 1 if entry.op == _SWPW else entry.n
+
+
+def to_signed(v: int, bits: int) -> int:
+    """The two's-complement value of the low ``bits`` bits of ``v``."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
 
 
 # ---- periodic blocks ------------------------------------------------------------------------
@@ -771,7 +813,7 @@ class _Sim:
                 e = x.entry
                 prob = None if x.poison else opcode_problem(e, p)
                 lst.append((e.t, e.op, e.port, e.b & 3, e.a, e.b, e.d, e.n, encode(e, p),
-                            entry_units(e), prob, k, x.poison, x.src, x.reason))
+                            entry_units(e, p), prob, k, x.poison, x.src, x.reason, entry_busy_len(e)))
             self.xs.append(lst)
         self.mems = [[int(v) for v in program.data_image(t)] for t in range(nt)]
 
@@ -808,7 +850,15 @@ class _Sim:
         bus_err = 0
         bus_err_cnt = None
         issue_counts = [0] * nt
-        busy = [[-1] * 7 for _ in range(nt)]
+        busy = [[-1] * N_UNITS for _ in range(nt)]
+        kk = p.k
+        accmask = (1 << p.accw) - 1
+        dw = p.dw
+        l_mm1 = FabricParams.L_MM - 1
+        back = [[[0] * kk for _ in range(kk)] for _ in range(nt)]
+        front = [[[0] * kk for _ in range(kk)] for _ in range(nt)]
+        mac_add: list[dict[int, list]] = [{} for _ in range(nt)]   # cycle -> add-stage jobs
+        psum_out: list[dict[int, tuple]] = [{} for _ in range(nt)]  # cycle -> lanes (valid)
         active: list[list[_Op]] = [[] for _ in range(nt)]
         alu_w: list[dict[int, list]] = [{} for _ in range(nt)]
         bufs = [[deque(), deque(), deque()] for _ in range(nt)]
@@ -824,7 +874,7 @@ class _Sim:
             if busreg:
                 return True
             for t in range(nt):
-                if active[t] or alu_w[t]:
+                if active[t] or alu_w[t] or mac_add[t] or psum_out[t]:
                     return True
                 o = outs[t]
                 if o[0] or o[1] or o[2]:
@@ -862,6 +912,7 @@ class _Sim:
                 # ---- inputs of this cycle
                 in0 = outs[(t - 1) % nt][1].pop(k - hop, None)
                 in1 = outs[(t + 1) % nt][0].pop(k - hop, None)
+                psum_in = psum_out[(t - 1) % nt].pop(k - hop, None) if kk else None
                 ins = (in0, in1, bus_in)
                 consumed = [False, False, False]
                 mem = mems[t]
@@ -895,9 +946,13 @@ class _Sim:
                                 if op == _HALT:
                                     stopped[t] = True
                                     halt_cnt[t] = cnt
+                                elif op == _SWPW:
+                                    for u in x[9]:
+                                        busy[t][u] = k
+                                    front[t] = [list(row) for row in back[t]]
                                 elif op != _NOP:
                                     for u in x[9]:
-                                        busy[t][u] = k + x[7] - 1
+                                        busy[t][u] = k + x[15] - 1
                                     active[t].append(_Op(x, k))
                                     if op == _SEND and checks:
                                         send_n[(t, xidx)] = x[7]
@@ -954,6 +1009,20 @@ class _Sim:
                                     o.consumed.append(w[1])
                             elif checks:
                                 o.consumed.append(None)
+                        elif op == _MATVEC:
+                            base = o.b + i * kk
+                            xv = [to_signed(mem[(base + r) & amask], dw) for r in range(kk)]
+                            fr = front[t]
+                            prod = [sum(xv[r] * fr[r][c] for r in range(kk)) for c in range(kk)]
+                            mac_add[t].setdefault(k + l_mm1, []).append((o, i, prod))
+                        elif op == _LDW:
+                            base = o.a + i * kk
+                            back[t][i] = [to_signed(mem[(base + c) & amask], dw) for c in range(kk)]
+                        elif op == _VPU:
+                            va = to_signed(mem[(o.a + i) & amask], dw)
+                            vb = to_signed(mem[(o.b + i) & amask], dw)
+                            r = max(va + vb, 0) >> p.vpu_shift
+                            alu_w[t].setdefault(k + l_alu1, []).append(((o.d + i) & amask, r & dmask, o.xidx))
                         elif op == _DOT:
                             o.acc += mem[(o.a + i) & amask] * mem[(o.b + i) & amask]
                             if i == o.N - 1:
@@ -972,6 +1041,27 @@ class _Sim:
                 if aw_list:
                     for a_, v_, xi in aw_list:
                         writes.append((SRC_ALU, a_, v_, xi))
+                # ---- MAC add stage: + psum_in (PORT[0]), then memory or psum_out (PORT[1])
+                jobs = mac_add[t].pop(k, None) if kk else None
+                if jobs:
+                    for o, i, prod in jobs:
+                        if o.port & 1:
+                            if psum_in is None:
+                                pend[t] |= ERR_TAP_IDLE
+                                errors.append(ErrorCause(
+                                    k, t, ERR_TAP_IDLE, o.xidx, self._word_of(t, o.xidx),
+                                    f"MATVEC vector {i} samples an idle psum_in"))
+                            else:
+                                prod = [a_ + b_ for a_, b_ in zip(prod, psum_in)]
+                        y = tuple(v_ & accmask for v_ in prod)
+                        if o.port & 2:
+                            psum_out[t][k + 1] = y
+                            if limit is None or k + 1 < limit:
+                                trace.append((k + 1, "psum", t, y))
+                        else:
+                            base = o.d + i * kk
+                            for c in range(kk):
+                                writes.append((SRC_MAC + c, (base + c) & amask, y[c] & dmask, o.xidx))
                 # ---- writes at the end of the cycle (lowest priority first)
                 if writes:
                     writes.sort(key=lambda w: w[0])

@@ -23,6 +23,7 @@ from .sched_core import (
     ERR_TAP_IDLE,
     ERR_UNDERFLOW,
     ERR_WCONF,
+    MAC_OPS,
     OPS,
     RESERVED_OPS,
     Entry,
@@ -30,6 +31,7 @@ from .sched_core import (
     Program,
     decode,
     encode,
+    entry_busy_len,
     entry_units,
     expand,
     opcode_problem,
@@ -49,7 +51,12 @@ __all__ = [
 NOP, SEND, RECV, TAP = OPS["NOP"], OPS["SEND"], OPS["RECV"], OPS["TAP"]
 VADD, VMUL, DOT, FWD = OPS["VADD"], OPS["VMUL"], OPS["DOT"], OPS["FWD"]
 HALT, PERIODIC = OPS["HALT"], OPS["PERIODIC"]
+LDW, SWPW, MATVEC, VPU = MAC_OPS["LDW"], MAC_OPS["SWPW"], MAC_OPS["MATVEC"], MAC_OPS["VPU"]
 _OUT, _IN, _ALU = 0, 3, 6
+_WLOAD, _MAC = 7, 8
+#: planner pseudo-unit: the cycles in which a tile writes memory region 3 (ALU, VPU and
+#: MAC lane writes share it; used only with ``k > 0`` so that they never conflict)
+_WR3 = 9
 PREV, NEXT, BUS = 0, 1, 2
 
 
@@ -115,7 +122,7 @@ class _Planner:
         self.lead_nop = lead_nop
         self.slots: list[set[int]] = [set() for _ in range(nt)]
         self.excl: list[list[tuple[int, int]]] = [[] for _ in range(nt)]
-        self.units = [[[] for _ in range(7)] for _ in range(nt)]
+        self.units = [[[] for _ in range(10)] for _ in range(nt)]
         self.wins = [[[] for _ in range(3)] for _ in range(nt)]
         self.bus: list[tuple[int, int]] = []
         self.words = [0] * nt
@@ -263,6 +270,62 @@ class _Planner:
         x = _Txn("alu")
         x.plain(t, u, Entry(t=0, op=op, a=self._addr(), b=self._addr(), d=d, len=n - 1))
         x.units.append((t, _ALU, u, u + n - 1))
+        self._wr3(x, t, u + self.p.l_alu - 1, n)
+        return x
+
+    def _wr3(self, x: _Txn, t: int, first: int, n: int) -> None:
+        """Reserve region-3 write cycles ``[first, first+n-1]`` (only with a MAC array)."""
+        if self.p.k:
+            x.units.append((t, _WR3, first, first + n - 1))
+
+    # ---- MAC array / VPU (docs/sched.md section 11; k > 0) ----
+    def _mac_n(self) -> int | None:
+        top = min(4, self.region // self.p.k)
+        return self.rng.randint(1, top) if top >= 1 else None
+
+    def mac(self, t: int, u: int) -> _Txn | None:
+        """LDW at u, SWPW at u+k, then a MATVEC of 1..4 vectors writing region 3."""
+        kk = self.p.k
+        n = self._mac_n()
+        if n is None:
+            return None
+        x = _Txn("mac")
+        x.plain(t, u, Entry(t=0, op=LDW, a=self._addr(), len=kk - 1))
+        x.plain(t, u + kk, Entry(t=0, op=SWPW))
+        m = u + kk + 1 + self.rng.randint(0, 2)
+        x.plain(t, m, Entry(t=0, op=MATVEC, b=self._addr(), d=self._dest(3, kk * n), len=n - 1))
+        x.units.append((t, _WLOAD, u, u + kk))
+        x.units.append((t, _MAC, u + kk, u + kk))
+        x.units.append((t, _MAC, m, m + n - 1))
+        self._wr3(x, t, m + FabricParams.L_MM - 1, n)
+        return x
+
+    def mac_chain(self, t: int, u: int) -> _Txn | None:
+        """MATVEC with psum_out on t, chained MATVECs (psum_in) on t+1, ... issued
+        ``hop_lat + 1`` later each; the last one writes region 3."""
+        p = self.p
+        n = self._mac_n()
+        if n is None:
+            return None
+        length = self.rng.randint(2, min(3, p.nt))
+        x = _Txn("mac_chain")
+        for j in range(length):
+            tj = (t + j) % p.nt
+            uj = u + j * (p.hop_lat + 1)
+            port = (1 if j else 0) | (2 if j < length - 1 else 0)
+            d = 0 if port & 2 else self._dest(3, p.k * n)
+            x.plain(tj, uj, Entry(t=0, op=MATVEC, port=port, b=self._addr(), d=d, len=n - 1))
+            x.units.append((tj, _MAC, uj, uj + n - 1))
+            if not port & 2:
+                self._wr3(x, tj, uj + FabricParams.L_MM - 1, n)
+        return x
+
+    def vpu(self, t: int, u: int) -> _Txn:
+        n = self.rng.randint(1, self.max_len)
+        x = _Txn("vpu")
+        x.plain(t, u, Entry(t=0, op=VPU, a=self._addr(), b=self._addr(), d=self._dest(3, n), len=n - 1))
+        x.units.append((t, _ALU, u, u + n - 1))
+        self._wr3(x, t, u + self.p.l_alu - 1, n)
         return x
 
     def nop(self, t: int, u: int) -> _Txn:
@@ -292,6 +355,7 @@ class _Planner:
             for dd, e in body:
                 if e.op != NOP:
                     x.units.append((t, _ALU, u + r * period + dd, u + r * period + dd + e.len))
+                    self._wr3(x, t, u + r * period + dd + self.p.l_alu - 1, e.n)
         return x
 
     def periodic_ring(self, s: int, u: int) -> _Txn | None:
@@ -324,7 +388,10 @@ class _Planner:
 
 
 #: Transaction kinds of :func:`random_program` and their default weights.
-_KINDS = {"ring": 4, "fwd": 2, "bus": 3, "bus_fwd": 1, "alu": 3, "nop": 1, "periodic_alu": 1, "periodic_ring": 1}
+_KINDS = {"ring": 4, "fwd": 2, "bus": 3, "bus_fwd": 1, "alu": 3, "nop": 1, "periodic_alu": 1, "periodic_ring": 1,
+          "mac": 3, "mac_chain": 3, "vpu": 2}
+#: Kinds that need a MAC array (``k > 0``); dropped from the weights when ``k == 0``.
+_MAC_KINDS = ("mac", "mac_chain", "vpu")
 
 
 def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: dict[str, float] | None = None,
@@ -346,6 +413,12 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
     * ``periodic_alu``: a PERIODIC block of 1..3 ALU/NOP body entries;
     * ``periodic_ring``: a periodic SEND block on one tile and the matching periodic
       RECV/TAP block on its neighbour.
+    * with a MAC array (``k > 0``) only: ``mac`` (LDW; SWPW ``k`` cycles later; a
+      MATVEC of 1..4 vectors writing memory), ``mac_chain`` (a MATVEC with psum_out on
+      tile t and chained MATVECs with psum_in on t+1 (and t+2), each issued exactly
+      ``hop_lat + 1`` later; the last one writes memory) and ``vpu``. With ``k > 0`` every
+      region-3 writer (ALU, VPU, MAC lanes) also reserves its write cycles, so they never
+      conflict.
 
     Memory is split in four regions of ``2**aw / 4`` words: writes from port ``q`` go to
     region ``q``, ALU writes to region 3, so writes never conflict. Every tile ends with
@@ -401,6 +474,9 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
     if not p.bus:
         w.pop("bus", None)
         w.pop("bus_fwd", None)
+    if not p.k:
+        for kname in _MAC_KINDS:
+            w.pop(kname, None)
     names = [k for k in w if w[k] > 0]
     weights = [w[k] for k in names]
     nt = p.nt
@@ -428,6 +504,12 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
                 x = pl.nop(t, u)
             elif kind == "periodic_alu":
                 x = pl.periodic_alu(t, u)
+            elif kind == "mac":
+                x = pl.mac(t, u)
+            elif kind == "mac_chain":
+                x = pl.mac_chain(t, u)
+            elif kind == "vpu":
+                x = pl.vpu(t, u)
             else:
                 x = pl.periodic_ring(t, u)
             if x is not None and pl.fits(x):
@@ -519,8 +601,8 @@ class _Tile:
         for j, x in enumerate(self.eff):
             if x.poison or opcode_problem(x.entry, p):
                 continue
-            for un in entry_units(x.entry):
-                self.ivals.append((un, self.us[j], self.us[j] + x.entry.n - 1))
+            for un in entry_units(x.entry, p):
+                self.ivals.append((un, self.us[j], self.us[j] + entry_busy_len(x.entry) - 1))
 
     def item(self, j: int) -> int:
         x = self.eff[j]
@@ -662,7 +744,8 @@ def _c_opcode(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
             e = x.entry
             if x.header is not None or x.poison or e.op in (RECV, TAP, FWD):
                 continue
-            mods = [("reserved opcode", e.replace(op=r.choice(sorted(RESERVED_OPS)))),
+            reserved = sorted(RESERVED_OPS - (set(MAC_OPS.values()) if p.k else set()))
+            mods = [("reserved opcode", e.replace(op=r.choice(reserved))),
                     ("UNIT != 0", e.replace(unit=r.randint(1, 3)))]
             if e.op == SEND:
                 mods.append(("PORT 3", e.replace(port=3)))
@@ -681,7 +764,7 @@ def _c_busy(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
     for tl in tiles:
         for j, x in enumerate(tl.eff):
             e = x.entry
-            if x.header is not None or x.poison or e.n < 2 or not entry_units(e) or opcode_problem(e, p):
+            if x.header is not None or x.poison or e.n < 2 or not entry_units(e, p) or opcode_problem(e, p):
                 continue
             u1 = tl.us[j] + 1
             w = tl.insert_index(u1)

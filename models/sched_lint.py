@@ -20,8 +20,10 @@ from .sched_core import (
     ERR_WCONF,
     OP_NAMES,
     OPS,
+    N_UNITS,
     ExpandedEntry,
     Program,
+    entry_busy_len,
     entry_units,
     execute,
     expand,
@@ -133,18 +135,18 @@ def _static(program: Program, t: int, words: list[int]) -> tuple[list[Violation]
             v("DECOMP", x.src, None, f"tile {t} entry {x.src}: {x.reason} (after the HALT)")
     # BUSY (meaningful on an ordered stream)
     if ordered:
-        busy = [-1] * 7
+        busy = [-1] * N_UNITS
         for j, x in enumerate(eff):
             if x.poison or opcode_problem(x.entry, p):
                 continue
-            units = entry_units(x.entry)
+            units = entry_units(x.entry, p)
             hit = [u for u in units if busy[u] >= us[j]]
             if hit:
                 v("BUSY", x.src, us[j], f"{_where(t, x, j)}: {OP_NAMES[x.entry.op]} at cycle {us[j]} "
                   f"while its unit is busy until cycle {max(busy[u] for u in hit)}")
                 continue
             for u in units:
-                busy[u] = us[j] + x.entry.n - 1
+                busy[u] = us[j] + entry_busy_len(x.entry) - 1
         # SPAN
         if us[-1] - us[0] > half:
             v("SPAN", eff[-1].src, us[-1], f"tile {t}: expanded span {us[-1] - us[0]} (cycles {us[0]}.."

@@ -48,8 +48,24 @@ LINT_SETS = {
     "odd": {"cw": 8, "aw": 10, "sd": 100, "buf_d": 3, "nt": 5},  # P > 2**cw, non-power-of-2 sizes
 }
 
+#: MAC-array sets (docs/sched.md section 11): every k in {2, 4, 8} and every secondary
+#: set appear (the full k x set product is linted outside the suite: see the report).
+MAC_LINT_SETS = {
+    "k2": {"k": 2},
+    "k4_dw8": {"k": 4, "dw": 8, "accw": 16},
+    "k8_dw32": {"k": 8, "dw": 32, "accw": 64},
+    "k2_nt2": {"k": 2, "nt": 2},
+    "k4_hop3": {"k": 4, "hop_lat": 3},
+    "k8_alu1": {"k": 8, "l_alu": 1},
+    "k2_vpu3": {"k": 2, "vpu_shift": 3},
+}
+LINT_SETS.update(MAC_LINT_SETS)
+
 #: The configuration of the directed simulations (small memories: quick to build).
 SIM = FabricParams(cw=16, nt=3, dw=16, aw=6, sd=16, hop_lat=1, buf_d=4, l_alu=2, bus=True)
+#: ... with a 2 x 2 MAC array, 32-bit partial sums and a VPU shift of 2.
+SIMK = FabricParams(cw=16, nt=3, dw=16, aw=6, sd=16, hop_lat=1, buf_d=4, l_alu=2, bus=True, k=2, accw=32,
+                    vpu_shift=2)
 
 HANDSHAKE = re.compile(r"(^|_)(ready|rdy|ack|stall|credit|busy|irq|grant)(_|$)", re.I)
 ERR = {name: 1 << i for i, name in enumerate(FabricParams.ERR_NAMES)}
@@ -59,7 +75,8 @@ NEED_ICARUS = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iveri
 def enc(fmt: FabricParams, t: int = 0, op: str | int = "NOP", port: int = 0, unit: int = 0, a: int = 0,
         b: int = 0, d: int = 0, n: int = 1) -> int:
     """Encode one schedule entry (``n`` = element count; LEN = n - 1; PERIODIC: reps)."""
-    vals = {"t": t, "op": OPCODES[op] if isinstance(op, str) else op, "port": port, "unit": unit,
+    ops = {**OPCODES, **FabricParams.MAC_OPCODES}
+    vals = {"t": t, "op": ops[op] if isinstance(op, str) else op, "port": port, "unit": unit,
             "a": a, "b": b, "d": d, "len": n - 1}
     word = 0
     for f, (lo, w) in field_lsb(fmt).items():
@@ -195,6 +212,14 @@ def ring_tb(fmt: FabricParams, loads: list[tuple[int, int, int, int]], cycles: i
     ``cycles`` cycles printing every event of the cycle at its closing edge, then the
     final err/err_cnt/halted and every non-zero data word (debug port)."""
     ew, cw, dw, aw, nt, eb = fmt.ew, fmt.cw, fmt.dw, fmt.aw, fmt.nt, fmt.err_bits
+    ns, kw = 4 + fmt.k, fmt.k * fmt.accw  # write sources per tile; psum bits per tile
+    psum_decl = f"wire [{nt - 1}:0] psum_valid;\nwire [{nt * kw - 1}:0] psum_data;\n" if fmt.k else ""
+    psum_conn = ", .psum_valid(psum_valid), .psum_data(psum_data)" if fmt.k else ""
+    psum_show = ""
+    if fmt.k:  # psum events: every lane of a valid psum_out; data without valid is an X
+        lanes = "".join(f", psum_data[t*{kw} + {c * fmt.accw} +: {fmt.accw}]" for c in range(fmt.k))
+        psum_show = (f'    if (psum_valid[t]) $display("P %0d %0d{" %0h" * fmt.k}", count, t{lanes});\n'
+                     f'    else if (psum_data[t*{kw} +: {kw}] != 0) $display("X %0d %0d", count, t);\n')
     ld = "\n".join(f"  ld_we = 1; ld_tile = {t}; ld_sel = {s}; ld_addr = {a}; ld_data = {ew}'h{w:x}; @(posedge clk); #1;"
                    for t, s, a, w in loads)
     return f"""`timescale 1ns/1ps
@@ -208,21 +233,21 @@ wire [{cw - 1}:0] count, bus_err_cnt;
 wire [{nt * cw - 1}:0] tile_count, err_cnt;
 wire [{nt - 1}:0] issue, halted;
 wire [{nt * ew - 1}:0] issue_entry;
-wire [{nt * 4 - 1}:0] wr_en;
-wire [{nt * 4 * aw - 1}:0] wr_addr;
-wire [{nt * 4 * dw - 1}:0] wr_data;
+wire [{nt * ns - 1}:0] wr_en;
+wire [{nt * ns * aw - 1}:0] wr_addr;
+wire [{nt * ns * dw - 1}:0] wr_data;
 wire [{nt * eb - 1}:0] err;
 wire [{nt * 3 - 1}:0] out_valid;
 wire [{nt * 3 * dw - 1}:0] out_data;
 wire bus_valid;
 wire [{dw - 1}:0] bus_data, dbg_rdata;
 wire [{eb - 1}:0] bus_err;
-sched_ring dut(.clk(clk), .rst(rst), .run(run), .count(count), .ld_we(ld_we), .ld_tile(ld_tile),
+{psum_decl}sched_ring dut(.clk(clk), .rst(rst), .run(run), .count(count), .ld_we(ld_we), .ld_tile(ld_tile),
   .ld_sel(ld_sel), .ld_addr(ld_addr), .ld_data(ld_data), .tile_count(tile_count), .issue(issue),
   .issue_entry(issue_entry), .wr_en(wr_en), .wr_addr(wr_addr), .wr_data(wr_data), .err(err),
   .err_cnt(err_cnt), .halted(halted), .out_valid(out_valid), .out_data(out_data), .bus_valid(bus_valid),
   .bus_data(bus_data), .bus_err(bus_err), .bus_err_cnt(bus_err_cnt), .dbg_tile(dbg_tile),
-  .dbg_addr(dbg_addr), .dbg_rdata(dbg_rdata));
+  .dbg_addr(dbg_addr), .dbg_rdata(dbg_rdata){psum_conn});
 always #5 clk = ~clk;
 integer t, p, s, a;
 always @(posedge clk) if (run) begin
@@ -232,10 +257,10 @@ always @(posedge clk) if (run) begin
     for (p = 0; p < 3; p = p + 1)
       if (out_valid[t*3+p]) $display("W %0d %0d %0d %0h", count, t, p, out_data[(t*3+p)*{dw} +: {dw}]);
       else if (out_data[(t*3+p)*{dw} +: {dw}] != 0) $display("X %0d %0d", count, t);
-    for (s = 0; s < 4; s = s + 1)
-      if (wr_en[t*4+s]) $display("M %0d %0d %0d %0h %0h", count, t, s, wr_addr[(t*4+s)*{aw} +: {aw}],
-                                 wr_data[(t*4+s)*{dw} +: {dw}]);
-  end
+    for (s = 0; s < {ns}; s = s + 1)
+      if (wr_en[t*{ns}+s]) $display("M %0d %0d %0d %0h %0h", count, t, s, wr_addr[(t*{ns}+s)*{aw} +: {aw}],
+                                 wr_data[(t*{ns}+s)*{dw} +: {dw}]);
+{psum_show}  end
   if (bus_valid) $display("B %0d %0h", count, bus_data);
 end
 initial begin
@@ -265,6 +290,9 @@ class Trace:
 
     def __init__(self, text: str):
         rows = [ln.split() for ln in text.splitlines() if ln[:2] in {f"{k} " for k in "IWMBFGDX"}]
+        #: ``psum`` events: (cycle, tile, lanes) with the lanes as accw-bit values
+        self.psum = {(int(r[1]), int(r[2]), tuple(int(v, 16) for v in r[3:]))
+                     for r in (ln.split() for ln in text.splitlines() if ln.startswith("P "))}
         conv = {"I": (10, 10, 16), "W": (10, 10, 10, 16), "M": (10, 10, 10, 16, 16), "B": (10, 16),
                 "F": (10, 16, 10, 10), "G": (16, 10), "D": (10, 16, 16), "X": (10, 10)}
         self.ev: dict[str, set] = {k: set() for k in conv}
@@ -522,3 +550,136 @@ def test_sim_opcode_variants(sim_ring):
     assert tr.issues(0) == [(2, t0[0])] and tr.final(0) == (ERR["OPCODE"] | ERR["BUSY"], 3, 1)
     assert tr.issues(1) == [] and tr.final(1) == (ERR["OPCODE"], 2, 1)
     assert tr.issues(2) == [] and tr.final(2) == (ERR["OPCODE"], 2, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# MAC array, VPU and the partial-sum chain (docs/sched.md section 11)
+
+
+def s16(v: int) -> int:
+    """``v`` as a 16-bit two's complement word (SIMK's dw)."""
+    return v & 0xFFFF
+
+
+def s32(v: int) -> int:
+    """``v`` as a 32-bit two's complement partial sum (SIMK's accw)."""
+    return v & 0xFFFFFFFF
+
+
+def weights(w: list[list[int]], base: int, vecs: list[list[int]], xbase: int) -> dict[int, int]:
+    """Data words: ``w`` row-major from ``base``, the vectors from ``xbase`` (16-bit)."""
+    out = {base + r * len(w) + c: s16(v) for r, row in enumerate(w) for c, v in enumerate(row)}
+    out.update({xbase + i * len(x) + r: s16(v) for i, x in enumerate(vecs) for r, v in enumerate(x)})
+    return out
+
+
+@pytest.mark.parametrize("key", ["k2", "k8_dw32"])
+def test_mac_records_and_ports(key, generated):
+    """With k > 0: write taps widen to 4 + k sources, the tile gets psum_in/psum_out
+    (valid + data, no handshake), the ring exports psum_valid/psum_data; records match."""
+    g = generated(key)
+    fmt = g["fmt"]
+    k, kw, nt = fmt.k, fmt.k * fmt.accw, fmt.nt
+    for kind, ports_of, module in (("tile", tile_ports, "sched_tile"), ("ring", ring_ports, "sched_ring")):
+        rec = json.loads(g[kind].sidecar.read_text())
+        assert rec["ports"] == json.loads(json.dumps(ports_of(fmt)))
+        check_rtl_ports(g[kind].verilog, module, rec)
+        names = module_ports(g[kind].verilog, module)
+        assert [n for n in names if HANDSHAKE.search(n)] == []
+    tp = tile_ports(fmt)
+    assert {n: (tp[n]["dir"], tp[n]["width"]) for n in tp if n.startswith(("wr_", "psum"))} == {
+        "wr_en": ("out", 4 + k), "wr_addr": ("out", (4 + k) * fmt.aw), "wr_data": ("out", (4 + k) * fmt.dw),
+        "psum_in_valid": ("in", 1), "psum_in": ("in", kw), "psum_out_valid": ("out", 1), "psum_out": ("out", kw)}
+    rp = ring_ports(fmt)
+    assert (rp["psum_valid"]["width"], rp["psum_data"]["width"]) == (nt, nt * kw)
+    assert rp["wr_en"]["width"] == nt * (4 + k)
+    assert json.loads(g["tile"].sidecar.read_text())["timing"]["l_mm"] == FabricParams.L_MM
+    assert "psum_in" not in tile_ports(FabricParams()) and tile_ports(FabricParams())["wr_en"]["width"] == 4
+
+
+def test_sim_matvec_writes(sim_ring):
+    """LDW (row r read in n+r), SWPW, MATVEC of N = 2 signed vectors: y_i[c] written to
+    mem[D + i*k + c] by source 4 + c at the end of n+i+L_MM-1, as signed 16-bit values;
+    LDW with LEN != k-1 raises OPCODE; nothing else writes."""
+    f = SIMK
+    w = [[1, -2], [3, 4]]
+    xs = [[5, -1], [-3, 2]]
+    t0 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 4, "SWPW"), enc(f, 5, "MATVEC", b=0x10, d=0x20, n=2),
+          enc(f, 10, "HALT")]
+    t1 = [enc(f, 3, "LDW", a=0, n=3), enc(f, 10, "HALT")]
+    tr = sim_ring(f, {0: t0, 1: t1, 2: [enc(f, 10, "HALT")]}, {0: weights(w, 0, xs, 0x10)}, cycles=14)
+    assert tr.issues(0) == [(2, t0[0]), (4, t0[1]), (5, t0[2]), (10, t0[3])]
+    y = [[sum(x[r] * w[r][c] for r in range(2)) for c in range(2)] for x in xs]
+    assert y == [[2, -14], [3, 14]]
+    lmm = FabricParams.L_MM
+    assert tr.ev["M"] == {(5 + i + lmm - 1, 0, 4 + c, 0x20 + 2 * i + c, s16(y[i][c]))
+                          for i in range(2) for c in range(2)}
+    assert {(0, 0x21, 0xFFF2), (0, 0x23, 14)} <= tr.ev["D"]
+    assert tr.psum == set() and tr.ev["W"] == set()
+    assert tr.final(0) == (0, 0, 1)
+    assert tr.issues(1) == [] and tr.final(1) == (ERR["OPCODE"], 3, 1)
+
+
+def test_sim_psum_chain(sim_ring):
+    """Two chained tiles: tile 0's MATVEC (PORT[1]) puts y_i on psum_out during n+i+L_MM
+    (accw-bit signed lanes, no memory write); tile 1's MATVEC, issued hop_lat + 1 later with
+    PORT[0], adds the psum it samples in m+i+L_MM-1 and writes; an idle psum_in sampled by
+    tile 2 raises TAP_IDLE at its sample cycle and adds 0 (the write still happens)."""
+    f = SIMK
+    lmm = FabricParams.L_MM
+    w0, x0 = [[1, -2], [3, 4]], [[5, -1], [-3, 2]]
+    w1, x1 = [[1, 0], [0, 1]], [[10, -20], [7, 0]]
+    n0 = 5
+    n1 = n0 + f.hop_lat + 1
+    t0 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 4, "SWPW"), enc(f, n0, "MATVEC", port=2, b=0x10, d=0x20, n=2),
+          enc(f, 14, "HALT")]
+    t1 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 4, "SWPW"), enc(f, n1, "MATVEC", port=1, b=0x10, d=0x20, n=2),
+          enc(f, 14, "HALT")]
+    t2 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 4, "SWPW"), enc(f, 9, "MATVEC", port=1, b=0x10, d=0x30),
+          enc(f, 14, "HALT")]
+    data = {0: weights(w0, 0, x0, 0x10), 1: weights(w1, 0, x1, 0x10), 2: weights(w1, 0, [[-4, 9]], 0x10)}
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, data, cycles=18)
+    assert tr.psum == {(n0 + lmm, 0, (2, s32(-14))), (n0 + 1 + lmm, 0, (3, 14))}
+    tile1 = {(n1 + i + lmm - 1, 1, 4 + c, 0x20 + 2 * i + c, v)
+             for i, ys in enumerate([[12, s16(-34)], [10, 14]]) for c, v in enumerate(ys)}
+    tile2 = {(9 + lmm - 1, 2, 4, 0x30, s16(-4)), (9 + lmm - 1, 2, 5, 0x31, 9)}
+    assert tr.ev["M"] == tile1 | tile2
+    assert tr.final(0) == (0, 0, 1) and tr.final(1) == (0, 0, 1)
+    assert tr.final(2) == (ERR["TAP_IDLE"], 9 + lmm - 1, 1)
+    assert [c for c, _ in tr.issues(2)] == [2, 4, 9]
+
+
+def test_sim_vpu_and_busy(sim_ring):
+    """VPU: v = max(signed a + signed b, 0) >> vpu_shift, written at the end of n+i+l_alu-1
+    by the ALU source (negative sums give 0; 0x7FFF + 0x7FFF = 65534 in dw + 1 bits).
+    MATVEC during LDW issues (different units; it uses the old front, here 0); SWPW during
+    LDW and MATVEC during MATVEC raise BUSY and are not issued."""
+    f = SIMK
+    a = [5, -10, 100, -3, 0x7FFF]
+    b = [3, 4, -20, 3, 0x7FFF]
+    t0 = [enc(f, 2, "VPU", a=0x10, b=0x18, d=0x20, n=5), enc(f, 12, "HALT")]
+    t1 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 3, "MATVEC", b=0x10, d=0x20), enc(f, 5, "MATVEC", b=0x10, d=0x20, n=3),
+          enc(f, 6, "MATVEC", b=0x10, d=0x30), enc(f, 12, "HALT")]
+    t2 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 3, "SWPW"), enc(f, 12, "HALT")]
+    data = {0: {0x10 + i: s16(v) for i, v in enumerate(a)} | {0x18 + i: s16(v) for i, v in enumerate(b)},
+            1: {0: 1, 1: 2, 2: 3, 3: 4, 0x10: 1, 0x11: 1}}
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2}, data, cycles=14)
+    vals = [max(x + y, 0) >> f.vpu_shift for x, y in zip(a, b)]
+    assert vals == [2, 0, 20, 0, 0x3FFF]
+    assert {m for m in tr.ev["M"] if m[1] == 0} == {(2 + i + f.l_alu - 1, 0, 3, 0x20 + i, v)
+                                                    for i, v in enumerate(vals)}
+    assert tr.final(0) == (0, 0, 1)
+    assert tr.issues(1) == [(2, t1[0]), (3, t1[1]), (5, t1[2])]
+    assert {m for m in tr.ev["M"] if m[1] == 1} >= {(4, 1, 4, 0x20, 0), (4, 1, 5, 0x21, 0)}
+    assert tr.final(1) == (ERR["BUSY"], 6, 1)
+    assert tr.issues(2) == [(2, t2[0])] and tr.final(2) == (ERR["BUSY"], 3, 1)
+
+
+def test_sim_mac_opcodes_without_array(sim_ring):
+    """k = 0: MATVEC, LDW and VPU stay reserved and raise OPCODE at their cycle."""
+    f = SIM
+    tr = sim_ring(f, {0: [enc(f, 2, "MATVEC", b=0x10), enc(f, 9, "HALT")],
+                      1: [enc(f, 3, "LDW", n=2), enc(f, 9, "HALT")],
+                      2: [enc(f, 4, "VPU", a=1, b=2, d=3), enc(f, 9, "HALT")]}, cycles=12)
+    for t, c in ((0, 2), (1, 3), (2, 4)):
+        assert tr.issues(t) == [] and tr.final(t) == (ERR["OPCODE"], c, 1)

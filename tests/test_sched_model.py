@@ -1160,3 +1160,226 @@ def test_large_random_program_runs_clean():
     run = execute(prog)
     assert lint(prog) == []
     assert run.ok and run.cycles >= 1900 and len(run.trace) > 3000
+
+
+# ======================================================================================
+# MAC array and VPU (docs/sched.md section 11)
+# ======================================================================================
+PK = dataclasses.replace(P0, nt=2, k=2, dw=8, accw=16, hop_lat=1)
+
+
+def masm(text: str, **kw) -> Program:
+    return assemble(text, dataclasses.replace(PK, **kw))
+
+
+def writes(run: S.Run, tile: int) -> list[tuple]:
+    return [e[:1] + e[3:] for e in run.events("write", tile)]
+
+
+MAC1 = """
+.tile 0
+.data 0: 1 2 3 4          # weight rows: row 0 = (1, 2), row 1 = (3, 4)
+.data 8: 1 1 2 -1         # x_0 = (1, 1), x_1 = (2, -1)
+@2  LDW    a=0 len=2
+@4  SWPW
+@5  MATVEC b=8 d=16 len=2
+@20 HALT
+.tile 1
+@20 HALT
+"""
+
+
+def test_mac_ldw_swpw_matvec_trace():
+    run = execute(masm(MAC1))
+    assert run.ok
+    # LDW busy wload [2, 3]; SWPW at 4; MATVEC reads x_i at 5+i, writes at the end of 5+i+1
+    # y_0 = (1*1 + 1*3, 1*2 + 1*4) = (4, 6); y_1 = (2 - 3, 4 - 4) = (-1, 0) -> 0xFF, 0
+    assert writes(run, 0) == [(6, 4, 16, 4), (6, 5, 17, 6), (7, 4, 18, 0xFF), (7, 5, 19, 0)]
+    assert list(run.mems[0][16:20]) == [4, 6, 0xFF, 0]
+    assert run.events("psum") == []
+
+
+def test_mac_front_is_zero_before_swpw():
+    run = execute(masm(MAC1.replace("@4  SWPW\n", "")))
+    assert run.ok and list(run.mems[0][16:20]) == [0, 0, 0, 0]
+
+
+def test_mac_psum_out_replaces_the_write():
+    run = execute(masm(MAC1.replace("MATVEC b=8", "MATVEC psum_out=1 b=8")))
+    assert run.ok
+    assert run.events("write", 0) == []
+    # valid on psum_out during n+i+l_mm: 7 and 8 (lanes mod 2**accw)
+    assert run.events("psum") == [(7, "psum", 0, (4, 6)), (8, "psum", 0, (0xFFFF, 0))]
+
+
+CHAIN = """
+.tile 0
+.data 0: 1 2 3 4
+.data 8: 1 1 2 -1
+@2  LDW    a=0 len=2
+@4  SWPW
+@5  MATVEC psum_out=1 b=8 len=2
+@30 HALT
+.tile 1
+.data 0: 1 0 0 1          # identity
+.data 8: 5 6 7 8
+@2  LDW    a=0 len=2
+@4  SWPW
+@{t} MATVEC psum_in=1 b=8 d=16 len=2
+@30 HALT
+"""
+
+
+def test_psum_chain_timing():
+    # psum word i on tile 0 at 7+i reaches tile 1's psum_in at 8+i (hop_lat 1); tile 1's
+    # MATVEC at n samples at n+i+1, so n = 5 + hop_lat + 1 = 7
+    prog = masm(CHAIN.format(t=7))
+    run = execute(prog)
+    assert run.ok and lint(prog) == []
+    assert writes(run, 1) == [(8, 4, 16, 9), (8, 5, 17, 12), (9, 4, 18, 6), (9, 5, 19, 8)]
+
+
+def test_psum_chain_hop_lat_3():
+    prog = masm(CHAIN.format(t=9), hop_lat=3)
+    run = execute(prog)
+    assert run.ok and list(run.mems[1][16:20]) == [9, 12, 6, 8]
+
+
+@pytest.mark.parametrize("t", [6, 8])
+def test_psum_idle_sample_raises_tap_idle(t):
+    prog = masm(CHAIN.format(t=t))
+    run = execute(prog)
+    # t=6: vector 0 samples at 7 (idle), vector 1 at 8 (psum word 0);
+    # t=8: vector 0 samples at 9 (word 1), vector 1 at 10 (idle)
+    idle = 7 if t == 6 else 10
+    assert run.events("err") == [(idle, "err", 1, ERR_TAP_IDLE)]
+    assert "TAP" in rules(prog)
+    if t == 6:   # the idle sample adds 0: y_0 = 5, 6 (x_0 only); y_1 = x_1 + psum 0
+        assert list(run.mems[1][16:20]) == [5, 6, 11, 14]
+    else:
+        assert list(run.mems[1][16:20]) == [4, 6, 7, 8]
+
+
+def test_vpu_trace():
+    prog = masm("""
+.tile 0
+.data 0: 5 -7 100 -1
+.data 8: -2 3 100 1
+@2  VPU a=0 b=8 d=16 len=4
+@20 HALT
+.tile 1
+@20 HALT
+""", vpu_shift=1)
+    run = execute(prog)
+    assert run.ok
+    # signed: 5-2=3 ->1; -7+3=-4 ->0; 100+100=200 (no wrap of the sum) ->100; -1+1=0 ->0
+    assert writes(run, 0) == [(3, 3, 16, 1), (4, 3, 17, 0), (5, 3, 18, 100), (6, 3, 19, 0)]
+
+
+def test_mac_busy_cases():
+    base = ".tile 0\n{body}\n@40 HALT\n.tile 1\n@40 HALT\n"
+    cases = [
+        ("@2 LDW a=0 len=2\n@3 LDW a=0 len=2", 3),        # wload [2, 3]
+        ("@2 LDW a=0 len=2\n@3 SWPW", 3),                  # SWPW needs wload
+        ("@2 MATVEC b=8 len=3\n@4 SWPW", 4),               # SWPW needs mac [2, 4]
+        ("@2 MATVEC b=8 len=3\n@4 MATVEC b=8", 4),
+        ("@2 VADD a=0 b=0 d=9 len=3\n@4 VPU a=0 b=0 d=9", 4),   # VPU uses the ALU
+    ]
+    for body, c in cases:
+        prog = masm(base.format(body=body))
+        run = execute(prog)
+        assert run.events("err") == [(c, "err", 0, ERR_BUSY)], body
+        assert "BUSY" in rules(prog), body
+    ok = ["@2 LDW a=0 len=2\n@4 SWPW\n@5 LDW a=0 len=2", "@2 MATVEC b=8 len=3\n@5 SWPW",
+          "@2 LDW a=0 len=2\n@3 MATVEC b=8 len=3", "@2 SWPW\n@3 SWPW\n@4 MATVEC b=8"]
+    for body in ok:
+        prog = masm(base.format(body=body))
+        assert execute(prog).ok and lint(prog) == [], body
+
+
+def test_mac_wconf_lanes_beat_alu():
+    prog = masm("""
+.tile 0
+.data 8: 1 1
+@2  MATVEC b=8 d=16
+@3  VADD a=0 b=0 d=17 len=1
+@20 HALT
+.tile 1
+@20 HALT
+""", l_alu=1)
+    run = execute(prog)
+    # MATVEC writes 16, 17 at the end of 3 (sources 4, 5); VADD writes 17 at the end of 3
+    assert run.events("err") == [(3, "err", 0, ERR_WCONF)]
+    assert writes(run, 0) == [(3, 3, 17, 0), (3, 4, 16, 0), (3, 5, 17, 0)]
+    assert "WCONF" in rules(prog)
+
+
+def test_ldw_len_must_be_k():
+    prog = masm(".tile 0\n@2 LDW a=0 len=3\n@9 HALT\n.tile 1\n@9 HALT\n")
+    assert execute(prog).events("err") == [(2, "err", 0, ERR_OPCODE)]
+    assert "OPCODE" in rules(prog)
+
+
+@pytest.mark.parametrize("line", ["@5 LDW a=0 len=2", "@5 SWPW", "@5 MATVEC b=0", "@5 VPU a=0 b=0 d=0"])
+def test_mac_ops_without_mac_array_raise_opcode(line):
+    prog = asm(f".tile 0\n{line}\n@9 HALT\n.tile 1\n@9 HALT\n.tile 2\n@9 HALT\n")
+    run = execute(prog)
+    assert run.events("err") == [(5, "err", 0, ERR_OPCODE)]
+    assert "OPCODE" in rules(prog)
+
+
+def test_mac_asm_round_trip():
+    text = """
+.tile 0
+.data 0: 1 2 3 4
+@2      LDW   a=0 len=2
+@4      SWPW
+@5      MATVEC psum_in=1 psum_out=1 b=8 d=0 len=3
+@6      MATVEC port=1 b=8 d=16 len=1
+@9      VPU   a=0 b=8 d=16 len=4
+@10     LDW   port=2 a=3 len=2
+@20     HALT
+"""
+    prog = masm(text)
+    ents = prog.entries(0)
+    assert ents[2].port == 3 and ents[3].port == 1 and ents[5].port == 2
+    assert masm(".tile 0\n@2 LDW a=0\n").entries(0)[0].len == 1   # LDW len defaults to k
+    d = disassemble(prog)
+    assert "MATVEC psum_in=1 psum_out=1 b=8 d=0 len=3" in d
+    assert assemble(d, prog.params) == prog
+    assert disassemble(assemble(d, prog.params)) == d
+    rnd = random.Random(7)
+    for p in (PK, P0):
+        words = [rnd.getrandbits(p.ew) for _ in range(40)]
+        words += [W(p, 5, op, port=rnd.randrange(4), unit=u, len=rnd.randrange(256))
+                  for op in (7, 8, 9, 10) for u in (0, 1)]
+        prog = Program(p, [words, []] if p.nt == 2 else [words, [], []])
+        assert assemble(disassemble(prog), p) == prog
+    with pytest.raises(S.AsmError):
+        masm(".tile 0\n@2 MATVEC psum_in=1 port=1\n")
+    with pytest.raises(S.AsmError):
+        masm(".tile 0\n@2 VPU psum_in=1\n")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_program_with_mac_is_legal(seed):
+    p = dataclasses.replace(P0, nt=2 + seed % 3, k=2 + seed % 3, hop_lat=1 + seed % 2, aw=6 + seed % 3,
+                            dw=8 + seed % 5, vpu_shift=seed % 3)
+    prog = S.random_program(seed, p, n_txn=14, kinds={"mac": 2, "mac_chain": 2, "vpu": 1, "alu": 1, "ring": 1})
+    assert lint(prog) == []
+    run = execute(prog)
+    assert run.ok
+    assert {"mac", "mac_chain"} & set(prog.meta["kinds"])
+    if "mac_chain" in prog.meta["kinds"]:
+        assert run.events("psum")
+    assert assemble(disassemble(prog), p) == prog
+    for rule in ("ORDER", "OPCODE", "BUSY"):
+        var, exp = S.illegal_variant(seed, prog, rule)
+        fe = execute(var).first_error()
+        assert (fe[0], fe[2], fe[3]) == (exp.cycle, exp.tile, exp.bits)
+
+
+def test_random_program_k0_has_no_mac_ops():
+    prog = S.random_program(3, P0, n_txn=20, kinds={"mac": 1, "alu": 1})
+    assert all(decode(w, P0).op not in (7, 8, 9, 10) for s in prog.schedules for w in s)
+    assert lint(prog) == []

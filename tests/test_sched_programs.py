@@ -7,7 +7,9 @@ import pytest
 
 from lockstep.models import sched
 from lockstep.verif.registry import TESTBENCHES
-from lockstep.verif.sched.env import make_program
+import numpy as np
+
+from lockstep.verif.sched.env import Compiled, make_program
 
 RING = sorted(n for n, tb in TESTBENCHES.items() if tb.family == "sched" and tb.toplevel == "sched_ring")
 
@@ -16,11 +18,13 @@ RING = sorted(n for n, tb in TESTBENCHES.items() if tb.family == "sched" and tb.
 def test_program_for_every_seed(name, seed):
     tb = TESTBENCHES[name]
     params = tb.tb_params or tb.params
-    for k in range(12):
+    for k in range(12 if "gemm" not in name and "layer" not in name else 3):
         program, expected = make_program(tb.opts["program"], params, seed + 7919 * k)
         run = sched.execute(program)
-        if expected is None:
+        if expected is None or isinstance(expected, Compiled):
             assert sched.lint(program) == [] and run.ok, name
+            if expected is not None:  # the executor computes what numpy does
+                assert np.array_equal(expected.layout.result(run), expected.reference), name
         else:
             first = next(e for e in run.trace if e[1] == "err")
             assert (first[0], first[2], first[3]) == (expected.cycle, expected.tile, expected.bits), name

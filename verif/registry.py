@@ -294,6 +294,16 @@ _register(Testbench(name="sched_mutant", family="sched", toplevel="sched_ring", 
                     tb_params=FabricParams(), generator="lockstep.gen.sched:emit_ring",
                     test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},
                     doc="negative: a ring with 2-cycle hops checked as 1-cycle hops must fail the scoreboard"))
+_sched("sched_random_k4", FabricParams(k=4), "random",
+       "random legal program with a 4x4 MAC array: LDW, SWPW, MATVEC, psum chains, VPU")
+_sched("sched_gemm_k2", FabricParams(k=2, nt=2, aw=9), "gemm:200",
+       "compiled GEMM C = A @ B over 2 tiles (B stationary, rows of A streamed, psums chained) vs numpy")
+_sched("sched_layer_k2", FabricParams(k=2, nt=3, aw=9, vpu_shift=2), "layer:64",
+       "compiled layer y = ReLU(Wx + b) >> 2 over 3 tiles vs numpy")
+_sched("sched_gemm_k4_nt4", FabricParams(k=4, nt=4, aw=10, hop_lat=2), "gemm:240",
+       "compiled GEMM, 4x4 MAC arrays on 4 tiles, 2-cycle hops", tier="full")
+_sched("sched_random_k8", FabricParams(k=8, nt=2, dw=8, accw=24), "random",
+       "random legal program, 8x8 MAC arrays, 8-bit data", tier="full")
 _sched("sched_random_wide", FabricParams(cw=32, nt=6, dw=32, aw=9, sd=128, buf_d=16), "random",
        "random legal program: 32-bit counter and data, 6 tiles, 512-word memories", tier="full")
 _sched("sched_random_nt2_hop8", FabricParams(nt=2, hop_lat=8, buf_d=1, l_alu=4), "random",

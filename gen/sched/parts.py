@@ -37,7 +37,7 @@ __all__ = [
 OPCODES: dict[str, int] = dict(FabricParams.OPCODES)
 OP = OPCODES
 #: ALU operation codes stored inside the ALU unit (not entry opcodes).
-ALU_OPS = {"VADD": 0, "VMUL": 1, "DOT": 2}
+ALU_OPS = {"VADD": 0, "VMUL": 1, "DOT": 2, "VPU": 3}
 
 #: Depth of the tile's prefetch queue of expanded entries (see gen/sched/fetch.py).
 PREFETCH_DEPTH = 2

@@ -15,6 +15,9 @@ and the chip counter (docs/sched.md sections 4, 6 and 9).
 * ``ld_tile`` routes the load port (``ld_we`` only reaches tile ``ld_tile``; a value
   ``>= nt`` reaches none); ``dbg_tile`` selects whose ``dbg_rdata`` is returned (0 for
   a value ``>= nt``).
+* With ``k > 0`` (docs/sched.md section 11) tile ``t``'s ``psum_out`` reaches tile
+  ``(t+1) % nt``'s ``psum_in`` through ``hop_lat`` flip-flops (valid + data, like a ring
+  link), and ``psum_valid``/``psum_data`` export every tile's ``psum_out`` registers.
 * Per-tile taps are packed by tile (tile ``t`` in the ``t``-th slice). Besides the
   contract's taps the ring exports every tile's ``out_valid``/``out_data`` (``word``
   trace events): tile ``t`` port ``p`` at bit ``3t+p`` / ``[(3t+p)*dw +: dw]``.
@@ -181,7 +184,7 @@ def _pack(parts, out):
 def sched_ring(clk, rst, run, count, ld_we, ld_tile, ld_sel, ld_addr, ld_data,
                tile_count, issue, issue_entry, wr_en, wr_addr, wr_data, err, err_cnt, halted,
                out_valid, out_data, bus_valid, bus_data, bus_err, bus_err_cnt, dbg_tile, dbg_addr, dbg_rdata,
-               fmt: FabricParams):
+               fmt: FabricParams, psum_valid=None, psum_data=None):
     """``nt`` tiles on a ring with a shared bus and the chip counter. Ports: :func:`ring_ports`."""
     check_fabric(fmt, "sched_ring")
     nt, dw = fmt.nt, fmt.dw
@@ -196,10 +199,18 @@ def sched_ring(clk, rst, run, count, ld_we, ld_tile, ld_sel, ld_addr, ld_data,
     for t in range(nt):
         s = sig[t]
         insts.append(_ld_route(ld_we, ld_tile, t, s["ld_we"]))
+        psum = {n: s[n] for n in ("psum_in_valid", "psum_in", "psum_out_valid", "psum_out") if n in s}
         insts.append(sched_tile(clk, rst, run, s["ld_we"], ld_sel, ld_addr, ld_data, s["in_valid"], s["in_data"],
                                 s["out_valid"], s["out_data"], s["count"], s["issue"], s["issue_entry"],
                                 s["wr_en"], s["wr_addr"], s["wr_data"], s["err"], s["err_cnt"], s["halted"],
-                                dbg_addr, s["dbg_rdata"], fmt))
+                                dbg_addr, s["dbg_rdata"], fmt, **psum))
+    if fmt.k:  # partial-sum chain: tile t -> tile (t+1) % nt through hop_lat flip-flops
+        for t in range(nt):
+            nxt = sig[(t + 1) % nt]
+            insts.append(_link(clk, rst, sig[t]["psum_out_valid"], sig[t]["psum_out"], nxt["psum_in_valid"],
+                               nxt["psum_in"], fmt.hop_lat))
+        insts.append(_pack([sig[t]["psum_out_valid"] for t in range(nt)], psum_valid))
+        insts.append(_pack([sig[t]["psum_out"] for t in range(nt)], psum_data))
 
     # per-tile output ports as separate signals
     ov = [[new_bool() for _ in range(3)] for _ in range(nt)]
@@ -291,6 +302,11 @@ def ring_ports(fmt: FabricParams) -> dict[str, dict]:
         "dbg_addr": {"dir": "in", "width": aw, "doc": "debug read: data-memory address"},
         "dbg_rdata": {"dir": "out", "width": dw, "doc": "debug read data (combinational)"},
     })
+    if fmt.k:
+        kw = fmt.k * fmt.accw
+        ports["psum_valid"] = {"dir": "out", "width": nt, "doc": "psum_out_valid of tile t at bit t"}
+        ports["psum_data"] = {"dir": "out", "width": nt * kw,
+                              "doc": f"psum_out of tile t at [t*{kw} +: {kw}] (lane c at +c*accw)"}
     return ports
 
 

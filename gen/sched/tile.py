@@ -42,6 +42,29 @@ Decisions where docs/sched.md is silent (also see :mod:`.fetch`):
 * ``run`` gates the counter, fetch start and issue only; started units, link registers
   and buffers keep running while ``run = 0``.
 * With ``bus = False`` the ``in[2]`` inputs are ignored and ``out[2]`` stays idle.
+
+MAC array and VPU (``k > 0``, docs/sched.md section 11; :mod:`.mac`). With ``k == 0`` the
+generated Verilog is byte-identical to the k-less tile and LDW/SWPW/MATVEC/VPU raise
+OPCODE. Decisions where section 11 is silent:
+
+* PORT is not checked for LDW, SWPW, MATVEC or VPU (MATVEC uses all four values; the
+  others ignore it, like VADD). Only LDW has a LEN rule (``k - 1``, else OPCODE).
+* SWPW claims ``wload`` and ``mac`` only in its issue cycle, so it raises BUSY during an
+  LDW or a MATVEC's read cycles, and a MATVEC may issue during an LDW (different units:
+  it uses the old front weights). A MATVEC may issue the cycle after the previous one's
+  last read (its stage 2 still running); the products use the front weights of the read
+  cycle, so a SWPW then does not disturb it.
+* ``psum_out`` (register) is 0 when not valid; ``psum_in`` data is ignored (adds 0) when
+  ``psum_in_valid`` is low, and TAP_IDLE is raised in the sample cycle ``n+i+L_MM-1``
+  (the write, or the psum_out word, still happens). TAP_IDLE from a MATVEC halts issue
+  like every error.
+* VPU reads through the ALU's two read ports and writes as ALU source 3 (priority below
+  the MAC lanes); the sum is formed in ``dw + 1`` bits, so ``0x7FFF + 0x7FFF`` (dw=16) is
+  65534 before the shift, and its low ``dw`` bits are written.
+* MAC lanes write as sources ``4 .. 4+k-1``; all sources with equal addresses raise WCONF,
+  the highest source number wins. Address arithmetic ``A + r*k + c``, ``B + i*k + r``,
+  ``D + i*k + c`` wraps modulo ``2**aw``.
+* ``rst`` clears the back and front weights and the psum registers.
 """
 
 from __future__ import annotations
@@ -55,6 +78,7 @@ from lockstep.models.formats import FabricParams, _clog2
 from ..common import Emitted, emit_stream_unit
 from .counter import counter_core
 from .fetch import fetch_widths, sched_fetch
+from .mac import add_const, ldw_unit, mv_col, mv_ctl, wcell
 from .parts import (
     ALU_OPS,
     OP,
@@ -77,7 +101,7 @@ __all__ = ["emit_tile", "sched_tile", "tile_ports", "tile_timing"]
 def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op, h_port, h_unit, h_src,
                bo0, bo1, bo2, bi0, bi1, bi2, balu,
                issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp,
-               fmt: FabricParams):
+               fmt: FabricParams, h_len=None, bwl=None, bmac=None):
     """The list timer: issue on ``T == count``, MISSED on a past head, BUSY, OPCODE, DECOMP.
 
     Ports:
@@ -92,7 +116,12 @@ def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op
         go: the entry issues (no OPCODE, BUSY or DECOMP): the units start.
         halt_now: a HALT issues.
         e_missed, e_opcode, e_busy, e_decomp: errors raised this cycle.
+        h_len, bwl, bmac (``k > 0`` only): the LEN field, the ``wload`` and ``mac`` busy flags.
     """
+    if fmt.k:
+        return _sequencer_mac(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op, h_port, h_unit,
+                              h_src, h_len, bo0, bo1, bo2, bi0, bi1, bi2, balu, bwl, bmac, issue, issue_entry, pop,
+                              go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt)
     cw = fmt.cw
     plim = 2 if fmt.bus else 1  # highest legal port number
     o_nop, o_send, o_recv, o_tap = OP["NOP"], OP["SEND"], OP["RECV"], OP["TAP"]
@@ -139,6 +168,93 @@ def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op
                    or (h_op == o_fwd and h_src > plim) or h_unit != 0)
         hit = (((h_op == o_send or h_op == o_fwd) and ob) or ((h_op == o_recv or h_op == o_tap) and ib)
                or (h_op == o_fwd and sb) or ((h_op == o_vadd or h_op == o_vmul or h_op == o_dot) and balu))
+        issue.next = 0
+        issue_entry.next = 0
+        pop.next = 0
+        go.next = 0
+        halt_now.next = 0
+        e_missed.next = 0
+        e_opcode.next = 0
+        e_busy.next = 0
+        e_decomp.next = 0
+        if act and not match and dlt[msb]:
+            e_missed.next = 1
+        if match:
+            pop.next = 1
+            if h_poison:
+                e_decomp.next = 1
+            else:
+                e_opcode.next = illegal
+                e_busy.next = hit
+                if not illegal and not hit:
+                    issue.next = 1
+                    issue_entry.next = h_word
+                    go.next = 1
+                    if h_op == o_halt:
+                        halt_now.next = 1
+
+    return seq
+
+
+@block
+def _sequencer_mac(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op, h_port, h_unit, h_src, h_len,
+                   bo0, bo1, bo2, bi0, bi1, bi2, balu, bwl, bmac,
+                   issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt: FabricParams):
+    """:func:`_sequencer` with the MAC-array opcodes (``k > 0``): LDW (``wload``; LEN must
+    be ``k - 1``, else OPCODE), SWPW (``wload`` and ``mac``), MATVEC (``mac``) and VPU
+    (``alu``) are legal; their PORT field is not checked (MATVEC uses all four values)."""
+    cw = fmt.cw
+    plim = 2 if fmt.bus else 1  # highest legal port number
+    o_nop, o_send, o_recv, o_tap = OP["NOP"], OP["SEND"], OP["RECV"], OP["TAP"]
+    o_vadd, o_vmul, o_dot, o_fwd, o_halt = OP["VADD"], OP["VMUL"], OP["DOT"], OP["FWD"], OP["HALT"]
+    mo = FabricParams.MAC_OPCODES
+    o_ldw, o_swpw, o_mv, o_vpu = mo["LDW"], mo["SWPW"], mo["MATVEC"], mo["VPU"]
+    klen = fmt.k - 1
+    msb = cw - 1  # (T - count) mod 2**cw >= half  <=>  its top bit is set
+    dlow_unused = new_vec(cw - 1)  # the rest of the difference is not needed
+
+    @always_comb
+    def seq():
+        dlt = intbv(0)[cw:]
+        act = bool(0)
+        match = bool(0)
+        known = bool(0)
+        uses = bool(0)
+        illegal = bool(0)
+        hit = bool(0)
+        ob = bool(0)
+        ib = bool(0)
+        sb = bool(0)
+        dlt[:] = h_t - count
+        dlow_unused.next = dlt[msb:]
+        act = run and not halted and h_valid and h_ready
+        match = act and h_t == count
+        # units the entry claims (a port 3 names none): out[PORT], in[PORT], in[B[1:0]]
+        if h_port == 0:
+            ob = bool(bo0)
+            ib = bool(bi0)
+        elif h_port == 1:
+            ob = bool(bo1)
+            ib = bool(bi1)
+        elif h_port == 2:
+            ob = bool(bo2)
+            ib = bool(bi2)
+        if h_src == 0:
+            sb = bool(bi0)
+        elif h_src == 1:
+            sb = bool(bi1)
+        elif h_src == 2:
+            sb = bool(bi2)
+        known = (h_op == o_nop or h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_vadd
+                 or h_op == o_vmul or h_op == o_dot or h_op == o_fwd or h_op == o_halt or h_op == o_ldw
+                 or h_op == o_swpw or h_op == o_mv or h_op == o_vpu)
+        uses = h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_fwd
+        illegal = (not known or (uses and h_port > plim) or (h_op == o_recv and h_port == 2)
+                   or (h_op == o_fwd and h_src > plim) or h_unit != 0 or (h_op == o_ldw and h_len != klen))
+        hit = (((h_op == o_send or h_op == o_fwd) and ob) or ((h_op == o_recv or h_op == o_tap) and ib)
+               or (h_op == o_fwd and sb)
+               or ((h_op == o_vadd or h_op == o_vmul or h_op == o_dot or h_op == o_vpu) and balu)
+               or ((h_op == o_ldw or h_op == o_swpw) and bwl) or ((h_op == o_mv or h_op == o_swpw) and bmac))
         issue.next = 0
         issue_entry.next = 0
         pop.next = 0
@@ -432,7 +548,7 @@ def _alu_stage(clk, rst, vi, ai, di, vo, ao, do_):
 
 @block
 def _alu(clk, rst, go, h_op, h_a, h_b, h_d, h_len, ra, rb, qa, qb, busy, we, wa, wd, fmt: FabricParams):
-    """VADD / VMUL / DOT with ``l_alu - 1`` pipeline registers before the write.
+    """VADD / VMUL / DOT (and VPU when ``k > 0``) with ``l_alu - 1`` pipeline registers before the write.
 
     Ports:
         go, h_*: the sequencer's start and the head fields.
@@ -449,59 +565,133 @@ def _alu(clk, rst, go, h_op, h_a, h_b, h_d, h_len, ra, rb, qa, qb, busy, we, wa,
     cur_op, res = new_vec(2), new_vec(dw)
     v0, a0, d0 = new_bool(), new_vec(aw), new_vec(dw)
 
-    @always_comb
-    def cur():
-        st = bool(0)
-        first = bool(0)
-        fin = bool(0)
-        act = bool(0)
-        m = intbv(0)[2:]
-        prod = intbv(0)[dw:]
-        r = intbv(0)[dw:]
-        st = go and (h_op == o_vadd or h_op == o_vmul or h_op == o_dot)
-        start.next = st
-        if st:
-            ra.next = h_a
-            rb.next = h_b
-            if h_op == o_vadd:
-                m[:] = k_add
-            elif h_op == o_vmul:
-                m[:] = k_mul
+    if fmt.k:  # VPU shares the ALU (unit, read ports, write source 3)
+        o_vpu, k_vpu, vsh = FabricParams.MAC_OPCODES["VPU"], ALU_OPS["VPU"], fmt.vpu_shift
+
+        @always_comb
+        def cur():
+            st = bool(0)
+            first = bool(0)
+            fin = bool(0)
+            act = bool(0)
+            m = intbv(0)[2:]
+            prod = intbv(0)[dw:]
+            r = intbv(0)[dw:]
+            sa = intbv(0)[dw + 1 :]
+            sb = intbv(0)[dw + 1 :]
+            sm = intbv(0)[dw + 1 :]
+            sh = intbv(0)[dw:]
+            st = go and (h_op == o_vadd or h_op == o_vmul or h_op == o_dot or h_op == o_vpu)
+            start.next = st
+            if st:
+                ra.next = h_a
+                rb.next = h_b
+                if h_op == o_vadd:
+                    m[:] = k_add
+                elif h_op == o_vmul:
+                    m[:] = k_mul
+                elif h_op == o_vpu:
+                    m[:] = k_vpu
+                else:
+                    m[:] = k_dot
+                first = True
+                fin = h_len == 0
             else:
-                m[:] = k_dot
-            first = True
-            fin = h_len == 0
-        else:
-            ra.next = ra_r
-            rb.next = rb_r
-            m[:] = aop
-            first = False
-            fin = cnt == 1
-        cur_op.next = m
-        act = st or cnt != 0
-        prod[:] = qa * qb  # low dw bits of the product
-        if m == k_dot:
-            if first:
+                ra.next = ra_r
+                rb.next = rb_r
+                m[:] = aop
+                first = False
+                fin = cnt == 1
+            cur_op.next = m
+            act = st or cnt != 0
+            prod[:] = qa * qb  # low dw bits of the product
+            sa[:] = concat(qa[dw - 1], qa)  # VPU: signed sum in dw + 1 bits, ReLU, shift
+            sb[:] = concat(qb[dw - 1], qb)
+            sm[:] = sa + sb
+            sh[:] = sm[dw:] >> vsh
+            if m == k_vpu:
+                if sm[dw]:
+                    r[:] = 0
+                else:
+                    r[:] = sh
+            elif m == k_dot:
+                if first:
+                    r[:] = prod
+                else:
+                    r[:] = acc + prod
+            elif m == k_mul:
                 r[:] = prod
             else:
-                r[:] = acc + prod
-        elif m == k_mul:
-            r[:] = prod
-        else:
-            r[:] = qa + qb
-        res.next = r
-        if act and (m != k_dot or fin):
-            v0.next = 1
-            d0.next = r
-            if st:
-                a0.next = h_d
+                r[:] = qa + qb
+            res.next = r
+            if act and (m != k_dot or fin):
+                v0.next = 1
+                d0.next = r
+                if st:
+                    a0.next = h_d
+                else:
+                    a0.next = rd_r
             else:
-                a0.next = rd_r
-        else:
-            v0.next = 0
-            d0.next = 0
-            a0.next = 0
-        busy.next = cnt != 0
+                v0.next = 0
+                d0.next = 0
+                a0.next = 0
+            busy.next = cnt != 0
+
+    else:
+
+        @always_comb
+        def cur():
+            st = bool(0)
+            first = bool(0)
+            fin = bool(0)
+            act = bool(0)
+            m = intbv(0)[2:]
+            prod = intbv(0)[dw:]
+            r = intbv(0)[dw:]
+            st = go and (h_op == o_vadd or h_op == o_vmul or h_op == o_dot)
+            start.next = st
+            if st:
+                ra.next = h_a
+                rb.next = h_b
+                if h_op == o_vadd:
+                    m[:] = k_add
+                elif h_op == o_vmul:
+                    m[:] = k_mul
+                else:
+                    m[:] = k_dot
+                first = True
+                fin = h_len == 0
+            else:
+                ra.next = ra_r
+                rb.next = rb_r
+                m[:] = aop
+                first = False
+                fin = cnt == 1
+            cur_op.next = m
+            act = st or cnt != 0
+            prod[:] = qa * qb  # low dw bits of the product
+            if m == k_dot:
+                if first:
+                    r[:] = prod
+                else:
+                    r[:] = acc + prod
+            elif m == k_mul:
+                r[:] = prod
+            else:
+                r[:] = qa + qb
+            res.next = r
+            if act and (m != k_dot or fin):
+                v0.next = 1
+                d0.next = r
+                if st:
+                    a0.next = h_d
+                else:
+                    a0.next = rd_r
+            else:
+                v0.next = 0
+                d0.next = 0
+                a0.next = 0
+            busy.next = cnt != 0
 
     @always_seq(clk.posedge, reset=rst)
     def regs():
@@ -592,6 +782,42 @@ def _dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we0, wa0, wd0, we1, wa1, wd1, we2
     return write, wconf, reads
 
 
+
+@block
+def _dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, wes, was, wds, raddrs, rdatas, e_wconf, fmt: FabricParams):
+    """:func:`_dmem` with the write sources as lists (``k > 0``: sources 0..3 and the MAC
+    lanes ``4 .. 4+k-1``), lowest priority first: a later source wins a WCONF."""
+    words, ns = fmt.words, len(wes)
+    # the lists the generators index are copies (wire arrays driven by continuous assigns)
+    lwe, lwa, lwd = [new_bool() for _ in wes], [new_vec(fmt.aw) for _ in was], [new_vec(fmt.dw) for _ in wds]
+    copies = [_wire(a, y) for a, y in zip(wes + was + wds, lwe + lwa + lwd)]
+
+    @always(clk.posedge)
+    def write():
+        if rst:
+            for i in range(words):
+                dmem[i].next = 0
+        if ld_dwe:
+            dmem[ld_didx].next = ld_ddata
+        for s in range(ns):
+            if lwe[s]:
+                dmem[lwa[s]].next = lwd[s]
+
+    @always_comb
+    def wconf():
+        c = bool(0)
+        c = False
+        for s in range(ns):
+            for u in range(ns):
+                if s < u and lwe[s] and lwe[u] and lwa[s] == lwa[u]:
+                    c = True
+        e_wconf.next = c
+
+    dmem = [Signal(intbv(0)[fmt.dw:]) for _ in range(words)]
+    reads = [_mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
+    return copies, write, wconf, reads
+
+
 @block
 def _errors(clk, rst, count, e_missed, e_opcode, e_busy, e_under, e_over, e_wconf, e_decomp, e_idle,
             halt_now, err, err_cnt, halted, fmt: FabricParams):
@@ -680,12 +906,78 @@ def _load_decode(ld_we, ld_sel, ld_addr, ld_data, ld_swe, ld_sidx, ld_dwe, ld_di
 
 
 @block
+def _mac_array(clk, rst, go, h, psum_in_valid, psum_in, psum_out_valid, psum_out, bwl, bmac, e_pidle,
+               wes, was, wds, raddrs, rdatas, fmt: FabricParams):
+    """The MAC array's instances (:mod:`.mac`); appends its ``2k`` read ports to
+    ``raddrs``/``rdatas`` (LDW row lanes, then MATVEC vector lanes)."""
+    k, dw, aw, accw = fmt.k, fmt.dw, fmt.aw, fmt.accw
+    o_swpw = FabricParams.MAC_OPCODES["SWPW"]
+    insts = []
+    # LDW: row address, k read lanes, row enables
+    w_ra, row_en = new_vec(aw), [new_bool() for _ in range(k)]
+    insts.append(ldw_unit(clk, rst, go, h["op"], h["a"], bwl, w_ra, row_en, fmt))
+    w_a = [new_vec(aw) for _ in range(k)]
+    w_q = [new_vec(dw) for _ in range(k)]
+    insts += [add_const(w_ra, c, w_a[c]) for c in range(k)]
+    # SWPW: front <- back at the end of the issue cycle
+    swp = new_bool()
+    insts.append(_is_op(go, h["op"], o_swpw, swp))
+    back = [[new_vec(dw) for _ in range(k)] for _ in range(k)]
+    fcol = [[new_vec(dw) for _ in range(k)] for _ in range(k)]  # fcol[c][r] = front[r][c]
+    front = [[new_vec(dw) for _ in range(k)] for _ in range(k)]
+    insts += [wcell(clk, rst, row_en[r], w_q[c], swp, back[r][c], front[r][c]) for r in range(k) for c in range(k)]
+    insts += [_wire(front[r][c], fcol[c][r]) for r in range(k) for c in range(k)]  # column lists: wire arrays
+    # MATVEC: control, k read lanes, k columns
+    x_ra, v2, p0_2, p1_2, d2 = new_vec(aw), new_bool(), new_bool(), new_bool(), new_vec(aw)
+    insts.append(mv_ctl(clk, rst, go, h["op"], h["port"], h["b"], h["d"], h["len"], bmac, x_ra, v2, p0_2,
+                        p1_2, d2, psum_out_valid, e_pidle, psum_in_valid, fmt))
+    x_a = [new_vec(aw) for _ in range(k)]
+    x_q = [new_vec(dw) for _ in range(k)]
+    insts += [add_const(x_ra, r, x_a[r]) for r in range(k)]
+    pin = [new_vec(accw) for _ in range(k)]
+    po = [new_vec(accw) for _ in range(k)]
+    insts += [lane(psum_in, c * accw, accw, pin[c]) for c in range(k)]
+    for c in range(k):
+        insts.append(mv_col(clk, rst, x_q, fcol[c], v2, p0_2, p1_2, d2, psum_in_valid, pin[c], wes[c], was[c], wds[c],
+                            po[c], c, fmt))
+    po_cat = ConcatSignal(*reversed(po))
+    insts.append(_wire(po_cat, psum_out))
+    raddrs += w_a + x_a
+    rdatas += w_q + x_q
+    return insts
+
+
+@block
+def _is_op(go, h_op, op: int, y):
+    """``y = go and h_op == op``."""
+
+    @always_comb
+    def isop():
+        y.next = go and h_op == op
+
+    return isop
+
+
+@block
+def _wire(a, y):
+    """``y = a``."""
+
+    @always_comb
+    def wire():
+        y.next = a
+
+    return wire
+
+
+@block
 def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data, out_valid, out_data,
                count, issue, issue_entry, wr_en, wr_addr, wr_data, err, err_cnt, halted, dbg_addr, dbg_rdata,
-               fmt: FabricParams):
+               fmt: FabricParams, psum_in_valid=None, psum_in=None, psum_out_valid=None, psum_out=None):
     """One tile. Ports: :func:`tile_ports`; behaviour: docs/sched.md and this module's docstring."""
     check_fabric(fmt, "sched_tile")
     cw, dw, aw, ew = fmt.cw, fmt.dw, fmt.aw, fmt.ew
+    k = fmt.k
+    ns = 4 + k  # write sources: ports 0..2, ALU, MAC lanes
     lay = field_lsb(fmt)
     insts = []
 
@@ -734,9 +1026,14 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     balu = new_bool()
     go, halt_now = new_bool(), new_bool()
     e_missed, e_opcode, e_busy, e_decomp = new_bool(), new_bool(), new_bool(), new_bool()
+    mac_kw = {}
+    if k:
+        bwl, bmac = new_bool(), new_bool()
+        mac_kw = {"h_len": h["len"], "bwl": bwl, "bmac": bmac}
     insts.append(_sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h["t"], h["op"], h["port"], h["unit"],
                             h_src, bo[0], bo[1], bo[2], bi[0], bi[1], bi[2], balu,
-                            issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt))
+                            issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt,
+                            **mac_kw))
 
     # output units (SEND/FWD)
     ov = [new_bool() for _ in range(3)]
@@ -757,9 +1054,9 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     insts.append(outs)
 
     # input ports: RECV/TAP with buffers on the ring ports, TAP only on the bus
-    we = [new_bool() for _ in range(4)]
-    wa = [new_vec(aw) for _ in range(4)]
-    wdt = [new_vec(dw) for _ in range(4)]
+    we = [new_bool() for _ in range(ns)]
+    wa = [new_vec(aw) for _ in range(ns)]
+    wdt = [new_vec(dw) for _ in range(ns)]
     e_under = [new_bool() for _ in range(2)]
     e_over = [new_bool() for _ in range(2)]
     e_idle = [new_bool() for _ in range(3)]
@@ -769,22 +1066,35 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     insts.append(_bus_port(clk, rst, go, h["op"], h["port"], h_src, h["d"], h["len"], iv[2], idt[2],
                            bi[2], we[2], wa[2], wdt[2], e_idle[2], fmt))
     eu, eo, ei = new_bool(), new_bool(), new_bool()
-    insts += [_or2(*e_under, eu), _or2(*e_over, eo), _or3(*e_idle, ei)]
+    insts += [_or2(*e_under, eu), _or2(*e_over, eo)]
+    if k:  # TAP_IDLE also from an idle psum_in sampled by MATVEC
+        ei_tap, e_pidle = new_bool(), new_bool()
+        insts += [_or3(*e_idle, ei_tap), _or2(ei_tap, e_pidle, ei)]
+    else:
+        insts.append(_or3(*e_idle, ei))
 
     # ALU
     a_ra, a_rb, a_qa, a_qb = new_vec(aw), new_vec(aw), new_vec(dw), new_vec(dw)
     insts.append(_alu(clk, rst, go, h["op"], h["a"], h["b"], h["d"], h["len"], a_ra, a_rb, a_qa, a_qb,
                       balu, we[3], wa[3], wdt[3], fmt))
 
-    # data memory
-    e_wconf = new_bool()
+    # MAC array (k > 0): weight cells, LDW, SWPW, MATVEC; k + k more read ports
     raddrs = o_ra + [a_ra, a_rb, dbg_addr]
     rdatas = o_rq + [a_qa, a_qb, dbg_rdata]
-    insts.append(_dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we[0], wa[0], wdt[0], we[1], wa[1], wdt[1],
-                       we[2], wa[2], wdt[2], we[3], wa[3], wdt[3], raddrs, rdatas, e_wconf, fmt))
-    we_cat = ConcatSignal(we[3], we[2], we[1], we[0])
-    wa_cat = ConcatSignal(wa[3], wa[2], wa[1], wa[0])
-    wd_cat = ConcatSignal(wdt[3], wdt[2], wdt[1], wdt[0])
+    if k:
+        insts.append(_mac_array(clk, rst, go, h, psum_in_valid, psum_in, psum_out_valid, psum_out, bwl, bmac,
+                            e_pidle, we[4:], wa[4:], wdt[4:], raddrs, rdatas, fmt))
+
+    # data memory
+    e_wconf = new_bool()
+    if k:
+        insts.append(_dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, we, wa, wdt, raddrs, rdatas, e_wconf, fmt))
+    else:
+        insts.append(_dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we[0], wa[0], wdt[0], we[1], wa[1], wdt[1],
+                           we[2], wa[2], wdt[2], we[3], wa[3], wdt[3], raddrs, rdatas, e_wconf, fmt))
+    we_cat = ConcatSignal(*reversed(we))
+    wa_cat = ConcatSignal(*reversed(wa))
+    wd_cat = ConcatSignal(*reversed(wdt))
 
     @always_comb
     def taps():
@@ -802,7 +1112,9 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
 def tile_ports(fmt: FabricParams) -> dict[str, dict]:
     """Port list of :func:`sched_tile` (name -> dir, width, doc); docs/sched.md section 9."""
     cw, dw, aw, ew = fmt.cw, fmt.dw, fmt.aw, fmt.ew
-    return {
+    ns = 4 + fmt.k
+    src = "0..2 = port, 3 = ALU" + (f", 4..{ns - 1} = MAC lanes" if fmt.k else "")
+    ports = {
         "clk": {"dir": "in", "width": 1, "doc": "clock"},
         "rst": {"dir": "in", "width": 1, "doc": "synchronous active-high reset (clears state and memories)"},
         "run": {"dir": "in", "width": 1, "doc": "count, fetch and issue"},
@@ -817,20 +1129,30 @@ def tile_ports(fmt: FabricParams) -> dict[str, dict]:
         "count": {"dir": "out", "width": cw, "doc": "local counter"},
         "issue": {"dir": "out", "width": 1, "doc": "an entry issues this cycle"},
         "issue_entry": {"dir": "out", "width": ew, "doc": "the issued (expanded) entry word, 0 otherwise"},
-        "wr_en": {"dir": "out", "width": 4, "doc": "write by source s this cycle (0..2 = port, 3 = ALU)"},
-        "wr_addr": {"dir": "out", "width": 4 * aw, "doc": "source s's write address at [s*aw +: aw]"},
-        "wr_data": {"dir": "out", "width": 4 * dw, "doc": "source s's write data at [s*dw +: dw]"},
+        "wr_en": {"dir": "out", "width": ns, "doc": f"write by source s this cycle ({src})"},
+        "wr_addr": {"dir": "out", "width": ns * aw, "doc": "source s's write address at [s*aw +: aw]"},
+        "wr_data": {"dir": "out", "width": ns * dw, "doc": "source s's write data at [s*dw +: dw]"},
         "err": {"dir": "out", "width": fmt.err_bits, "doc": "sticky errors, bit order FabricParams.ERR_NAMES"},
         "err_cnt": {"dir": "out", "width": cw, "doc": "count at which the first error was raised"},
         "halted": {"dir": "out", "width": 1, "doc": "the tile issues nothing more (HALT or error)"},
         "dbg_addr": {"dir": "in", "width": aw, "doc": "debug read address"},
         "dbg_rdata": {"dir": "out", "width": dw, "doc": "data memory word at dbg_addr (combinational)"},
     }
+    if fmt.k:
+        kw = fmt.k * fmt.accw
+        ports.update({
+            "psum_in_valid": {"dir": "in", "width": 1, "doc": "partial sums from the previous tile valid"},
+            "psum_in": {"dir": "in", "width": kw, "doc": "partial-sum lane c at [c*accw +: accw]"},
+            "psum_out_valid": {"dir": "out", "width": 1, "doc": "MATVEC (PORT[1]) result valid (register)"},
+            "psum_out": {"dir": "out", "width": kw,
+                         "doc": "MATVEC result lane c at [c*accw +: accw] (register, 0 when not valid)"},
+        })
+    return ports
 
 
 def tile_timing(fmt: FabricParams) -> dict:
     """Timing facts recorded in the JSON sidecars of the tile and the ring."""
-    return {
+    out = {
         "p_send": fmt.P_SEND,
         "p_recv": fmt.P_RECV,
         "hop_lat": fmt.hop_lat,
@@ -844,6 +1166,10 @@ def tile_timing(fmt: FabricParams) -> dict:
         "issue_per_cycle": 1,
         "taps": "issue/issue_entry/wr_* combinational in their cycle; err/err_cnt/halted registered",
     }
+    if fmt.k:
+        out["l_mm"] = fmt.L_MM
+        out["psum"] = "psum_out registered: valid during n+i+l_mm; psum_in sampled in n+i+l_mm-1"
+    return out
 
 
 def emit_tile(fmt: FabricParams, outdir: Path | str, name: str = "sched_tile") -> Emitted:

@@ -24,7 +24,8 @@ flags and the bus error with the executor's :class:`~lockstep.models.sched.Run`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 
 import cocotb
 import numpy as np
@@ -84,6 +85,9 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
                     raise
         else:
             raise ValueError(f"no random program offered a place to break {rule} in 64 draws")
+    elif name.split(":")[0] in ("gemm", "layer"):
+        program, expected = _compiled(name, params, rng)
+        return program, expected
     elif name.startswith("asm:"):
         path = Path(name.split(":", 1)[1])
         if not path.is_absolute():
@@ -104,6 +108,34 @@ def _crosses_wrap(trace: list[tuple], params: FabricParams) -> bool:
     return any(c % (1 << params.cw) == 0 and (c - 1, t, q) in words for c, t, q in words)
 
 
+class Compiled(NamedTuple):
+    """A compiled GEMM or layer: where its results are, and what they must be (the
+    independent numpy reference, not the executor)."""
+
+    layout: Any
+    reference: np.ndarray
+
+
+def _compiled(name: str, params: FabricParams, rng: np.random.Generator) -> tuple[sched.Program, Compiled]:
+    """``gemm:<N>`` (C = A @ B, B stationary over every tile) or ``layer:<N>``
+    (y = ReLU(W x + b) >> vpu_shift) with random signed operands small enough that the
+    test also means something in floating point terms."""
+    kind, _, n = name.partition(":")
+    k, tiles = params.k, params.nt
+    n = int(n or 64)
+    lim = 1 << min(params.dw - 2, 6)
+    if kind == "gemm":
+        a = rng.integers(-lim, lim, (n, k * tiles))
+        b = rng.integers(-lim, lim, (k * tiles, k))
+        program, layout = sched.compile_gemm(a, b, params)
+        return program, Compiled(layout, sched.reference_gemm(a, b, params))
+    w = rng.integers(-lim, lim, (k, k * tiles))
+    x = rng.integers(-lim, lim, (k * tiles, n))
+    bias = rng.integers(-lim * lim, lim * lim, k)
+    program, layout = sched.compile_layer(w, x, bias, params)
+    return program, Compiled(layout, sched.reference_layer(w, x, bias, params))
+
+
 class TraceMonitor(uvm_component):
     """Rebuilds the event trace from the taps, cycle by cycle (see the module docstring)."""
 
@@ -118,6 +150,9 @@ class TraceMonitor(uvm_component):
         self.prev_bus_err = 0
         names = ["count", "tile_count", "issue", "issue_entry", "out_valid", "out_data", "wr_en", "wr_addr",
                  "wr_data", "err", "bus_valid", "bus_data", "bus_err"]
+        if params.k:
+            names += ["psum_valid", "psum_data"]
+        self.sources = 4 + params.k  # write sources: ports 0..2, ALU, MAC lanes
         return TapSampler(dut.clk, {n: getattr(dut, n) for n in names}, self._cycle)
 
     def _cycle(self, k: int, v: dict[str, int]) -> None:
@@ -143,10 +178,17 @@ class TraceMonitor(uvm_component):
                         ev.append((k, "word", t, port, (v["out_data"] >> (j * p.dw)) & dmask))
         if v["bus_valid"]:
             ev.append((k, "bus", -1, v["bus_data"]))
-        if v["wr_en"]:
+        if p.k and v["psum_valid"]:
+            amask, lanes = (1 << p.accw) - 1, p.k * p.accw
             for t in range(p.nt):
-                for src in range(4):
-                    j = t * 4 + src
+                if v["psum_valid"] >> t & 1:
+                    word = v["psum_data"] >> (t * lanes)
+                    ev.append((k, "psum", t, tuple((word >> (c * p.accw)) & amask for c in range(p.k))))
+        if v["wr_en"]:
+            ns = self.sources
+            for t in range(p.nt):
+                for src in range(ns):
+                    j = t * ns + src
                     if v["wr_en"] >> j & 1:
                         ev.append((k, "write", t, src, (v["wr_addr"] >> (j * p.aw)) & ((1 << p.aw) - 1),
                                    (v["wr_data"] >> (j * p.dw)) & ((1 << p.dw) - 1)))
@@ -205,9 +247,17 @@ class TraceScoreboard(uvm_component):
             errors.append(f"bus_err = {_bits(final['bus_err'])}, golden {_bits(golden.bus_err)}")
         elif golden.bus_err and final["bus_err_cnt"] != golden.bus_err_cnt:
             errors.append(f"bus collision at count {final['bus_err_cnt']}, golden {golden.bus_err_cnt}")
-        if expected is None and (any(golden.err) or golden.bus_err):
+        legal = expected is None or isinstance(expected, Compiled)
+        if legal and (any(golden.err) or golden.bus_err):
             errors.append(f"the golden run of a legal program raised errors {golden.err}: model or linter bug")
-        if expected is not None:
+        if isinstance(expected, Compiled):
+            got_res = expected.layout.result(final["mems"])
+            if not np.array_equal(got_res, expected.reference):
+                bad = np.argwhere(got_res != expected.reference)
+                errors.append(f"{expected.layout.kind}: {len(bad)} result(s) differ from the numpy reference; "
+                              f"first at {tuple(bad[0])}: {int(got_res[tuple(bad[0])])} vs "
+                              f"{int(expected.reference[tuple(bad[0])])}")
+        elif expected is not None:
             errors += _expected_errors(golden, expected)
         return errors
 
@@ -261,7 +311,9 @@ class SchedCoverage(uvm_component):
 
     def build_phase(self) -> None:
         self.issues = Covergroup("sched.issue")
-        self.issues.point("op", lambda s: s["op"], [n for n in sched.OPS if n != "PERIODIC"])
+        p = FabricParams.from_dict(ConfigDB().get(None, "", "PARAMS"))
+        ops = [n for n in sched.OPS if n != "PERIODIC"] + (list(FabricParams.MAC_OPCODES) if p.k else [])
+        self.issues.point("op", lambda s: s["op"], ops)
         self.issues.point("op_port", lambda s: s["op_port"],
                           [f"{o}@{p}" for o in ("SEND", "TAP", "FWD") for p in sched.PORT_NAMES]
                           + ["RECV@prev", "RECV@next", "-"])
@@ -317,6 +369,7 @@ class SchedTest(uvm_test):
     def build_phase(self) -> None:
         self.ctx = TbContext.from_env()
         self.params = FabricParams.from_dict(self.ctx.params)
+        ConfigDB().set(None, "*", "PARAMS", self.ctx.params)
         self.env = SchedEnv("env", self)
 
     async def run_phase(self) -> None:
@@ -342,6 +395,12 @@ class SchedTest(uvm_test):
         self.final = await self._read_back()
         ctx.summary.update(program=name, cycles=self.cycles + load_cycles, run_cycles=self.cycles,
                            load_cycles=load_cycles, events=len(self.env.monitor.events))
+        if isinstance(self.expected, Compiled):
+            # measured on the DUT's own trace, next to the closed-form cycle model
+            dut_run = SimpleNamespace(trace=sorted(self.env.monitor.events), params=p)
+            ctx.summary.update(utilisation=sched.utilisation(dut_run),
+                               utilisation_predicted=sched.predicted_utilisation(self.expected.layout),
+                               batch=self.expected.layout.n, mac_tiles=self.expected.layout.tiles)
         self.drop_objection()
 
     async def _read_back(self) -> dict[str, Any]:
@@ -369,6 +428,9 @@ class SchedTest(uvm_test):
     def check_phase(self) -> None:
         errors = self.env.scoreboard.check(self.ctx, self.program, self.golden, self.env.monitor.events,
                                            self.final, self.env.monitor.problems, self.expected)
+        util, want = self.ctx.summary.get("utilisation"), self.ctx.summary.get("utilisation_predicted")
+        if util is not None and abs(util - want) > 1e-12:
+            errors.append(f"MAC utilisation {util:.4f} measured on the DUT trace, cycle model predicts {want:.4f}")
         self.ctx.summary.update(blocks=sum(e[1] == "issue" for e in self.golden.trace),
                                 mismatches=len(errors), errors=errors[:20])
         self.ctx.write_summary()
