@@ -117,57 +117,27 @@ def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op
         halt_now: a HALT issues.
         e_missed, e_opcode, e_busy, e_decomp: errors raised this cycle.
         h_len, bwl, bmac (``k > 0`` only): the LEN field, the ``wload`` and ``mac`` busy flags.
+
+    The opcode check (OPCODE) and the unit check (BUSY) are :func:`_classify`'s; this
+    block is the timing, the same for every fabric.
     """
-    if fmt.k:
-        return _sequencer_mac(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op, h_port, h_unit,
-                              h_src, h_len, bo0, bo1, bo2, bi0, bi1, bi2, balu, bwl, bmac, issue, issue_entry, pop,
-                              go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt)
     cw = fmt.cw
-    plim = 2 if fmt.bus else 1  # highest legal port number
-    o_nop, o_send, o_recv, o_tap = OP["NOP"], OP["SEND"], OP["RECV"], OP["TAP"]
-    o_vadd, o_vmul, o_dot, o_fwd, o_halt = OP["VADD"], OP["VMUL"], OP["DOT"], OP["FWD"], OP["HALT"]
+    o_halt = OP["HALT"]
     msb = cw - 1  # (T - count) mod 2**cw >= half  <=>  its top bit is set
     dlow_unused = new_vec(cw - 1)  # the rest of the difference is not needed
+    illegal, hit = new_bool(), new_bool()
+    cls = _classify(h_op, h_port, h_unit, h_src, bo0, bo1, bo2, bi0, bi1, bi2, balu, illegal, hit, fmt,
+                    h_len=h_len, bwl=bwl, bmac=bmac)
 
     @always_comb
     def seq():
         dlt = intbv(0)[cw:]
         act = bool(0)
         match = bool(0)
-        known = bool(0)
-        uses = bool(0)
-        illegal = bool(0)
-        hit = bool(0)
-        ob = bool(0)
-        ib = bool(0)
-        sb = bool(0)
         dlt[:] = h_t - count
         dlow_unused.next = dlt[msb:]
         act = run and not halted and h_valid and h_ready
         match = act and h_t == count
-        # units the entry claims (a port 3 names none): out[PORT], in[PORT], in[B[1:0]]
-        if h_port == 0:
-            ob = bool(bo0)
-            ib = bool(bi0)
-        elif h_port == 1:
-            ob = bool(bo1)
-            ib = bool(bi1)
-        elif h_port == 2:
-            ob = bool(bo2)
-            ib = bool(bi2)
-        if h_src == 0:
-            sb = bool(bi0)
-        elif h_src == 1:
-            sb = bool(bi1)
-        elif h_src == 2:
-            sb = bool(bi2)
-        known = (h_op == o_nop or h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_vadd
-                 or h_op == o_vmul or h_op == o_dot or h_op == o_fwd or h_op == o_halt)
-        uses = h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_fwd
-        illegal = (not known or (uses and h_port > plim) or (h_op == o_recv and h_port == 2)
-                   or (h_op == o_fwd and h_src > plim) or h_unit != 0)
-        hit = (((h_op == o_send or h_op == o_fwd) and ob) or ((h_op == o_recv or h_op == o_tap) and ib)
-               or (h_op == o_fwd and sb) or ((h_op == o_vadd or h_op == o_vmul or h_op == o_dot) and balu))
         issue.next = 0
         issue_entry.next = 0
         pop.next = 0
@@ -193,94 +163,88 @@ def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op
                     if h_op == o_halt:
                         halt_now.next = 1
 
-    return seq
+    return cls, seq
 
 
 @block
-def _sequencer_mac(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op, h_port, h_unit, h_src, h_len,
-                   bo0, bo1, bo2, bi0, bi1, bi2, balu, bwl, bmac,
-                   issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt: FabricParams):
-    """:func:`_sequencer` with the MAC-array opcodes (``k > 0``): LDW (``wload``; LEN must
-    be ``k - 1``, else OPCODE), SWPW (``wload`` and ``mac``), MATVEC (``mac``) and VPU
-    (``alu``) are legal; their PORT field is not checked (MATVEC uses all four values)."""
-    cw = fmt.cw
+def _port_busy(h_port, h_src, bo0, bo1, bo2, bi0, bi1, bi2, ob, ib, sb):
+    """The busy flags of the units an entry's ports name: ``out[PORT]``, ``in[PORT]``,
+    ``in[B[1:0]]`` (a port 3 names none)."""
+
+    @always_comb
+    def pick():
+        ob.next = 0
+        ib.next = 0
+        sb.next = 0
+        if h_port == 0:
+            ob.next = bo0
+            ib.next = bi0
+        elif h_port == 1:
+            ob.next = bo1
+            ib.next = bi1
+        elif h_port == 2:
+            ob.next = bo2
+            ib.next = bi2
+        if h_src == 0:
+            sb.next = bi0
+        elif h_src == 1:
+            sb.next = bi1
+        elif h_src == 2:
+            sb.next = bi2
+
+    return pick
+
+
+@block
+def _classify(h_op, h_port, h_unit, h_src, bo0, bo1, bo2, bi0, bi1, bi2, balu, illegal, hit, fmt: FabricParams,
+              h_len=None, bwl=None, bmac=None):
+    """OPCODE (``illegal``) and BUSY (``hit``) of the head entry.
+
+    Legal: the opcodes of section 3; PORT 0..2 (0..1 without a bus) on SEND/RECV/TAP/FWD,
+    no RECV on the bus, FWD source likewise, UNIT 0. With ``k > 0`` also LDW (``wload``;
+    LEN must be ``k - 1``), SWPW (``wload`` and ``mac``), MATVEC (``mac``) and VPU
+    (``alu``); their PORT field is not checked (MATVEC uses all four values).
+    """
     plim = 2 if fmt.bus else 1  # highest legal port number
     o_nop, o_send, o_recv, o_tap = OP["NOP"], OP["SEND"], OP["RECV"], OP["TAP"]
     o_vadd, o_vmul, o_dot, o_fwd, o_halt = OP["VADD"], OP["VMUL"], OP["DOT"], OP["FWD"], OP["HALT"]
+    ob, ib, sb = new_bool(), new_bool(), new_bool()
+    ports = _port_busy(h_port, h_src, bo0, bo1, bo2, bi0, bi1, bi2, ob, ib, sb)
+    base_known, base_illegal, base_hit = new_bool(), new_bool(), new_bool()
+
+    @always_comb
+    def base():
+        uses = bool(0)
+        uses = h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_fwd
+        base_known.next = (h_op == o_nop or h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_vadd
+                           or h_op == o_vmul or h_op == o_dot or h_op == o_fwd or h_op == o_halt)
+        base_illegal.next = ((uses and h_port > plim) or (h_op == o_recv and h_port == 2)
+                             or (h_op == o_fwd and h_src > plim) or h_unit != 0)
+        base_hit.next = (((h_op == o_send or h_op == o_fwd) and ob) or ((h_op == o_recv or h_op == o_tap) and ib)
+                         or (h_op == o_fwd and sb) or ((h_op == o_vadd or h_op == o_vmul or h_op == o_dot) and balu))
+
+    if not fmt.k:
+
+        @always_comb
+        def out():
+            illegal.next = not base_known or base_illegal
+            hit.next = base_hit
+
+        return ports, base, out
+
     mo = FabricParams.MAC_OPCODES
     o_ldw, o_swpw, o_mv, o_vpu = mo["LDW"], mo["SWPW"], mo["MATVEC"], mo["VPU"]
     klen = fmt.k - 1
-    msb = cw - 1  # (T - count) mod 2**cw >= half  <=>  its top bit is set
-    dlow_unused = new_vec(cw - 1)  # the rest of the difference is not needed
 
     @always_comb
-    def seq():
-        dlt = intbv(0)[cw:]
-        act = bool(0)
-        match = bool(0)
-        known = bool(0)
-        uses = bool(0)
-        illegal = bool(0)
-        hit = bool(0)
-        ob = bool(0)
-        ib = bool(0)
-        sb = bool(0)
-        dlt[:] = h_t - count
-        dlow_unused.next = dlt[msb:]
-        act = run and not halted and h_valid and h_ready
-        match = act and h_t == count
-        # units the entry claims (a port 3 names none): out[PORT], in[PORT], in[B[1:0]]
-        if h_port == 0:
-            ob = bool(bo0)
-            ib = bool(bi0)
-        elif h_port == 1:
-            ob = bool(bo1)
-            ib = bool(bi1)
-        elif h_port == 2:
-            ob = bool(bo2)
-            ib = bool(bi2)
-        if h_src == 0:
-            sb = bool(bi0)
-        elif h_src == 1:
-            sb = bool(bi1)
-        elif h_src == 2:
-            sb = bool(bi2)
-        known = (h_op == o_nop or h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_vadd
-                 or h_op == o_vmul or h_op == o_dot or h_op == o_fwd or h_op == o_halt or h_op == o_ldw
-                 or h_op == o_swpw or h_op == o_mv or h_op == o_vpu)
-        uses = h_op == o_send or h_op == o_recv or h_op == o_tap or h_op == o_fwd
-        illegal = (not known or (uses and h_port > plim) or (h_op == o_recv and h_port == 2)
-                   or (h_op == o_fwd and h_src > plim) or h_unit != 0 or (h_op == o_ldw and h_len != klen))
-        hit = (((h_op == o_send or h_op == o_fwd) and ob) or ((h_op == o_recv or h_op == o_tap) and ib)
-               or (h_op == o_fwd and sb)
-               or ((h_op == o_vadd or h_op == o_vmul or h_op == o_dot or h_op == o_vpu) and balu)
-               or ((h_op == o_ldw or h_op == o_swpw) and bwl) or ((h_op == o_mv or h_op == o_swpw) and bmac))
-        issue.next = 0
-        issue_entry.next = 0
-        pop.next = 0
-        go.next = 0
-        halt_now.next = 0
-        e_missed.next = 0
-        e_opcode.next = 0
-        e_busy.next = 0
-        e_decomp.next = 0
-        if act and not match and dlt[msb]:
-            e_missed.next = 1
-        if match:
-            pop.next = 1
-            if h_poison:
-                e_decomp.next = 1
-            else:
-                e_opcode.next = illegal
-                e_busy.next = hit
-                if not illegal and not hit:
-                    issue.next = 1
-                    issue_entry.next = h_word
-                    go.next = 1
-                    if h_op == o_halt:
-                        halt_now.next = 1
+    def out_mac():
+        mac_op = bool(0)
+        mac_op = h_op == o_ldw or h_op == o_swpw or h_op == o_mv or h_op == o_vpu
+        illegal.next = (not (base_known or mac_op)) or base_illegal or (h_op == o_ldw and h_len != klen)
+        hit.next = (base_hit or (h_op == o_vpu and balu) or ((h_op == o_ldw or h_op == o_swpw) and bwl)
+                    or ((h_op == o_mv or h_op == o_swpw) and bmac))
 
-    return seq
+    return ports, base, out_mac
 
 
 @block

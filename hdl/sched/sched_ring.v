@@ -172,6 +172,14 @@ reg sched_tile0__sequencer0_e_opcode;
 reg sched_tile0__sequencer0_e_busy;
 reg sched_tile0__sequencer0_e_decomp;
 reg [22:0] sched_tile0__sequencer0_dlow_unused;
+wire sched_tile0__sequencer0_hit;
+wire sched_tile0__sequencer0_illegal;
+reg sched_tile0__sequencer0__classify0_ib;
+reg sched_tile0__sequencer0__classify0_ob;
+reg sched_tile0__sequencer0__classify0_sb;
+reg sched_tile0__sequencer0__classify0_base_known;
+reg sched_tile0__sequencer0__classify0_base_illegal;
+reg sched_tile0__sequencer0__classify0_base_hit;
 reg [7:0] sched_tile0__out_unit0_rd_a;
 wire [15:0] sched_tile0__out_unit0_rd_q;
 reg sched_tile0__out_unit0_ov;
@@ -367,6 +375,14 @@ reg sched_tile1__sequencer1_e_opcode;
 reg sched_tile1__sequencer1_e_busy;
 reg sched_tile1__sequencer1_e_decomp;
 reg [22:0] sched_tile1__sequencer1_dlow_unused;
+wire sched_tile1__sequencer1_hit;
+wire sched_tile1__sequencer1_illegal;
+reg sched_tile1__sequencer1__classify1_ib;
+reg sched_tile1__sequencer1__classify1_ob;
+reg sched_tile1__sequencer1__classify1_sb;
+reg sched_tile1__sequencer1__classify1_base_known;
+reg sched_tile1__sequencer1__classify1_base_illegal;
+reg sched_tile1__sequencer1__classify1_base_hit;
 reg [7:0] sched_tile1__out_unit3_rd_a;
 wire [15:0] sched_tile1__out_unit3_rd_q;
 reg sched_tile1__out_unit3_ov;
@@ -562,6 +578,14 @@ reg sched_tile2__sequencer2_e_opcode;
 reg sched_tile2__sequencer2_e_busy;
 reg sched_tile2__sequencer2_e_decomp;
 reg [22:0] sched_tile2__sequencer2_dlow_unused;
+wire sched_tile2__sequencer2_hit;
+wire sched_tile2__sequencer2_illegal;
+reg sched_tile2__sequencer2__classify2_ib;
+reg sched_tile2__sequencer2__classify2_ob;
+reg sched_tile2__sequencer2__classify2_sb;
+reg sched_tile2__sequencer2__classify2_base_known;
+reg sched_tile2__sequencer2__classify2_base_illegal;
+reg sched_tile2__sequencer2__classify2_base_hit;
 reg [7:0] sched_tile2__out_unit6_rd_a;
 wire [15:0] sched_tile2__out_unit6_rd_q;
 reg sched_tile2__out_unit6_ov;
@@ -1196,60 +1220,64 @@ assign sched_tile0_bit_of2_out = sched_tile0_in_valid[2];
 assign sched_tile0_lane17_out = sched_tile0_in_data[32+:16];
 
 
-always @(sched_tile0__sequencer0_bo1, sched_tile0__sequencer0_bo0, sched_tile0_count, sched_tile0_lane8_out, sched_tile0_lane7_out, sched_tile0_lane6_out, sched_tile0_sched_fetch0_h_ready, sched_tile0__sequencer0_bi2, sched_tile0_lane9_out, sched_tile0_sched_fetch0_h_poison, sched_tile0_lane14_out, run, sched_tile0__sequencer0_bo2, sched_tile0_halted, sched_tile0_sched_fetch0_h_word, sched_tile0__sequencer0_balu, sched_tile0__sequencer0_bi1, sched_tile0_sched_fetch0_h_valid, sched_tile0__sequencer0_bi0) begin: sched_tile0__sequencer0_seq
-    reg [24-1:0] dlt;
-    reg act;
-    reg match;
-    reg known;
-    reg uses;
-    reg illegal;
-    reg hit;
-    reg ob;
-    reg ib;
-    reg sb;
-    dlt = 24'h0;
-    act = (0 != 0);
-    match = (0 != 0);
-    known = (0 != 0);
-    uses = (0 != 0);
-    illegal = (0 != 0);
-    hit = (0 != 0);
-    ob = (0 != 0);
-    ib = (0 != 0);
-    sb = (0 != 0);
-    dlt = (sched_tile0_lane6_out - sched_tile0_count);
-    sched_tile0__sequencer0_dlow_unused = dlt[23-1:0];
-    act = (run && (!sched_tile0_halted) && sched_tile0_sched_fetch0_h_valid && sched_tile0_sched_fetch0_h_ready);
-    match = (act && (sched_tile0_lane6_out == sched_tile0_count));
+always @(sched_tile0__sequencer0_bi2, sched_tile0__sequencer0_bo0, sched_tile0__sequencer0_bi1, sched_tile0_lane8_out, sched_tile0_lane14_out, sched_tile0__sequencer0_bo2, sched_tile0__sequencer0_bo1, sched_tile0__sequencer0_bi0) begin: sched_tile0__sequencer0__classify0__port_busy0_pick
+    sched_tile0__sequencer0__classify0_ob = 0;
+    sched_tile0__sequencer0__classify0_ib = 0;
+    sched_tile0__sequencer0__classify0_sb = 0;
     case (sched_tile0_lane8_out)
         'h0: begin
-            ob = (sched_tile0__sequencer0_bo0 != 0);
-            ib = (sched_tile0__sequencer0_bi0 != 0);
+            sched_tile0__sequencer0__classify0_ob = sched_tile0__sequencer0_bo0;
+            sched_tile0__sequencer0__classify0_ib = sched_tile0__sequencer0_bi0;
         end
         'h1: begin
-            ob = (sched_tile0__sequencer0_bo1 != 0);
-            ib = (sched_tile0__sequencer0_bi1 != 0);
+            sched_tile0__sequencer0__classify0_ob = sched_tile0__sequencer0_bo1;
+            sched_tile0__sequencer0__classify0_ib = sched_tile0__sequencer0_bi1;
         end
         'h2: begin
-            ob = (sched_tile0__sequencer0_bo2 != 0);
-            ib = (sched_tile0__sequencer0_bi2 != 0);
+            sched_tile0__sequencer0__classify0_ob = sched_tile0__sequencer0_bo2;
+            sched_tile0__sequencer0__classify0_ib = sched_tile0__sequencer0_bi2;
         end
     endcase
     case (sched_tile0_lane14_out)
         'h0: begin
-            sb = (sched_tile0__sequencer0_bi0 != 0);
+            sched_tile0__sequencer0__classify0_sb = sched_tile0__sequencer0_bi0;
         end
         'h1: begin
-            sb = (sched_tile0__sequencer0_bi1 != 0);
+            sched_tile0__sequencer0__classify0_sb = sched_tile0__sequencer0_bi1;
         end
         'h2: begin
-            sb = (sched_tile0__sequencer0_bi2 != 0);
+            sched_tile0__sequencer0__classify0_sb = sched_tile0__sequencer0_bi2;
         end
     endcase
-    known = ((sched_tile0_lane7_out == 0) || (sched_tile0_lane7_out == 1) || (sched_tile0_lane7_out == 2) || (sched_tile0_lane7_out == 3) || (sched_tile0_lane7_out == 4) || (sched_tile0_lane7_out == 5) || (sched_tile0_lane7_out == 6) || (sched_tile0_lane7_out == 11) || (sched_tile0_lane7_out == 14));
+end
+
+
+always @(sched_tile0__sequencer0_balu, sched_tile0_lane9_out, sched_tile0_lane8_out, sched_tile0_lane7_out, sched_tile0__sequencer0__classify0_ob, sched_tile0__sequencer0__classify0_ib, sched_tile0_lane14_out, sched_tile0__sequencer0__classify0_sb) begin: sched_tile0__sequencer0__classify0_base
+    reg uses;
+    uses = (0 != 0);
     uses = ((sched_tile0_lane7_out == 1) || (sched_tile0_lane7_out == 2) || (sched_tile0_lane7_out == 3) || (sched_tile0_lane7_out == 11));
-    illegal = ((!known) || (uses && (sched_tile0_lane8_out > 2)) || ((sched_tile0_lane7_out == 2) && (sched_tile0_lane8_out == 2)) || ((sched_tile0_lane7_out == 11) && (sched_tile0_lane14_out > 2)) || (sched_tile0_lane9_out != 0));
-    hit = ((((sched_tile0_lane7_out == 1) || (sched_tile0_lane7_out == 11)) && ob) || (((sched_tile0_lane7_out == 2) || (sched_tile0_lane7_out == 3)) && ib) || ((sched_tile0_lane7_out == 11) && sb) || (((sched_tile0_lane7_out == 4) || (sched_tile0_lane7_out == 5) || (sched_tile0_lane7_out == 6)) && sched_tile0__sequencer0_balu));
+    sched_tile0__sequencer0__classify0_base_known = ((sched_tile0_lane7_out == 0) || (sched_tile0_lane7_out == 1) || (sched_tile0_lane7_out == 2) || (sched_tile0_lane7_out == 3) || (sched_tile0_lane7_out == 4) || (sched_tile0_lane7_out == 5) || (sched_tile0_lane7_out == 6) || (sched_tile0_lane7_out == 11) || (sched_tile0_lane7_out == 14));
+    sched_tile0__sequencer0__classify0_base_illegal = ((uses && (sched_tile0_lane8_out > 2)) || ((sched_tile0_lane7_out == 2) && (sched_tile0_lane8_out == 2)) || ((sched_tile0_lane7_out == 11) && (sched_tile0_lane14_out > 2)) || (sched_tile0_lane9_out != 0));
+    sched_tile0__sequencer0__classify0_base_hit = ((((sched_tile0_lane7_out == 1) || (sched_tile0_lane7_out == 11)) && sched_tile0__sequencer0__classify0_ob) || (((sched_tile0_lane7_out == 2) || (sched_tile0_lane7_out == 3)) && sched_tile0__sequencer0__classify0_ib) || ((sched_tile0_lane7_out == 11) && sched_tile0__sequencer0__classify0_sb) || (((sched_tile0_lane7_out == 4) || (sched_tile0_lane7_out == 5) || (sched_tile0_lane7_out == 6)) && sched_tile0__sequencer0_balu));
+end
+
+
+
+assign sched_tile0__sequencer0_illegal = ((!sched_tile0__sequencer0__classify0_base_known) || sched_tile0__sequencer0__classify0_base_illegal);
+assign sched_tile0__sequencer0_hit = sched_tile0__sequencer0__classify0_base_hit;
+
+
+always @(sched_tile0_sched_fetch0_h_word, sched_tile0_count, sched_tile0__sequencer0_illegal, sched_tile0_sched_fetch0_h_poison, sched_tile0__sequencer0_hit, sched_tile0_lane7_out, sched_tile0_sched_fetch0_h_valid, sched_tile0_lane6_out, run, sched_tile0_sched_fetch0_h_ready, sched_tile0_halted) begin: sched_tile0__sequencer0_seq
+    reg [24-1:0] dlt;
+    reg act;
+    reg match;
+    dlt = 24'h0;
+    act = (0 != 0);
+    match = (0 != 0);
+    dlt = (sched_tile0_lane6_out - sched_tile0_count);
+    sched_tile0__sequencer0_dlow_unused = dlt[23-1:0];
+    act = (run && (!sched_tile0_halted) && sched_tile0_sched_fetch0_h_valid && sched_tile0_sched_fetch0_h_ready);
+    match = (act && (sched_tile0_lane6_out == sched_tile0_count));
     sched_tile0_issue = 0;
     sched_tile0_issue_entry = 0;
     sched_tile0_sched_fetch0_pop = 0;
@@ -1268,9 +1296,9 @@ always @(sched_tile0__sequencer0_bo1, sched_tile0__sequencer0_bo0, sched_tile0_c
             sched_tile0__sequencer0_e_decomp = 1;
         end
         else begin
-            sched_tile0__sequencer0_e_opcode = illegal;
-            sched_tile0__sequencer0_e_busy = hit;
-            if (((!illegal) && (!hit))) begin
+            sched_tile0__sequencer0_e_opcode = sched_tile0__sequencer0_illegal;
+            sched_tile0__sequencer0_e_busy = sched_tile0__sequencer0_hit;
+            if (((!sched_tile0__sequencer0_illegal) && (!sched_tile0__sequencer0_hit))) begin
                 sched_tile0_issue = 1;
                 sched_tile0_issue_entry = sched_tile0_sched_fetch0_h_word;
                 sched_tile0__sequencer0_go = 1;
@@ -2421,60 +2449,64 @@ assign sched_tile1_bit_of5_out = sched_tile1_in_valid[2];
 assign sched_tile1_lane35_out = sched_tile1_in_data[32+:16];
 
 
-always @(sched_tile1__sequencer1_bo1, sched_tile1__sequencer1_bo0, sched_tile1_count, sched_tile1_lane26_out, sched_tile1_lane25_out, sched_tile1_lane24_out, sched_tile1_sched_fetch1_h_ready, sched_tile1__sequencer1_bi2, sched_tile1_lane27_out, sched_tile1_sched_fetch1_h_poison, sched_tile1_lane32_out, run, sched_tile1__sequencer1_bo2, sched_tile1_halted, sched_tile1_sched_fetch1_h_word, sched_tile1__sequencer1_balu, sched_tile1__sequencer1_bi1, sched_tile1_sched_fetch1_h_valid, sched_tile1__sequencer1_bi0) begin: sched_tile1__sequencer1_seq
-    reg [24-1:0] dlt;
-    reg act;
-    reg match;
-    reg known;
-    reg uses;
-    reg illegal;
-    reg hit;
-    reg ob;
-    reg ib;
-    reg sb;
-    dlt = 24'h0;
-    act = (0 != 0);
-    match = (0 != 0);
-    known = (0 != 0);
-    uses = (0 != 0);
-    illegal = (0 != 0);
-    hit = (0 != 0);
-    ob = (0 != 0);
-    ib = (0 != 0);
-    sb = (0 != 0);
-    dlt = (sched_tile1_lane24_out - sched_tile1_count);
-    sched_tile1__sequencer1_dlow_unused = dlt[23-1:0];
-    act = (run && (!sched_tile1_halted) && sched_tile1_sched_fetch1_h_valid && sched_tile1_sched_fetch1_h_ready);
-    match = (act && (sched_tile1_lane24_out == sched_tile1_count));
+always @(sched_tile1__sequencer1_bi2, sched_tile1__sequencer1_bo0, sched_tile1__sequencer1_bi1, sched_tile1_lane26_out, sched_tile1_lane32_out, sched_tile1__sequencer1_bo2, sched_tile1__sequencer1_bo1, sched_tile1__sequencer1_bi0) begin: sched_tile1__sequencer1__classify1__port_busy1_pick
+    sched_tile1__sequencer1__classify1_ob = 0;
+    sched_tile1__sequencer1__classify1_ib = 0;
+    sched_tile1__sequencer1__classify1_sb = 0;
     case (sched_tile1_lane26_out)
         'h0: begin
-            ob = (sched_tile1__sequencer1_bo0 != 0);
-            ib = (sched_tile1__sequencer1_bi0 != 0);
+            sched_tile1__sequencer1__classify1_ob = sched_tile1__sequencer1_bo0;
+            sched_tile1__sequencer1__classify1_ib = sched_tile1__sequencer1_bi0;
         end
         'h1: begin
-            ob = (sched_tile1__sequencer1_bo1 != 0);
-            ib = (sched_tile1__sequencer1_bi1 != 0);
+            sched_tile1__sequencer1__classify1_ob = sched_tile1__sequencer1_bo1;
+            sched_tile1__sequencer1__classify1_ib = sched_tile1__sequencer1_bi1;
         end
         'h2: begin
-            ob = (sched_tile1__sequencer1_bo2 != 0);
-            ib = (sched_tile1__sequencer1_bi2 != 0);
+            sched_tile1__sequencer1__classify1_ob = sched_tile1__sequencer1_bo2;
+            sched_tile1__sequencer1__classify1_ib = sched_tile1__sequencer1_bi2;
         end
     endcase
     case (sched_tile1_lane32_out)
         'h0: begin
-            sb = (sched_tile1__sequencer1_bi0 != 0);
+            sched_tile1__sequencer1__classify1_sb = sched_tile1__sequencer1_bi0;
         end
         'h1: begin
-            sb = (sched_tile1__sequencer1_bi1 != 0);
+            sched_tile1__sequencer1__classify1_sb = sched_tile1__sequencer1_bi1;
         end
         'h2: begin
-            sb = (sched_tile1__sequencer1_bi2 != 0);
+            sched_tile1__sequencer1__classify1_sb = sched_tile1__sequencer1_bi2;
         end
     endcase
-    known = ((sched_tile1_lane25_out == 0) || (sched_tile1_lane25_out == 1) || (sched_tile1_lane25_out == 2) || (sched_tile1_lane25_out == 3) || (sched_tile1_lane25_out == 4) || (sched_tile1_lane25_out == 5) || (sched_tile1_lane25_out == 6) || (sched_tile1_lane25_out == 11) || (sched_tile1_lane25_out == 14));
+end
+
+
+always @(sched_tile1__sequencer1_balu, sched_tile1_lane27_out, sched_tile1_lane26_out, sched_tile1_lane25_out, sched_tile1__sequencer1__classify1_ob, sched_tile1__sequencer1__classify1_ib, sched_tile1_lane32_out, sched_tile1__sequencer1__classify1_sb) begin: sched_tile1__sequencer1__classify1_base
+    reg uses;
+    uses = (0 != 0);
     uses = ((sched_tile1_lane25_out == 1) || (sched_tile1_lane25_out == 2) || (sched_tile1_lane25_out == 3) || (sched_tile1_lane25_out == 11));
-    illegal = ((!known) || (uses && (sched_tile1_lane26_out > 2)) || ((sched_tile1_lane25_out == 2) && (sched_tile1_lane26_out == 2)) || ((sched_tile1_lane25_out == 11) && (sched_tile1_lane32_out > 2)) || (sched_tile1_lane27_out != 0));
-    hit = ((((sched_tile1_lane25_out == 1) || (sched_tile1_lane25_out == 11)) && ob) || (((sched_tile1_lane25_out == 2) || (sched_tile1_lane25_out == 3)) && ib) || ((sched_tile1_lane25_out == 11) && sb) || (((sched_tile1_lane25_out == 4) || (sched_tile1_lane25_out == 5) || (sched_tile1_lane25_out == 6)) && sched_tile1__sequencer1_balu));
+    sched_tile1__sequencer1__classify1_base_known = ((sched_tile1_lane25_out == 0) || (sched_tile1_lane25_out == 1) || (sched_tile1_lane25_out == 2) || (sched_tile1_lane25_out == 3) || (sched_tile1_lane25_out == 4) || (sched_tile1_lane25_out == 5) || (sched_tile1_lane25_out == 6) || (sched_tile1_lane25_out == 11) || (sched_tile1_lane25_out == 14));
+    sched_tile1__sequencer1__classify1_base_illegal = ((uses && (sched_tile1_lane26_out > 2)) || ((sched_tile1_lane25_out == 2) && (sched_tile1_lane26_out == 2)) || ((sched_tile1_lane25_out == 11) && (sched_tile1_lane32_out > 2)) || (sched_tile1_lane27_out != 0));
+    sched_tile1__sequencer1__classify1_base_hit = ((((sched_tile1_lane25_out == 1) || (sched_tile1_lane25_out == 11)) && sched_tile1__sequencer1__classify1_ob) || (((sched_tile1_lane25_out == 2) || (sched_tile1_lane25_out == 3)) && sched_tile1__sequencer1__classify1_ib) || ((sched_tile1_lane25_out == 11) && sched_tile1__sequencer1__classify1_sb) || (((sched_tile1_lane25_out == 4) || (sched_tile1_lane25_out == 5) || (sched_tile1_lane25_out == 6)) && sched_tile1__sequencer1_balu));
+end
+
+
+
+assign sched_tile1__sequencer1_illegal = ((!sched_tile1__sequencer1__classify1_base_known) || sched_tile1__sequencer1__classify1_base_illegal);
+assign sched_tile1__sequencer1_hit = sched_tile1__sequencer1__classify1_base_hit;
+
+
+always @(sched_tile1_sched_fetch1_h_word, sched_tile1_count, sched_tile1__sequencer1_illegal, sched_tile1_sched_fetch1_h_poison, sched_tile1__sequencer1_hit, sched_tile1_lane25_out, sched_tile1_sched_fetch1_h_valid, sched_tile1_lane24_out, run, sched_tile1_sched_fetch1_h_ready, sched_tile1_halted) begin: sched_tile1__sequencer1_seq
+    reg [24-1:0] dlt;
+    reg act;
+    reg match;
+    dlt = 24'h0;
+    act = (0 != 0);
+    match = (0 != 0);
+    dlt = (sched_tile1_lane24_out - sched_tile1_count);
+    sched_tile1__sequencer1_dlow_unused = dlt[23-1:0];
+    act = (run && (!sched_tile1_halted) && sched_tile1_sched_fetch1_h_valid && sched_tile1_sched_fetch1_h_ready);
+    match = (act && (sched_tile1_lane24_out == sched_tile1_count));
     sched_tile1_issue = 0;
     sched_tile1_issue_entry = 0;
     sched_tile1_sched_fetch1_pop = 0;
@@ -2493,9 +2525,9 @@ always @(sched_tile1__sequencer1_bo1, sched_tile1__sequencer1_bo0, sched_tile1_c
             sched_tile1__sequencer1_e_decomp = 1;
         end
         else begin
-            sched_tile1__sequencer1_e_opcode = illegal;
-            sched_tile1__sequencer1_e_busy = hit;
-            if (((!illegal) && (!hit))) begin
+            sched_tile1__sequencer1_e_opcode = sched_tile1__sequencer1_illegal;
+            sched_tile1__sequencer1_e_busy = sched_tile1__sequencer1_hit;
+            if (((!sched_tile1__sequencer1_illegal) && (!sched_tile1__sequencer1_hit))) begin
                 sched_tile1_issue = 1;
                 sched_tile1_issue_entry = sched_tile1_sched_fetch1_h_word;
                 sched_tile1__sequencer1_go = 1;
@@ -3646,60 +3678,64 @@ assign sched_tile2_bit_of8_out = sched_tile2_in_valid[2];
 assign sched_tile2_lane53_out = sched_tile2_in_data[32+:16];
 
 
-always @(sched_tile2__sequencer2_bo1, sched_tile2__sequencer2_bo0, sched_tile2_count, sched_tile2_lane44_out, sched_tile2_lane43_out, sched_tile2_lane42_out, sched_tile2_sched_fetch2_h_ready, sched_tile2__sequencer2_bi2, sched_tile2_lane45_out, sched_tile2_sched_fetch2_h_poison, sched_tile2_lane50_out, run, sched_tile2__sequencer2_bo2, sched_tile2_halted, sched_tile2_sched_fetch2_h_word, sched_tile2__sequencer2_balu, sched_tile2__sequencer2_bi1, sched_tile2_sched_fetch2_h_valid, sched_tile2__sequencer2_bi0) begin: sched_tile2__sequencer2_seq
-    reg [24-1:0] dlt;
-    reg act;
-    reg match;
-    reg known;
-    reg uses;
-    reg illegal;
-    reg hit;
-    reg ob;
-    reg ib;
-    reg sb;
-    dlt = 24'h0;
-    act = (0 != 0);
-    match = (0 != 0);
-    known = (0 != 0);
-    uses = (0 != 0);
-    illegal = (0 != 0);
-    hit = (0 != 0);
-    ob = (0 != 0);
-    ib = (0 != 0);
-    sb = (0 != 0);
-    dlt = (sched_tile2_lane42_out - sched_tile2_count);
-    sched_tile2__sequencer2_dlow_unused = dlt[23-1:0];
-    act = (run && (!sched_tile2_halted) && sched_tile2_sched_fetch2_h_valid && sched_tile2_sched_fetch2_h_ready);
-    match = (act && (sched_tile2_lane42_out == sched_tile2_count));
+always @(sched_tile2__sequencer2_bi2, sched_tile2__sequencer2_bo0, sched_tile2__sequencer2_bi1, sched_tile2_lane44_out, sched_tile2_lane50_out, sched_tile2__sequencer2_bo2, sched_tile2__sequencer2_bo1, sched_tile2__sequencer2_bi0) begin: sched_tile2__sequencer2__classify2__port_busy2_pick
+    sched_tile2__sequencer2__classify2_ob = 0;
+    sched_tile2__sequencer2__classify2_ib = 0;
+    sched_tile2__sequencer2__classify2_sb = 0;
     case (sched_tile2_lane44_out)
         'h0: begin
-            ob = (sched_tile2__sequencer2_bo0 != 0);
-            ib = (sched_tile2__sequencer2_bi0 != 0);
+            sched_tile2__sequencer2__classify2_ob = sched_tile2__sequencer2_bo0;
+            sched_tile2__sequencer2__classify2_ib = sched_tile2__sequencer2_bi0;
         end
         'h1: begin
-            ob = (sched_tile2__sequencer2_bo1 != 0);
-            ib = (sched_tile2__sequencer2_bi1 != 0);
+            sched_tile2__sequencer2__classify2_ob = sched_tile2__sequencer2_bo1;
+            sched_tile2__sequencer2__classify2_ib = sched_tile2__sequencer2_bi1;
         end
         'h2: begin
-            ob = (sched_tile2__sequencer2_bo2 != 0);
-            ib = (sched_tile2__sequencer2_bi2 != 0);
+            sched_tile2__sequencer2__classify2_ob = sched_tile2__sequencer2_bo2;
+            sched_tile2__sequencer2__classify2_ib = sched_tile2__sequencer2_bi2;
         end
     endcase
     case (sched_tile2_lane50_out)
         'h0: begin
-            sb = (sched_tile2__sequencer2_bi0 != 0);
+            sched_tile2__sequencer2__classify2_sb = sched_tile2__sequencer2_bi0;
         end
         'h1: begin
-            sb = (sched_tile2__sequencer2_bi1 != 0);
+            sched_tile2__sequencer2__classify2_sb = sched_tile2__sequencer2_bi1;
         end
         'h2: begin
-            sb = (sched_tile2__sequencer2_bi2 != 0);
+            sched_tile2__sequencer2__classify2_sb = sched_tile2__sequencer2_bi2;
         end
     endcase
-    known = ((sched_tile2_lane43_out == 0) || (sched_tile2_lane43_out == 1) || (sched_tile2_lane43_out == 2) || (sched_tile2_lane43_out == 3) || (sched_tile2_lane43_out == 4) || (sched_tile2_lane43_out == 5) || (sched_tile2_lane43_out == 6) || (sched_tile2_lane43_out == 11) || (sched_tile2_lane43_out == 14));
+end
+
+
+always @(sched_tile2__sequencer2_balu, sched_tile2_lane45_out, sched_tile2_lane44_out, sched_tile2_lane43_out, sched_tile2__sequencer2__classify2_ob, sched_tile2__sequencer2__classify2_ib, sched_tile2_lane50_out, sched_tile2__sequencer2__classify2_sb) begin: sched_tile2__sequencer2__classify2_base
+    reg uses;
+    uses = (0 != 0);
     uses = ((sched_tile2_lane43_out == 1) || (sched_tile2_lane43_out == 2) || (sched_tile2_lane43_out == 3) || (sched_tile2_lane43_out == 11));
-    illegal = ((!known) || (uses && (sched_tile2_lane44_out > 2)) || ((sched_tile2_lane43_out == 2) && (sched_tile2_lane44_out == 2)) || ((sched_tile2_lane43_out == 11) && (sched_tile2_lane50_out > 2)) || (sched_tile2_lane45_out != 0));
-    hit = ((((sched_tile2_lane43_out == 1) || (sched_tile2_lane43_out == 11)) && ob) || (((sched_tile2_lane43_out == 2) || (sched_tile2_lane43_out == 3)) && ib) || ((sched_tile2_lane43_out == 11) && sb) || (((sched_tile2_lane43_out == 4) || (sched_tile2_lane43_out == 5) || (sched_tile2_lane43_out == 6)) && sched_tile2__sequencer2_balu));
+    sched_tile2__sequencer2__classify2_base_known = ((sched_tile2_lane43_out == 0) || (sched_tile2_lane43_out == 1) || (sched_tile2_lane43_out == 2) || (sched_tile2_lane43_out == 3) || (sched_tile2_lane43_out == 4) || (sched_tile2_lane43_out == 5) || (sched_tile2_lane43_out == 6) || (sched_tile2_lane43_out == 11) || (sched_tile2_lane43_out == 14));
+    sched_tile2__sequencer2__classify2_base_illegal = ((uses && (sched_tile2_lane44_out > 2)) || ((sched_tile2_lane43_out == 2) && (sched_tile2_lane44_out == 2)) || ((sched_tile2_lane43_out == 11) && (sched_tile2_lane50_out > 2)) || (sched_tile2_lane45_out != 0));
+    sched_tile2__sequencer2__classify2_base_hit = ((((sched_tile2_lane43_out == 1) || (sched_tile2_lane43_out == 11)) && sched_tile2__sequencer2__classify2_ob) || (((sched_tile2_lane43_out == 2) || (sched_tile2_lane43_out == 3)) && sched_tile2__sequencer2__classify2_ib) || ((sched_tile2_lane43_out == 11) && sched_tile2__sequencer2__classify2_sb) || (((sched_tile2_lane43_out == 4) || (sched_tile2_lane43_out == 5) || (sched_tile2_lane43_out == 6)) && sched_tile2__sequencer2_balu));
+end
+
+
+
+assign sched_tile2__sequencer2_illegal = ((!sched_tile2__sequencer2__classify2_base_known) || sched_tile2__sequencer2__classify2_base_illegal);
+assign sched_tile2__sequencer2_hit = sched_tile2__sequencer2__classify2_base_hit;
+
+
+always @(sched_tile2_sched_fetch2_h_word, sched_tile2_count, sched_tile2__sequencer2_illegal, sched_tile2_sched_fetch2_h_poison, sched_tile2__sequencer2_hit, sched_tile2_lane43_out, sched_tile2_sched_fetch2_h_valid, sched_tile2_lane42_out, run, sched_tile2_sched_fetch2_h_ready, sched_tile2_halted) begin: sched_tile2__sequencer2_seq
+    reg [24-1:0] dlt;
+    reg act;
+    reg match;
+    dlt = 24'h0;
+    act = (0 != 0);
+    match = (0 != 0);
+    dlt = (sched_tile2_lane42_out - sched_tile2_count);
+    sched_tile2__sequencer2_dlow_unused = dlt[23-1:0];
+    act = (run && (!sched_tile2_halted) && sched_tile2_sched_fetch2_h_valid && sched_tile2_sched_fetch2_h_ready);
+    match = (act && (sched_tile2_lane42_out == sched_tile2_count));
     sched_tile2_issue = 0;
     sched_tile2_issue_entry = 0;
     sched_tile2_sched_fetch2_pop = 0;
@@ -3718,9 +3754,9 @@ always @(sched_tile2__sequencer2_bo1, sched_tile2__sequencer2_bo0, sched_tile2_c
             sched_tile2__sequencer2_e_decomp = 1;
         end
         else begin
-            sched_tile2__sequencer2_e_opcode = illegal;
-            sched_tile2__sequencer2_e_busy = hit;
-            if (((!illegal) && (!hit))) begin
+            sched_tile2__sequencer2_e_opcode = sched_tile2__sequencer2_illegal;
+            sched_tile2__sequencer2_e_busy = sched_tile2__sequencer2_hit;
+            if (((!sched_tile2__sequencer2_illegal) && (!sched_tile2__sequencer2_hit))) begin
                 sched_tile2_issue = 1;
                 sched_tile2_issue_entry = sched_tile2_sched_fetch2_h_word;
                 sched_tile2__sequencer2_go = 1;

@@ -141,6 +141,14 @@ reg _sequencer0_e_opcode;
 reg _sequencer0_e_busy;
 reg _sequencer0_e_decomp;
 reg [22:0] _sequencer0_dlow_unused;
+wire _sequencer0_hit;
+wire _sequencer0_illegal;
+reg _sequencer0__classify0_ib;
+reg _sequencer0__classify0_ob;
+reg _sequencer0__classify0_sb;
+reg _sequencer0__classify0_base_known;
+reg _sequencer0__classify0_base_illegal;
+reg _sequencer0__classify0_base_hit;
 reg [7:0] _out_unit0_rd_a;
 wire [15:0] _out_unit0_rd_q;
 reg _out_unit0_ov;
@@ -591,60 +599,64 @@ assign bit_of2_out = in_valid[2];
 assign lane17_out = in_data[32+:16];
 
 
-always @(_sequencer0_bo1, _sequencer0_bo0, count, lane8_out, lane7_out, lane6_out, sched_fetch0_h_ready, _sequencer0_bi2, lane9_out, sched_fetch0_h_poison, lane14_out, run, _sequencer0_bo2, halted, sched_fetch0_h_word, _sequencer0_balu, _sequencer0_bi1, sched_fetch0_h_valid, _sequencer0_bi0) begin: _sequencer0_seq
-    reg [24-1:0] dlt;
-    reg act;
-    reg match;
-    reg known;
-    reg uses;
-    reg illegal;
-    reg hit;
-    reg ob;
-    reg ib;
-    reg sb;
-    dlt = 24'h0;
-    act = (0 != 0);
-    match = (0 != 0);
-    known = (0 != 0);
-    uses = (0 != 0);
-    illegal = (0 != 0);
-    hit = (0 != 0);
-    ob = (0 != 0);
-    ib = (0 != 0);
-    sb = (0 != 0);
-    dlt = (lane6_out - count);
-    _sequencer0_dlow_unused = dlt[23-1:0];
-    act = (run && (!halted) && sched_fetch0_h_valid && sched_fetch0_h_ready);
-    match = (act && (lane6_out == count));
+always @(_sequencer0_bi2, _sequencer0_bo0, _sequencer0_bi1, lane8_out, lane14_out, _sequencer0_bo2, _sequencer0_bo1, _sequencer0_bi0) begin: _sequencer0__classify0__port_busy0_pick
+    _sequencer0__classify0_ob = 0;
+    _sequencer0__classify0_ib = 0;
+    _sequencer0__classify0_sb = 0;
     case (lane8_out)
         'h0: begin
-            ob = (_sequencer0_bo0 != 0);
-            ib = (_sequencer0_bi0 != 0);
+            _sequencer0__classify0_ob = _sequencer0_bo0;
+            _sequencer0__classify0_ib = _sequencer0_bi0;
         end
         'h1: begin
-            ob = (_sequencer0_bo1 != 0);
-            ib = (_sequencer0_bi1 != 0);
+            _sequencer0__classify0_ob = _sequencer0_bo1;
+            _sequencer0__classify0_ib = _sequencer0_bi1;
         end
         'h2: begin
-            ob = (_sequencer0_bo2 != 0);
-            ib = (_sequencer0_bi2 != 0);
+            _sequencer0__classify0_ob = _sequencer0_bo2;
+            _sequencer0__classify0_ib = _sequencer0_bi2;
         end
     endcase
     case (lane14_out)
         'h0: begin
-            sb = (_sequencer0_bi0 != 0);
+            _sequencer0__classify0_sb = _sequencer0_bi0;
         end
         'h1: begin
-            sb = (_sequencer0_bi1 != 0);
+            _sequencer0__classify0_sb = _sequencer0_bi1;
         end
         'h2: begin
-            sb = (_sequencer0_bi2 != 0);
+            _sequencer0__classify0_sb = _sequencer0_bi2;
         end
     endcase
-    known = ((lane7_out == 0) || (lane7_out == 1) || (lane7_out == 2) || (lane7_out == 3) || (lane7_out == 4) || (lane7_out == 5) || (lane7_out == 6) || (lane7_out == 11) || (lane7_out == 14));
+end
+
+
+always @(_sequencer0_balu, lane9_out, lane8_out, lane7_out, _sequencer0__classify0_ob, _sequencer0__classify0_ib, lane14_out, _sequencer0__classify0_sb) begin: _sequencer0__classify0_base
+    reg uses;
+    uses = (0 != 0);
     uses = ((lane7_out == 1) || (lane7_out == 2) || (lane7_out == 3) || (lane7_out == 11));
-    illegal = ((!known) || (uses && (lane8_out > 2)) || ((lane7_out == 2) && (lane8_out == 2)) || ((lane7_out == 11) && (lane14_out > 2)) || (lane9_out != 0));
-    hit = ((((lane7_out == 1) || (lane7_out == 11)) && ob) || (((lane7_out == 2) || (lane7_out == 3)) && ib) || ((lane7_out == 11) && sb) || (((lane7_out == 4) || (lane7_out == 5) || (lane7_out == 6)) && _sequencer0_balu));
+    _sequencer0__classify0_base_known = ((lane7_out == 0) || (lane7_out == 1) || (lane7_out == 2) || (lane7_out == 3) || (lane7_out == 4) || (lane7_out == 5) || (lane7_out == 6) || (lane7_out == 11) || (lane7_out == 14));
+    _sequencer0__classify0_base_illegal = ((uses && (lane8_out > 2)) || ((lane7_out == 2) && (lane8_out == 2)) || ((lane7_out == 11) && (lane14_out > 2)) || (lane9_out != 0));
+    _sequencer0__classify0_base_hit = ((((lane7_out == 1) || (lane7_out == 11)) && _sequencer0__classify0_ob) || (((lane7_out == 2) || (lane7_out == 3)) && _sequencer0__classify0_ib) || ((lane7_out == 11) && _sequencer0__classify0_sb) || (((lane7_out == 4) || (lane7_out == 5) || (lane7_out == 6)) && _sequencer0_balu));
+end
+
+
+
+assign _sequencer0_illegal = ((!_sequencer0__classify0_base_known) || _sequencer0__classify0_base_illegal);
+assign _sequencer0_hit = _sequencer0__classify0_base_hit;
+
+
+always @(sched_fetch0_h_word, count, _sequencer0_illegal, sched_fetch0_h_poison, _sequencer0_hit, lane7_out, sched_fetch0_h_valid, lane6_out, run, sched_fetch0_h_ready, halted) begin: _sequencer0_seq
+    reg [24-1:0] dlt;
+    reg act;
+    reg match;
+    dlt = 24'h0;
+    act = (0 != 0);
+    match = (0 != 0);
+    dlt = (lane6_out - count);
+    _sequencer0_dlow_unused = dlt[23-1:0];
+    act = (run && (!halted) && sched_fetch0_h_valid && sched_fetch0_h_ready);
+    match = (act && (lane6_out == count));
     issue = 0;
     issue_entry = 0;
     sched_fetch0_pop = 0;
@@ -663,9 +675,9 @@ always @(_sequencer0_bo1, _sequencer0_bo0, count, lane8_out, lane7_out, lane6_ou
             _sequencer0_e_decomp = 1;
         end
         else begin
-            _sequencer0_e_opcode = illegal;
-            _sequencer0_e_busy = hit;
-            if (((!illegal) && (!hit))) begin
+            _sequencer0_e_opcode = _sequencer0_illegal;
+            _sequencer0_e_busy = _sequencer0_hit;
+            if (((!_sequencer0_illegal) && (!_sequencer0_hit))) begin
                 issue = 1;
                 issue_entry = sched_fetch0_h_word;
                 _sequencer0_go = 1;
