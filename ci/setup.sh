@@ -64,6 +64,11 @@ if [ ${#cov_apt[@]} -gt 0 ]; then
   fi
 fi
 
+# Optional: ccache makes every Verilator build after the first much faster (the runtime
+# objects are the same in every build).
+command -v ccache >/dev/null 2>&1 || apt_install ccache \
+  || echo "setup: note: ccache missing (sudo apt-get install -y ccache); Verilator builds will be slower"
+
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "setup: $PYTHON is $("$PYTHON" --version 2>&1); lockstep needs Python >= 3.10" >&2
   exit 1

@@ -247,9 +247,13 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
     # substitution that never happened), so designs large enough to be split into several
     # C++ files fail to compile their precompiled header. A command-line make variable
     # (through MAKEFLAGS) overrides the makefile's empty assignment.
+    # Most of a build's time is the Verilator and cocotb runtime (verilated.cpp, the VPI
+    # glue), identical in every build: with ccache on PATH (Debian `ccache`, installed by
+    # `make setup` when it can) verilated.mk's OBJCACHE reuses those objects.
     saved_mf = os.environ.get("MAKEFLAGS")
     if sim == "verilator":
-        os.environ["MAKEFLAGS"] = f"{saved_mf or ''} CFG_CXXFLAGS_PCH_I=-include".strip()
+        cache = " OBJCACHE=ccache" if shutil.which("ccache") else ""
+        os.environ["MAKEFLAGS"] = f"{saved_mf or ''} CFG_CXXFLAGS_PCH_I=-include{cache}".strip()
     try:
         _do_build(runner, source, tb, build_dir, args, waves)
     finally:
