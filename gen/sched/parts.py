@@ -30,6 +30,7 @@ __all__ = [
     "new_vec",
     "resize",
     "tile_sel_width",
+    "wire",
 ]
 
 #: Opcodes of docs/sched.md section 3 (the reserved ones raise OPCODE); one table,
@@ -110,6 +111,17 @@ def resize(src, dst):
         dst.next = src[wd:]
 
     return trunc
+
+
+@block
+def wire(a, y):
+    """``y = a``: a connection the flattened design needs as a real signal."""
+
+    @always_comb
+    def connect():
+        y.next = a
+
+    return connect
 
 
 @block

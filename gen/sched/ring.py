@@ -37,7 +37,7 @@ from lockstep.models.formats import FabricParams
 
 from ..common import Emitted, emit_stream_unit
 from .counter import counter_core
-from .parts import bit_of, check_fabric, err_index, flop, lane, ld_addr_width, new_bool, new_vec, tile_sel_width
+from .parts import bit_of, check_fabric, err_index, flop, lane, ld_addr_width, new_bool, new_vec, tile_sel_width, wire
 from .tile import sched_tile, tile_ports, tile_timing
 
 __all__ = ["emit_ring", "ring_ports", "sched_ring"]
@@ -146,17 +146,6 @@ def _ld_route(ld_we, ld_tile, t: int, we_t):
 
 
 @block
-def _wire1(a, x):
-    """``x = a``."""
-
-    @always_comb
-    def wire():
-        x.next = a
-
-    return wire
-
-
-@block
 def _wire2(a, b, x, y):
     """``x = a``, ``y = b``."""
 
@@ -247,7 +236,7 @@ def sched_ring(clk, rst, run, count, ld_we, ld_tile, ld_sel, ld_addr, ld_data,
     insts.append(_dbg_first(dbg_tile, sig[0]["dbg_rdata"], chain[0]))
     for t in range(1, nt):
         insts.append(_dbg_stage(dbg_tile, t, sig[t]["dbg_rdata"], chain[t - 1], chain[t]))
-    insts.append(_wire1(chain[-1], dbg_rdata))
+    insts.append(wire(chain[-1], dbg_rdata))
 
     # packed taps
     for name, out in (("count", tile_count), ("issue", issue), ("issue_entry", issue_entry), ("wr_en", wr_en),

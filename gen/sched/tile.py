@@ -92,6 +92,7 @@ from .parts import (
     new_bool,
     new_vec,
     resize,
+    wire,
 )
 
 __all__ = ["emit_tile", "sched_tile", "tile_ports", "tile_timing"]
@@ -754,7 +755,7 @@ def _dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, wes, was, wds, raddrs, rdatas, 
     words, ns = fmt.words, len(wes)
     # the lists the generators index are copies (wire arrays driven by continuous assigns)
     lwe, lwa, lwd = [new_bool() for _ in wes], [new_vec(fmt.aw) for _ in was], [new_vec(fmt.dw) for _ in wds]
-    copies = [_wire(a, y) for a, y in zip(wes + was + wds, lwe + lwa + lwd)]
+    copies = [wire(a, y) for a, y in zip(wes + was + wds, lwe + lwa + lwd)]
 
     @always(clk.posedge)
     def write():
@@ -890,7 +891,7 @@ def _mac_array(clk, rst, go, h, psum_in_valid, psum_in, psum_out_valid, psum_out
     fcol = [[new_vec(dw) for _ in range(k)] for _ in range(k)]  # fcol[c][r] = front[r][c]
     front = [[new_vec(dw) for _ in range(k)] for _ in range(k)]
     insts += [wcell(clk, rst, row_en[r], w_q[c], swp, back[r][c], front[r][c]) for r in range(k) for c in range(k)]
-    insts += [_wire(front[r][c], fcol[c][r]) for r in range(k) for c in range(k)]  # column lists: wire arrays
+    insts += [wire(front[r][c], fcol[c][r]) for r in range(k) for c in range(k)]  # column lists: wire arrays
     # MATVEC: control, k read lanes, k columns
     x_ra, v2, p0_2, p1_2, d2 = new_vec(aw), new_bool(), new_bool(), new_bool(), new_vec(aw)
     insts.append(mv_ctl(clk, rst, go, h["op"], h["port"], h["b"], h["d"], h["len"], bmac, x_ra, v2, p0_2,
@@ -905,7 +906,7 @@ def _mac_array(clk, rst, go, h, psum_in_valid, psum_in, psum_out_valid, psum_out
         insts.append(mv_col(clk, rst, x_q, fcol[c], v2, p0_2, p1_2, d2, psum_in_valid, pin[c], wes[c], was[c], wds[c],
                             po[c], c, fmt))
     po_cat = ConcatSignal(*reversed(po))
-    insts.append(_wire(po_cat, psum_out))
+    insts.append(wire(po_cat, psum_out))
     raddrs += w_a + x_a
     rdatas += w_q + x_q
     return insts
@@ -920,17 +921,6 @@ def _is_op(go, h_op, op: int, y):
         y.next = go and h_op == op
 
     return isop
-
-
-@block
-def _wire(a, y):
-    """``y = a``."""
-
-    @always_comb
-    def wire():
-        y.next = a
-
-    return wire
 
 
 @block
