@@ -268,9 +268,9 @@ class FabricParams(_Record):
         l_alu: ALU latency in cycles.
         bus: a shared bus (port 2) joins every tile.
         k: MAC array size (``k x k`` weight-stationary cells per tile); 0 = no MAC array
-            (LDW, SWPW, MATVEC, VPU then raise OPCODE). docs/sched.md section 11.
+            (LDW, SWPW, MATVEC, VPU, MATVR then raise OPCODE). docs/sched.md section 11.
         accw: partial-sum width of the MAC array and its psum chain.
-        vpu_shift: right shift of the VPU operation (after bias and ReLU).
+        vpu_shift: right shift of the VPU and MATVR operations (after bias and ReLU).
 
     Raises:
         ParamError: on a value that cannot work, naming the field.
@@ -306,7 +306,7 @@ class FabricParams(_Record):
         "FWD": 0xB, "HALT": 0xE, "PERIODIC": 0xF,
     }
     #: MAC-array and VPU opcodes (docs/sched.md section 11): legal only when ``k > 0``.
-    MAC_OPCODES: ClassVar[dict[str, int]] = {"LDW": 0x7, "SWPW": 0x8, "MATVEC": 0x9, "VPU": 0xA}
+    MAC_OPCODES: ClassVar[dict[str, int]] = {"LDW": 0x7, "SWPW": 0x8, "MATVEC": 0x9, "VPU": 0xA, "MATVR": 0xD}
     #: MATVEC latency: read and multiply, then add (section 11).
     L_MM: ClassVar[int] = 2
     #: Fields of an entry, most significant first, with widths as functions of self.

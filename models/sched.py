@@ -111,12 +111,16 @@ Decisions where docs/sched.md is silent
     **periodic6** returns ``(compressed, expanded)``; the expanded form needs
     ``sd >= 301`` and gets its own params with ``sd`` raised when necessary.
 19. **Section 11 (MAC array, VPU; built; the comm interface/CHECK is not).** With
-    ``k == 0`` LDW, SWPW, MATVEC and VPU are reserved exactly as before (OPCODE, no
-    units, :data:`RESERVED_OPS` unchanged). With ``k > 0``: units ``wload`` (7) and ``mac``
-    (8); LDW busy ``wload`` ``[n, n+k-1]``, SWPW busy ``wload`` and ``mac`` ``[n, n]``
-    (whatever its LEN: :func:`entry_busy_len`), MATVEC ``mac`` and VPU ``alu``
-    ``[n, n+N-1]``. LDW with ``LEN != k-1`` raises OPCODE; PORT is ignored on LDW, SWPW and
-    VPU (as on the ALU opcodes); every PORT value is legal on MATVEC. The weights and
+    ``k == 0`` LDW, SWPW, MATVEC, VPU and MATVR are reserved exactly as before (OPCODE,
+    no units, :data:`RESERVED_OPS` unchanged). With ``k > 0``: units ``wload`` (7) and
+    ``mac`` (8); LDW busy ``wload`` ``[n, n+k-1]``, SWPW busy ``wload`` and ``mac``
+    ``[n, n]`` (whatever its LEN: :func:`entry_busy_len`), MATVEC and MATVR ``mac`` and VPU
+    ``alu`` ``[n, n+N-1]``. LDW with ``LEN != k-1`` raises OPCODE; PORT is ignored on LDW,
+    SWPW and VPU (as on the ALU opcodes); every PORT value is legal on MATVEC; MATVR with
+    PORT[1] (psum_out) raises OPCODE, since it always writes memory. MATVR is MATVEC
+    whose memory write goes through the VPU segment: ``max(signed_accw(y[c]) +
+    signed_dw(mem[A+c]), 0) >> vpu_shift`` (exact), low ``dw`` bits, the bias read in the
+    write cycle (spec 000's VPU at the foot of each MAC column). The weights and
     ``x`` are read as signed ``dw``-bit values in the read cycle; the MATVEC uses the front
     registers of its read cycle (SWPW cannot overlap it: BUSY). The back and front
     registers start at 0. The VPU sum ``a + b`` of two signed ``dw``-bit words is exact
@@ -126,19 +130,19 @@ Decisions where docs/sched.md is silent
     sampling tile (lint rule TAP) and adds 0. The ``psum`` trace event
     ``(c, "psum", tile, lanes)`` carries the ``k`` lanes (each in ``[0, 2**accw)``) of a
     valid psum_out in cycle ``c``. Write sources: ports 0..2, ALU 3 (VADD/VMUL/DOT/VPU),
-    MAC lane ``c`` = ``4 + c``; a higher number wins a WCONF.
-20. **Text format of the MAC opcodes.** The mnemonics LDW, SWPW, MATVEC and VPU are
+    MAC lane ``c`` = ``4 + c`` (MATVEC and MATVR); a higher number wins a WCONF.
+20. **Text format of the MAC opcodes.** The mnemonics LDW, SWPW, MATVEC, VPU and MATVR are
     accepted whatever ``k`` (with ``k == 0`` they assemble and raise OPCODE at issue).
-    LDW's ``len`` defaults to ``k`` (when ``k > 0``). MATVEC takes ``psum_in=0|1`` and
+    LDW's ``len`` defaults to ``k`` (when ``k > 0``). MATVEC and MATVR take ``psum_in=0|1`` and
     ``psum_out=0|1`` (PORT bits 0 and 1) or ``port=``; the disassembly writes the flags.
     A MAC opcode is written in the mnemonic form whenever UNIT is 0 (PORT printed as a
     number on LDW/SWPW/VPU).
 21. **Compiler** (:mod:`~lockstep.models.sched_compile`): see its module docstring for
     the memory map, the schedule and the closed-form cycle model. Results of the last
-    tile are written in place over its ``x`` slices (and, for a layer, the VPU works in
-    place), which maximises the batch. Utilisation is measured from the first LDW issue
-    to the last memory write; with the one-word-per-cycle VPU a layer's utilisation is
-    bounded by about ``1/k``.
+    tile are written in place over its ``x`` slices, which maximises the batch; a
+    layer's last tile issues MATVR (bias, ReLU and shift in the write cycle), so a layer
+    costs no more cycles than a GEMM. Utilisation is measured from the first LDW issue
+    to the last memory write.
 """
 
 from __future__ import annotations

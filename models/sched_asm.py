@@ -23,7 +23,7 @@ __all__ = ["AsmError", "assemble", "disassemble", "format_entry"]
 
 _FWD = OPS["FWD"]
 _PERIODIC = OPS["PERIODIC"]
-_MATVEC = MAC_OPS["MATVEC"]
+_MV = frozenset({MAC_OPS["MATVEC"], MAC_OPS["MATVR"]})
 _LDW = MAC_OPS["LDW"]
 _MAC_SET = frozenset(MAC_OPS.values())
 _FIELDS = ("port", "unit", "a", "b", "d", "len", "src", "psum_in", "psum_out")
@@ -45,6 +45,7 @@ _SHOWN: dict[int, tuple[str, ...]] = {
     MAC_OPS["SWPW"]: (),
     MAC_OPS["MATVEC"]: ("b", "d", "len"),
     MAC_OPS["VPU"]: ("a", "b", "d", "len"),
+    MAC_OPS["MATVR"]: ("a", "b", "d", "len"),
 }
 
 
@@ -117,7 +118,7 @@ def _parse_op(toks: list[str], t: int, line: int, params: FabricParams) -> Entry
         k = k.lower()
         if k not in _FIELDS:
             raise AsmError(line, f"unknown field {k!r} (fields: port, unit, a, b, d, len, src; "
-                                 "psum_in, psum_out for MATVEC)")
+                                 "psum_in, psum_out for MATVEC and MATVR)")
         if k in vals:
             raise AsmError(line, f"field {k} given twice")
         if not v:
@@ -129,8 +130,8 @@ def _parse_op(toks: list[str], t: int, line: int, params: FabricParams) -> Entry
                 raise AsmError(line, "src= is only for the FWD mnemonic (the explicit form uses b=)")
             vals[k] = _port(v, line, k)
         elif k in ("psum_in", "psum_out"):
-            if explicit or op != _MATVEC:
-                raise AsmError(line, f"{k}= is only for the MATVEC mnemonic (the explicit form uses port=)")
+            if explicit or op not in _MV:
+                raise AsmError(line, f"{k}= is only for the MATVEC and MATVR mnemonics (the explicit form uses port=)")
             f = _num(v, line, k)
             if f not in (0, 1):
                 raise AsmError(line, f"{k}={v}: must be 0 or 1")
@@ -139,7 +140,7 @@ def _parse_op(toks: list[str], t: int, line: int, params: FabricParams) -> Entry
             vals[k] = _num(v, line, k)
     if "psum_in" in vals or "psum_out" in vals:
         if "port" in vals:
-            raise AsmError(line, "MATVEC: give psum_in=/psum_out= or port=, not both")
+            raise AsmError(line, f"{OP_NAMES[op]}: give psum_in=/psum_out= or port=, not both")
         vals["port"] = vals.pop("psum_in", 0) | (vals.pop("psum_out", 0) << 1)
     if "src" in vals:
         if "b" in vals:
@@ -317,7 +318,7 @@ def format_entry(e: Entry, prefix: str) -> str:
         if f == "b" and e.op == _FWD:
             continue
         if f == "port" and e.op in _MAC_SET:
-            if e.op == _MATVEC:
+            if e.op in _MV:
                 parts += [x for x, bit in (("psum_in=1", 1), ("psum_out=1", 2)) if e.port & bit]
             elif e.port:
                 parts.append(f"port={e.port}")

@@ -9,10 +9,10 @@ Bmat[t*k + r][c]`` (``Bmat = W^T`` for a layer, ``B`` for a GEMM) and the slice
 the partial sums run along the psum chain tile 0 -> 1 -> ... -> last, each MATVEC issued
 ``hop_lat + 1`` after its predecessor; the last tile writes ``y`` to memory (in place
 over its own ``x`` slices, which is legal: vector ``i`` is written at the end of
-``n+i+1``, after it was read in ``n+i`` and before nothing else reads it) and, for a
-layer, runs VPU (bias, ReLU, shift) over the ``k*N`` words in place, overlapped with the
-MATVEC (VPU starts two cycles after the last MATVEC issues, the earliest cycle at which
-every word it reads has been written).
+``n+i+1``, after it was read in ``n+i`` and before nothing else reads it). For a layer
+the last tile issues MATVR instead of MATVEC: the same product and psum add, written
+through the VPU segment (bias ``mem[A+c]``, ReLU, shift) in the same cycle, so bias and
+ReLU cost no cycle and the layer runs at the GEMM's utilisation.
 
 Schedule of every used tile (``L = nt_used - 1``, ``h = hop_lat``):
 
@@ -22,16 +22,15 @@ cycle      entry                               notes
 2          ``LDW a=0``                         rows of the weight block at ``r*k``
 2+k        ``SWPW``                            front <- back
 3+k+t(h+1) ``MATVEC b=k*k d=.. len=N``         PORT: tile 0 psum_out, middle in+out,
-                                               last psum_in (memory)
-M_L+2+256q ``VPU a=k*k b=k*k+k*N d=k*k``       layer only, chunks of <= 256 words
+                                               last psum_in (memory); a layer's last
+                                               tile: ``MATVR a=k*k+k*N`` (bias)
 last+1     ``HALT``                            (an unused tile: ``HALT`` at 2)
 =========  ==================================  =========================================
 
 Cycle model (closed form; :func:`predicted_cycles`): the utilisation window runs from
-the first LDW issue (cycle 2) to the last memory write, inclusive. For a GEMM the last
-write is the last MATVEC vector, at ``M_L + N``; for a layer it is the last VPU word, at
-``M_L + 2 + k*N - 1 + l_alu - 1``. Each used tile reads one vector per cycle for ``N``
-cycles, so ``utilisation = N / predicted_cycles``.
+the first LDW issue (cycle 2) to the last memory write, inclusive: the last vector of
+the last tile's MATVEC (MATVR), at ``M_L + N``. Each used tile reads one vector per cycle
+for ``N`` cycles, so ``utilisation = N / predicted_cycles``.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from .formats import FabricParams, ParamError
-from .sched_core import MAC_OPS, OPS, Entry, Program, Run, decode, encode, to_signed
+from .sched_core import MAC_OPS, MV_OPS, OPS, Entry, Program, Run, decode, encode, to_signed
 
 __all__ = [
     "Layout",
@@ -56,10 +55,9 @@ __all__ = [
     "utilisation",
 ]
 
-_LDW, _SWPW, _MATVEC, _VPU = MAC_OPS["LDW"], MAC_OPS["SWPW"], MAC_OPS["MATVEC"], MAC_OPS["VPU"]
+_LDW, _SWPW, _MATVEC, _MATVR = MAC_OPS["LDW"], MAC_OPS["SWPW"], MAC_OPS["MATVEC"], MAC_OPS["MATVR"]
 _HALT = OPS["HALT"]
 _T0 = FabricParams.FETCH_LEAD
-_VPU_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -75,10 +73,9 @@ class Layout:
         tile: the tile holding the results (``tiles - 1``).
         base: address of result ``(j, c)`` is ``base + j*k + c`` on ``tile``.
         x_base: address of the streamed vectors on every tile.
-        bias_base: layer only: the replicated bias on ``tile`` (else None).
+        bias_base: layer only: the ``k`` bias words on ``tile`` (else None).
         t_ldw: LDW issue cycle (every tile); ``t_swpw``: SWPW issue cycle.
-        t_matvec: MATVEC issue cycle per used tile.
-        t_vpu: VPU issue cycles (layer only; one per chunk of at most 256 words).
+        t_matvec: MATVEC (the layer's last tile: MATVR) issue cycle per used tile.
         t_halt: HALT issue cycle per used tile.
         last_write: absolute cycle of the last memory write.
     """
@@ -95,7 +92,6 @@ class Layout:
     t_ldw: int
     t_swpw: int
     t_matvec: tuple[int, ...]
-    t_vpu: tuple[int, ...]
     t_halt: tuple[int, ...]
     last_write: int
 
@@ -134,11 +130,10 @@ def _ints(a: Any, what: str, ndim: int) -> np.ndarray:
 def max_batch(params: FabricParams, tiles: int = 1, layer: bool = False) -> int:
     """The largest batch one compiled MATVEC can stream: ``N <= 256`` (LEN) and the last
     tile's memory holds ``k*k`` weights, ``k*N`` vector words (results in place) and, for a
-    layer, ``k*N`` bias words."""
+    layer, ``k`` bias words."""
     p = _p(params)
     k = p.k
-    per = k * (2 if layer else 1)
-    return max(0, min(256, (p.words - k * k) // per))
+    return max(0, min(256, (p.words - k * k - (k if layer else 0)) // k))
 
 
 def _build(kind: str, bmat: np.ndarray, vecs: np.ndarray, bias: np.ndarray | None,
@@ -162,14 +157,7 @@ def _build(kind: str, bmat: np.ndarray, vecs: np.ndarray, bias: np.ndarray | Non
     x_base = k * k
     t_ldw, t_swpw = _T0, _T0 + k
     t_mv = tuple(t_swpw + 1 + t * (hop + 1) for t in range(tiles))
-    ml = t_mv[last]
-    t_vpu: tuple[int, ...] = ()
-    if bias is not None:
-        nw = k * n
-        t_vpu = tuple(ml + 2 + q * _VPU_CHUNK for q in range((nw + _VPU_CHUNK - 1) // _VPU_CHUNK))
-        last_write = ml + 2 + nw - 1 + p.l_alu - 1
-    else:
-        last_write = ml + n
+    last_write = t_mv[last] + n - 1 + FabricParams.L_MM - 1  # the last tile's last vector
     scheds: list[list[int]] = [[] for _ in range(p.nt)]
     data: list[dict[int, int]] = [{} for _ in range(p.nt)]
     t_halt = []
@@ -183,17 +171,12 @@ def _build(kind: str, bmat: np.ndarray, vecs: np.ndarray, bias: np.ndarray | Non
             for r in range(k):
                 d[x_base + i * k + r] = int(vecs[i, t * k + r])
         port = (1 if t > 0 else 0) | (2 if t < last else 0)
-        ents = [Entry(t=t_ldw, op=_LDW, a=0, len=k - 1), Entry(t=t_swpw, op=_SWPW),
-                Entry(t=t_mv[t], op=_MATVEC, port=port, b=x_base, d=x_base if t == last else 0, len=n - 1)]
-        if t == last and bias is not None:
-            for i in range(n):
-                for c in range(k):
-                    d[bias_base + i * k + c] = int(bias[c])
-            nw = k * n
-            for q, tv in enumerate(t_vpu):
-                lo = q * _VPU_CHUNK
-                cnt = min(_VPU_CHUNK, nw - lo)
-                ents.append(Entry(t=tv, op=_VPU, a=x_base + lo, b=bias_base + lo, d=x_base + lo, len=cnt - 1))
+        mv = Entry(t=t_mv[t], op=_MATVEC, port=port, b=x_base, d=x_base if t == last else 0, len=n - 1)
+        if t == last and bias_base is not None:
+            mv = mv.replace(op=_MATVR, a=bias_base)
+            for c in range(k):
+                d[bias_base + c] = int(bias[c])
+        ents = [Entry(t=t_ldw, op=_LDW, a=0, len=k - 1), Entry(t=t_swpw, op=_SWPW), mv]
         th = ents[-1].t + 1
         ents.append(Entry(t=th, op=_HALT))
         t_halt.append(th)
@@ -205,7 +188,7 @@ def _build(kind: str, bmat: np.ndarray, vecs: np.ndarray, bias: np.ndarray | Non
         scheds[t] = [encode(e.replace(t=e.t & ((1 << p.cw) - 1)), p) for e in ents]
     for t in range(tiles, p.nt):      # unused tiles only halt
         scheds[t] = [encode(Entry(t=_T0, op=_HALT), p)]
-    lay = Layout(kind, p, k, n, tiles, last, x_base, x_base, bias_base, t_ldw, t_swpw, t_mv, t_vpu,
+    lay = Layout(kind, p, k, n, tiles, last, x_base, x_base, bias_base, t_ldw, t_swpw, t_mv,
                  tuple(t_halt), last_write)
     prog = Program(p, scheds, data, {"generator": f"compile_{kind}", "layout": lay})
     return prog, lay
@@ -266,43 +249,31 @@ def _signed(arr: np.ndarray, dw: int) -> np.ndarray:
     return np.vectorize(lambda v: to_signed(int(v), dw), otypes=[object])(arr)
 
 
+def _accumulate(A: Any, B: Any, p: FabricParams) -> np.ndarray:
+    """``A @ B`` with signed ``dw``-bit operands, as the signed ``accw``-bit value the
+    MAC array's sum is (modulo ``2**accw``); exact Python ints (object array)."""
+    a = _signed(_ints(A, "A", 2), p.dw)
+    b = _signed(_ints(B, "B", 2), p.dw)
+    return _signed(a.dot(b), p.accw)
+
+
 def reference_gemm(A: Any, B: Any, params: FabricParams) -> np.ndarray:
     """``C = A @ B`` as the MAC array computes it: operands signed ``dw``-bit, sums modulo
     ``2**accw``, stored as the low ``dw`` bits (``N x k``, int64, values in
     ``[0, 2**dw)``). Exact Python ints, no floats."""
-    p = params
-    a = _signed(_ints(A, "A", 2), p.dw)
-    b = _signed(_ints(B, "B", 2), p.dw)
-    n, kin = a.shape
-    m = b.shape[1]
-    accm, dm = (1 << p.accw) - 1, (1 << p.dw) - 1
-    out = np.zeros((n, m), dtype=np.int64)
-    for i in range(n):
-        for c in range(m):
-            s = 0
-            for r in range(kin):
-                s += a[i, r] * b[r, c]
-            out[i, c] = (s & accm) & dm
-    return out
+    return (_accumulate(A, B, params) % (1 << params.dw)).astype(np.int64)
 
 
 def reference_layer(W: Any, X: Any, b: Any, params: FabricParams) -> np.ndarray:
     """``Y[:, j] = ReLU(W @ x_j + b) >> vpu_shift`` as the program computes it: ``z =
-    W @ x_j`` from :func:`reference_gemm` (low ``dw`` bits in memory), then the VPU:
-    ``max(signed(z) + signed(b), 0) >> vpu_shift``, low ``dw`` bits (``k x N``)."""
+    W @ x_j`` as the signed ``accw``-bit sum, plus the signed ``dw``-bit bias (exact),
+    ReLU, the right shift, then the low ``dw`` bits (``k x N``, int64)."""
     p = params
-    w = _ints(W, "W", 2)
-    x = _ints(X, "X", 2)
-    z = reference_gemm(x.T, w.T, p)            # N x k, unsigned low dw bits
+    z = _accumulate(W, X, p)                       # k x N, signed accw-bit
     bb = _signed(_ints(b, "b", 1), p.dw)
-    dm = (1 << p.dw) - 1
-    n, m = z.shape
-    y = np.zeros((m, n), dtype=np.int64)
-    for j in range(n):
-        for c in range(m):
-            v = to_signed(int(z[j, c]), p.dw) + bb[c]
-            y[c, j] = (max(v, 0) >> p.vpu_shift) & dm
-    return y
+    v = z + bb.reshape(-1, 1)
+    v = np.where(v > 0, v, 0)
+    return ((v >> p.vpu_shift) % (1 << p.dw)).astype(np.int64)
 
 
 def predicted_cycles(layout: Layout) -> int:
@@ -310,12 +281,7 @@ def predicted_cycles(layout: Layout) -> int:
     inclusive (closed form, see the module docstring)."""
     lay = layout
     p = lay.params
-    ml = FabricParams.FETCH_LEAD + p.k + 1 + (lay.tiles - 1) * (p.hop_lat + 1)
-    if lay.kind == "layer":
-        last = ml + 2 + p.k * lay.n - 1 + p.l_alu - 1
-    else:
-        last = ml + lay.n
-    return last - FabricParams.FETCH_LEAD + 1
+    return lay.n + p.k + FabricParams.L_MM + (lay.tiles - 1) * (p.hop_lat + 1)
 
 
 def predicted_utilisation(layout: Layout) -> float:
@@ -343,7 +309,7 @@ def utilisation(run: Run, tile: int | None = None) -> float:
         ent = decode(e[3], p)
         if ent.op == _LDW and first is None:
             first = e[0]
-        elif ent.op == _MATVEC:
+        elif ent.op in MV_OPS:
             busy.setdefault(e[2], set()).update(range(e[0], e[0] + ent.n))
     writes = [e[0] for e in run.trace if e[1] == "write"]
     if first is None or not writes or not busy:

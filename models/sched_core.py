@@ -80,6 +80,9 @@ _NOP, _SEND, _RECV, _TAP = OPS["NOP"], OPS["SEND"], OPS["RECV"], OPS["TAP"]
 _VADD, _VMUL, _DOT = OPS["VADD"], OPS["VMUL"], OPS["DOT"]
 _FWD, _HALT, _PERIODIC = OPS["FWD"], OPS["HALT"], OPS["PERIODIC"]
 _LDW, _SWPW, _MATVEC, _VPU = MAC_OPS["LDW"], MAC_OPS["SWPW"], MAC_OPS["MATVEC"], MAC_OPS["VPU"]
+_MATVR = MAC_OPS["MATVR"]
+#: The two matrix-vector opcodes (MATVR = MATVEC whose memory write goes through the VPU).
+MV_OPS: frozenset[int] = frozenset({_MATVEC, _MATVR})
 _MAC_SET = frozenset(MAC_OPS.values())
 #: Opcodes whose PORT field selects a link port.
 PORT_OPS: frozenset[int] = frozenset({_SEND, _RECV, _TAP, _FWD})
@@ -259,6 +262,8 @@ def opcode_problem(entry: Entry, params: FabricParams) -> str | None:
         why.append(f"reserved opcode {op:#x}" + (" (no MAC array: k = 0)" if op in _MAC_SET else ""))
     if op == _LDW and params.k and entry.len != params.k - 1:
         why.append(f"LDW len={entry.n} (must be k = {params.k})")
+    if op == _MATVR and params.k and entry.port & 2:
+        why.append("MATVR with PORT[1] (psum_out): MATVR writes memory")
     if op == _PERIODIC:
         why.append("PERIODIC header reached issue")
     if entry.unit != 0:
@@ -295,7 +300,7 @@ def entry_units(entry: Entry, params: FabricParams | None = None) -> tuple[int, 
             return (_U_WLOAD,)
         if op == _SWPW:
             return (_U_WLOAD, _U_MAC)
-        if op == _MATVEC:
+        if op in MV_OPS:
             return (_U_MAC,)
         return (_U_ALU,)
     if op == _SEND:
@@ -1009,7 +1014,7 @@ class _Sim:
                                     o.consumed.append(w[1])
                             elif checks:
                                 o.consumed.append(None)
-                        elif op == _MATVEC:
+                        elif op in MV_OPS:
                             base = o.b + i * kk
                             xv = [to_signed(mem[(base + r) & amask], dw) for r in range(kk)]
                             fr = front[t]
@@ -1060,6 +1065,9 @@ class _Sim:
                                 trace.append((k + 1, "psum", t, y))
                         else:
                             base = o.d + i * kk
+                            if o.op == _MATVR:  # the VPU segment: + bias mem[A+c], ReLU, shift
+                                y = tuple(max(to_signed(y[c], p.accw) + to_signed(mem[(o.a + c) & amask], dw), 0)
+                                          >> p.vpu_shift for c in range(kk))
                             for c in range(kk):
                                 writes.append((SRC_MAC + c, (base + c) & amask, y[c] & dmask, o.xidx))
                 # ---- writes at the end of the cycle (lowest priority first)

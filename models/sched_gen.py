@@ -51,7 +51,7 @@ __all__ = [
 NOP, SEND, RECV, TAP = OPS["NOP"], OPS["SEND"], OPS["RECV"], OPS["TAP"]
 VADD, VMUL, DOT, FWD = OPS["VADD"], OPS["VMUL"], OPS["DOT"], OPS["FWD"]
 HALT, PERIODIC = OPS["HALT"], OPS["PERIODIC"]
-LDW, SWPW, MATVEC, VPU = MAC_OPS["LDW"], MAC_OPS["SWPW"], MAC_OPS["MATVEC"], MAC_OPS["VPU"]
+LDW, SWPW, MATVEC, VPU, MATVR = (MAC_OPS[n] for n in ("LDW", "SWPW", "MATVEC", "VPU", "MATVR"))
 _OUT, _IN, _ALU = 0, 3, 6
 _WLOAD, _MAC = 7, 8
 #: planner pseudo-unit: the cycles in which a tile writes memory region 3 (ALU, VPU and
@@ -284,7 +284,8 @@ class _Planner:
         return self.rng.randint(1, top) if top >= 1 else None
 
     def mac(self, t: int, u: int) -> _Txn | None:
-        """LDW at u, SWPW at u+k, then a MATVEC of 1..4 vectors writing region 3."""
+        """LDW at u, SWPW at u+k, then a MATVEC (or MATVR: bias, ReLU, shift) of 1..4
+        vectors writing region 3."""
         kk = self.p.k
         n = self._mac_n()
         if n is None:
@@ -293,7 +294,7 @@ class _Planner:
         x.plain(t, u, Entry(t=0, op=LDW, a=self._addr(), len=kk - 1))
         x.plain(t, u + kk, Entry(t=0, op=SWPW))
         m = u + kk + 1 + self.rng.randint(0, 2)
-        x.plain(t, m, Entry(t=0, op=MATVEC, b=self._addr(), d=self._dest(3, kk * n), len=n - 1))
+        x.plain(t, m, self._mv(0, n, self._dest(3, kk * n)))
         x.units.append((t, _WLOAD, u, u + kk))
         x.units.append((t, _MAC, u + kk, u + kk))
         x.units.append((t, _MAC, m, m + n - 1))
@@ -314,11 +315,19 @@ class _Planner:
             uj = u + j * (p.hop_lat + 1)
             port = (1 if j else 0) | (2 if j < length - 1 else 0)
             d = 0 if port & 2 else self._dest(3, p.k * n)
-            x.plain(tj, uj, Entry(t=0, op=MATVEC, port=port, b=self._addr(), d=d, len=n - 1))
+            x.plain(tj, uj, self._mv(port, n, d))
             x.units.append((tj, _MAC, uj, uj + n - 1))
             if not port & 2:
                 self._wr3(x, tj, uj + FabricParams.L_MM - 1, n)
         return x
+
+    def _mv(self, port: int, n: int, d: int) -> Entry:
+        """A MATVEC of ``n`` vectors; one that writes memory is a MATVR (bias from a
+        random address) half the time."""
+        e = Entry(t=0, op=MATVEC, port=port, b=self._addr(), d=d, len=n - 1)
+        if not port & 2 and self.rng.random() < 0.5:
+            e = e.replace(op=MATVR, a=self._addr())
+        return e
 
     def vpu(self, t: int, u: int) -> _Txn:
         n = self.rng.randint(1, self.max_len)

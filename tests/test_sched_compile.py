@@ -39,10 +39,10 @@ def test_compile_layer_matches_reference(nt, k, hop, tu):
     ref = S.reference_layer(Wm, X, b, p)
     assert ref.shape == (k, n)
     assert (lay.result(run) == ref).all()
-    # independent check with plain numpy int64 (no overflow at these sizes)
-    z = (Wm @ X) & 0xFF
-    z = np.where(z >= 128, z - 256, z) + b[:, None]
-    assert (ref == (np.maximum(z, 0) >> p.vpu_shift)).all()
+    # independent check with plain numpy int64 (no accw overflow at these sizes): the
+    # bias is added to the full sum, before any truncation to dw bits
+    z = Wm @ X + b[:, None]
+    assert (ref == (np.maximum(z, 0) >> p.vpu_shift) & 0xFF).all()
     assert S.utilisation(run) == pytest.approx(S.predicted_utilisation(lay), abs=1e-12)
     assert max(e[0] for e in run.events("write")) == lay.last_write
 
@@ -103,31 +103,36 @@ def test_utilisation_large_batch(k, nt, n):
     assert u >= 0.95
 
 
-def test_layer_utilisation_is_bounded_by_the_vpu():
-    # the VPU handles one word per cycle, k words per vector: utilisation ~ 1/k
-    p = _p(nt=2, k=2, aw=10, cw=16)
-    rng = np.random.default_rng(3)
-    n = 128
-    Wm, X, b = _rand(rng, (2, 4), 8), _rand(rng, (4, n), 8), _rand(rng, 2, 8)
+@pytest.mark.parametrize("k,nt,n", [(2, 2, 256), (2, 3, 256), (4, 2, 200)])
+def test_layer_utilisation_equals_the_gemm(k, nt, n):
+    # MATVR applies bias, ReLU and shift in the write cycle: a layer costs the GEMM's
+    # cycles, and the MAC arrays stay busy >= 95% of the window for a large batch
+    p = _p(nt=nt, k=k, aw=10, cw=16, vpu_shift=1)
+    rng = np.random.default_rng(3 + k + nt)
+    Wm, X, b = _rand(rng, (k, k * nt), 8), _rand(rng, (k * nt, n), 8), _rand(rng, k, 8)
     prog, lay = S.compile_layer(Wm, X, b, p)
-    run = S.execute(prog)
-    assert (lay.result(run) == S.reference_layer(Wm, X, b, p)).all()
-    assert len(lay.t_vpu) == 1 and S.lint(prog) == []
-    u = S.utilisation(run)
-    assert u == pytest.approx(S.predicted_utilisation(lay), abs=1e-12)
-    assert 0.45 < u < 0.5
-
-
-def test_layer_vpu_chunks():
-    p = _p(nt=2, k=4, aw=10, cw=16, vpu_shift=3)
-    rng = np.random.default_rng(5)
-    n = 100     # 400 words -> two VPU entries
-    Wm, X, b = _rand(rng, (4, 8), 8), _rand(rng, (8, n), 8), _rand(rng, 4, 8)
-    prog, lay = S.compile_layer(Wm, X, b, p)
-    assert len(lay.t_vpu) == 2 and lay.t_vpu[1] - lay.t_vpu[0] == 256
     run = S.execute(prog)
     assert run.ok and S.lint(prog) == []
     assert (lay.result(run) == S.reference_layer(Wm, X, b, p)).all()
+    _, glay = S.compile_gemm(X.T, Wm.T, p)
+    assert S.predicted_cycles(lay) == S.predicted_cycles(glay) == n + k + 2 + (nt - 1) * 2
+    u = S.utilisation(run)
+    assert u == pytest.approx(S.predicted_utilisation(lay), abs=1e-12)
+    assert u >= 0.95
+
+
+def test_layer_bias_is_added_before_truncation():
+    # W x = (300, -300) does not fit dw = 8 bits. Bias (-100, 50) on the full sum:
+    # (200, -250) -> ReLU -> (200, 0). Truncating first (300 -> 44, -300 -> -44) would
+    # give (0, 6).
+    p = _p(nt=2, k=2, dw=8, accw=24)
+    Wm = np.array([[100, 0, 0, 0], [-100, 0, 0, 0]])
+    X = np.array([[3], [0], [0], [0]])
+    b = np.array([-100, 50])
+    prog, lay = S.compile_layer(Wm, X, b, p)
+    run = S.execute(prog)
+    assert lay.result(run)[:, 0].tolist() == [200, 0]
+    assert S.reference_layer(Wm, X, b, p)[:, 0].tolist() == [200, 0]
 
 
 def test_compile_errors():

@@ -17,6 +17,10 @@ Timing (``n`` = issue cycle), exactly as the contract:
   ``mem[D + i*k + c]`` (write source ``4 + c``, combinational tap in that cycle) when
   ``PORT[1] = 0``, or loads the ``psum_out`` register (valid during ``n+i+L_MM``) when
   ``PORT[1] = 1``. ``mac`` busy ``[n, n+N-1]``.
+* MATVR is MATVEC whose stage-2 write goes through the VPU segment: ``y`` (signed
+  ``accw`` bits) plus the bias ``mem[A + c]`` (signed ``dw`` bits, read in stage 2: ``k``
+  more read ports), exact in ``accw + 1`` bits, then ReLU, ``>> vpu_shift``, low ``dw``
+  bits. (MATVR with ``PORT[1]`` raises OPCODE and never starts.)
 
 The products use the front registers of the read cycle (stage 1), so a SWPW issued at
 ``n+N`` (the first cycle ``mac`` is free) cannot disturb the last vector's stage 2.
@@ -32,7 +36,7 @@ from .parts import new_bool, new_vec
 
 __all__ = ["add_const", "ldw_unit", "mv_col", "mv_ctl", "wcell"]
 
-O_LDW, O_MATVEC = FabricParams.MAC_OPCODES["LDW"], FabricParams.MAC_OPCODES["MATVEC"]
+O_LDW, O_MATVEC, O_MATVR = (FabricParams.MAC_OPCODES[n] for n in ("LDW", "MATVEC", "MATVR"))
 
 
 @block
@@ -116,36 +120,41 @@ def ldw_unit(clk, rst, go, h_op, h_a, busy, raddr, row_en, fmt: FabricParams):
 
 
 @block
-def mv_ctl(clk, rst, go, h_op, h_port, h_b, h_d, h_len, busy, xaddr, v2, p0_2, p1_2, d2, pov, e_pidle,
-           psum_in_valid, fmt: FabricParams):
-    """MATVEC control: the vector counter, the stage-1 read address, the stage-2 flags.
+def mv_ctl(clk, rst, go, h_op, h_port, h_a, h_b, h_d, h_len, busy, xaddr, v2, p0_2, p1_2, d2, r2, a2, pov,
+           e_pidle, psum_in_valid, fmt: FabricParams):
+    """MATVEC / MATVR control: the vector counter, the stage-1 read address, the stage-2 flags.
 
     Ports:
         go, h_*: the sequencer's start and the head fields.
         busy: vectors left after this cycle's (``mac`` busy while non-zero).
         xaddr: address of this cycle's vector (``k`` consecutive read ports from it).
         v2, p0_2, p1_2, d2: stage 2 active, its PORT bits and its write base address.
+        r2, a2: stage 2 belongs to a MATVR, and its bias base address.
         pov: ``psum_out_valid`` (register).
         e_pidle: stage 2 samples an idle ``psum_in`` (TAP_IDLE).
     """
     k, aw = fmt.k, fmt.aw
-    o_mv = O_MATVEC
-    cnt, xb, db, pt = new_vec(8), new_vec(aw), new_vec(aw), new_vec(2)
-    st, cd, cp = new_bool(), new_vec(aw), new_vec(2)
+    o_mv, o_mvr = O_MATVEC, O_MATVR
+    cnt, xb, db, pt, ab, rb = new_vec(8), new_vec(aw), new_vec(aw), new_vec(2), new_vec(aw), new_bool()
+    st, cd, cp, ca, cr = new_bool(), new_vec(aw), new_vec(2), new_vec(aw), new_bool()
 
     @always_comb
     def cur():
         s = bool(0)
-        s = go and h_op == o_mv
+        s = go and (h_op == o_mv or h_op == o_mvr)
         st.next = s
         if s:
             xaddr.next = h_b
             cd.next = h_d
             cp.next = h_port
+            ca.next = h_a
+            cr.next = h_op == o_mvr
         else:
             xaddr.next = xb
             cd.next = db
             cp.next = pt
+            ca.next = ab
+            cr.next = rb
         busy.next = cnt != 0
 
     @always_seq(clk.posedge, reset=rst)
@@ -155,12 +164,16 @@ def mv_ctl(clk, rst, go, h_op, h_port, h_b, h_d, h_len, busy, xaddr, v2, p0_2, p
             xb.next = h_b + k
             db.next = h_d + k
             pt.next = h_port
+            ab.next = h_a
+            rb.next = h_op == o_mvr
         elif cnt != 0:
             cnt.next = cnt - 1
             xb.next = xb + k
             db.next = db + k
         v2.next = st or cnt != 0
         d2.next = cd
+        a2.next = ca
+        r2.next = cr
         p0_2.next = cp[0]
         p1_2.next = cp[1]
         pov.next = v2 and p1_2
@@ -173,21 +186,25 @@ def mv_ctl(clk, rst, go, h_op, h_port, h_b, h_d, h_len, busy, xaddr, v2, p0_2, p
 
 
 @block
-def mv_col(clk, rst, xq, fcol, v2, p0_2, p1_2, d2, piv, pin, we, wa, wd, po, c: int, fmt: FabricParams):
-    """MATVEC column ``c``: stage-1 signed dot product, stage-2 psum add, write or psum_out.
+def mv_col(clk, rst, xq, fcol, v2, p0_2, p1_2, d2, r2, bq, piv, pin, we, wa, wd, po, c: int, fmt: FabricParams):
+    """MATVEC column ``c``: stage-1 signed dot product, stage-2 psum add, write (through
+    the VPU segment for MATVR) or psum_out.
 
     Ports:
         xq: the ``k`` words of this cycle's vector (list, row order).
         fcol: the front weights of column ``c`` (list, row order).
-        v2, p0_2, p1_2, d2: stage-2 control (see :func:`mv_ctl`).
+        v2, p0_2, p1_2, d2, r2: stage-2 control (see :func:`mv_ctl`).
+        bq: the bias word ``mem[a2 + c]`` (stage 2, MATVR).
         piv, pin: ``psum_in_valid`` and lane ``c`` of ``psum_in``.
         we, wa, wd: write source ``4 + c`` (end of this cycle; 0 when idle).
         po: lane ``c`` of ``psum_out`` (register, 0 when not valid).
     """
-    k, dw, accw = fmt.k, fmt.dw, fmt.accw
+    k, dw, accw, vsh = fmt.k, fmt.dw, fmt.accw, fmt.vpu_shift
     ew_ = accw - dw
     ones = (1 << ew_) - 1
+    bones = (1 << (ew_ + 1)) - 1
     sm, s1, ys = new_vec(accw), new_vec(accw), new_vec(accw)
+    zs_unused = new_vec(accw + 1 - dw)  # the shifted sum's bits above the written dw
 
     @always_comb
     def mul():
@@ -210,15 +227,33 @@ def mv_col(clk, rst, xq, fcol, v2, p0_2, p1_2, d2, piv, pin, we, wa, wd, po, c: 
     @always_comb
     def add():
         y = intbv(0)[accw:]
+        ye = intbv(0)[accw + 1 :]
+        be = intbv(0)[accw + 1 :]
+        z = intbv(0)[accw + 1 :]
+        zs = intbv(0)[accw + 1 :]
         if p0_2 and piv:
             y[:] = s1 + pin
         else:
             y[:] = s1
         ys.next = y
+        # VPU segment (MATVR): signed y + signed bias, exact in accw + 1 bits, ReLU, shift
+        ye[:] = concat(y[accw - 1], y)
+        if bq[dw - 1]:
+            be[:] = concat(intbv(bones)[ew_ + 1 :], bq)
+        else:
+            be[:] = concat(intbv(0)[ew_ + 1 :], bq)
+        z[:] = ye + be
+        zs[:] = z >> vsh
+        zs_unused.next = zs[accw + 1 : dw]
         if v2 and not p1_2:
             we.next = 1
             wa.next = d2 + c
-            wd.next = y[dw:]
+            if not r2:
+                wd.next = y[dw:]
+            elif z[accw]:
+                wd.next = 0
+            else:
+                wd.next = zs[dw:]
         else:
             we.next = 0
             wa.next = 0

@@ -44,11 +44,13 @@ Decisions where docs/sched.md is silent (also see :mod:`.fetch`):
 * With ``bus = False`` the ``in[2]`` inputs are ignored and ``out[2]`` stays idle.
 
 MAC array and VPU (``k > 0``, docs/sched.md section 11; :mod:`.mac`). With ``k == 0`` the
-generated Verilog is byte-identical to the k-less tile and LDW/SWPW/MATVEC/VPU raise
-OPCODE. Decisions where section 11 is silent:
+generated Verilog is byte-identical to the k-less tile and LDW/SWPW/MATVEC/VPU/MATVR
+raise OPCODE. Decisions where section 11 is silent:
 
 * PORT is not checked for LDW, SWPW, MATVEC or VPU (MATVEC uses all four values; the
-  others ignore it, like VADD). Only LDW has a LEN rule (``k - 1``, else OPCODE).
+  others ignore it, like VADD). Only LDW has a LEN rule (``k - 1``, else OPCODE). MATVR
+  raises OPCODE with ``PORT[1]`` (it writes memory) and otherwise shares MATVEC's unit,
+  pipeline and write sources; its bias lanes are ``k`` more read ports.
 * SWPW claims ``wload`` and ``mac`` only in its issue cycle, so it raises BUSY during an
   LDW or a MATVEC's read cycles, and a MATVEC may issue during an LDW (different units:
   it uses the old front weights). A MATVEC may issue the cycle after the previous one's
@@ -234,16 +236,17 @@ def _classify(h_op, h_port, h_unit, h_src, bo0, bo1, bo2, bi0, bi1, bi2, balu, i
         return ports, base, out
 
     mo = FabricParams.MAC_OPCODES
-    o_ldw, o_swpw, o_mv, o_vpu = mo["LDW"], mo["SWPW"], mo["MATVEC"], mo["VPU"]
+    o_ldw, o_swpw, o_mv, o_vpu, o_mvr = mo["LDW"], mo["SWPW"], mo["MATVEC"], mo["VPU"], mo["MATVR"]
     klen = fmt.k - 1
 
     @always_comb
     def out_mac():
         mac_op = bool(0)
-        mac_op = h_op == o_ldw or h_op == o_swpw or h_op == o_mv or h_op == o_vpu
-        illegal.next = (not (base_known or mac_op)) or base_illegal or (h_op == o_ldw and h_len != klen)
+        mac_op = h_op == o_ldw or h_op == o_swpw or h_op == o_mv or h_op == o_vpu or h_op == o_mvr
+        illegal.next = ((not (base_known or mac_op)) or base_illegal or (h_op == o_ldw and h_len != klen)
+                        or (h_op == o_mvr and h_port[1]))
         hit.next = (base_hit or (h_op == o_vpu and balu) or ((h_op == o_ldw or h_op == o_swpw) and bwl)
-                    or ((h_op == o_mv or h_op == o_swpw) and bmac))
+                    or ((h_op == o_mv or h_op == o_mvr or h_op == o_swpw) and bmac))
 
     return ports, base, out_mac
 
@@ -873,8 +876,8 @@ def _load_decode(ld_we, ld_sel, ld_addr, ld_data, ld_swe, ld_sidx, ld_dwe, ld_di
 @block
 def _mac_array(clk, rst, go, h, psum_in_valid, psum_in, psum_out_valid, psum_out, bwl, bmac, e_pidle,
                wes, was, wds, raddrs, rdatas, fmt: FabricParams):
-    """The MAC array's instances (:mod:`.mac`); appends its ``2k`` read ports to
-    ``raddrs``/``rdatas`` (LDW row lanes, then MATVEC vector lanes)."""
+    """The MAC array's instances (:mod:`.mac`); appends its ``3k`` read ports to
+    ``raddrs``/``rdatas`` (LDW row lanes, MATVEC vector lanes, MATVR bias lanes)."""
     k, dw, aw, accw = fmt.k, fmt.dw, fmt.aw, fmt.accw
     o_swpw = FabricParams.MAC_OPCODES["SWPW"]
     insts = []
@@ -894,21 +897,25 @@ def _mac_array(clk, rst, go, h, psum_in_valid, psum_in, psum_out_valid, psum_out
     insts += [wire(front[r][c], fcol[c][r]) for r in range(k) for c in range(k)]  # column lists: wire arrays
     # MATVEC: control, k read lanes, k columns
     x_ra, v2, p0_2, p1_2, d2 = new_vec(aw), new_bool(), new_bool(), new_bool(), new_vec(aw)
-    insts.append(mv_ctl(clk, rst, go, h["op"], h["port"], h["b"], h["d"], h["len"], bmac, x_ra, v2, p0_2,
-                        p1_2, d2, psum_out_valid, e_pidle, psum_in_valid, fmt))
+    r2, a2 = new_bool(), new_vec(aw)
+    insts.append(mv_ctl(clk, rst, go, h["op"], h["port"], h["a"], h["b"], h["d"], h["len"], bmac, x_ra, v2,
+                        p0_2, p1_2, d2, r2, a2, psum_out_valid, e_pidle, psum_in_valid, fmt))
     x_a = [new_vec(aw) for _ in range(k)]
     x_q = [new_vec(dw) for _ in range(k)]
     insts += [add_const(x_ra, r, x_a[r]) for r in range(k)]
+    b_a = [new_vec(aw) for _ in range(k)]   # MATVR bias lanes, read in stage 2
+    b_q = [new_vec(dw) for _ in range(k)]
+    insts += [add_const(a2, c, b_a[c]) for c in range(k)]
     pin = [new_vec(accw) for _ in range(k)]
     po = [new_vec(accw) for _ in range(k)]
     insts += [lane(psum_in, c * accw, accw, pin[c]) for c in range(k)]
     for c in range(k):
-        insts.append(mv_col(clk, rst, x_q, fcol[c], v2, p0_2, p1_2, d2, psum_in_valid, pin[c], wes[c], was[c], wds[c],
-                            po[c], c, fmt))
+        insts.append(mv_col(clk, rst, x_q, fcol[c], v2, p0_2, p1_2, d2, r2, b_q[c], psum_in_valid, pin[c], wes[c],
+                            was[c], wds[c], po[c], c, fmt))
     po_cat = ConcatSignal(*reversed(po))
     insts.append(wire(po_cat, psum_out))
-    raddrs += w_a + x_a
-    rdatas += w_q + x_q
+    raddrs += w_a + x_a + b_a
+    rdatas += w_q + x_q + b_q
     return insts
 
 
@@ -1032,7 +1039,7 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     insts.append(_alu(clk, rst, go, h["op"], h["a"], h["b"], h["d"], h["len"], a_ra, a_rb, a_qa, a_qb,
                       balu, we[3], wa[3], wdt[3], fmt))
 
-    # MAC array (k > 0): weight cells, LDW, SWPW, MATVEC; k + k more read ports
+    # MAC array (k > 0): weight cells, LDW, SWPW, MATVEC/MATVR; 3k more read ports
     raddrs = o_ra + [a_ra, a_rb, dbg_addr]
     rdatas = o_rq + [a_qa, a_qb, dbg_rdata]
     if k:
