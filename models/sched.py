@@ -18,6 +18,7 @@ Contents (all importable from here; the code lives in ``sched_core``, ``sched_li
   :func:`reference_layer`, :func:`reference_gemm`, :func:`utilisation`,
   :func:`predicted_cycles`, :func:`predicted_utilisation`, :func:`max_batch`;
 * builders: :func:`random_program`, :func:`illegal_variant` (-> :class:`Expected`),
+  :func:`jitter_variant`,
   :func:`fig2a_program`, :func:`schedule_c_program`, :func:`periodic6_program`.
 
 Executor summary (section 8). Cycle ``c`` (absolute, from the first ``run = 1``
@@ -206,6 +207,7 @@ from .sched_gen import (
     Expected,
     fig2a_program,
     illegal_variant,
+    jitter_variant,
     periodic6_program,
     random_program,
     schedule_c_program,
@@ -269,6 +271,7 @@ __all__ = [
     "fig2a_program",
     "format_entry",
     "illegal_variant",
+    "jitter_variant",
     "lint",
     "opcode_problem",
     "periodic6_program",

@@ -43,6 +43,7 @@ __all__ = [
     "Expected",
     "fig2a_program",
     "illegal_variant",
+    "jitter_variant",
     "periodic6_program",
     "random_program",
     "schedule_c_program",
@@ -785,10 +786,10 @@ def _c_busy(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
     return out
 
 
-def _plan(prog: Program) -> dict:
+def _plan(prog: Program, who: str = "illegal_variant: this rule") -> dict:
     m = prog.meta or {}
     if m.get("generator") != "random_program":
-        raise ValueError("illegal_variant: this rule needs the plan of a random_program() program (meta)")
+        raise ValueError(f"{who} needs the plan of a random_program() program (meta)")
     return m
 
 
@@ -981,6 +982,165 @@ _CANDIDATES = {
     "DECOMP": _c_decomp,
     "HALT": _c_halt,
 }
+
+
+# ======================================================================================
+# jitter: one producer delayed within or beyond its receiver's slack
+# ======================================================================================
+#: Largest extra delay past the slack that :func:`jitter_variant` picks (``within=False``).
+JITTER_EXTRA = 3
+
+
+def jitter_variant(rng: Any, program: Program, within: bool) -> tuple[Program, Expected | None]:
+    """Delay one ring SEND by ``j`` cycles, within or beyond its receiver's slack.
+
+    A candidate is a plain RECV of the plan of :func:`random_program` (``meta``) on a
+    ring port whose words come straight from a plain SEND on the neighbour (no FWD relay,
+    no periodic block, not the bus). Its first word is on the receiver's ``in`` in cycle
+    ``a`` and is pushed at the end of ``a``, so it can be popped from ``a + 1``
+    (docs/sched.md section 4): the RECV issued at ``u`` has slack ``s = u - a - 1``, the
+    executor's ``recv_slack`` (the cycles the first word was poppable before the RECV
+    took it). Delaying the SEND by ``j`` delays every word by ``j``; word ``i`` is then
+    poppable from ``a + j + i + 1``, and the RECV pops it in ``u + i``: ``j <= s`` keeps
+    every pop fed, ``j = s + 1`` starves the first one.
+
+    The SEND keeps the sender's schedule legal: it stays between its neighbours in the
+    expanded stream (strictly before the next entry; two counts before a periodic block's
+    first entry, HDR_GAP; a first entry stays issuable, FIRST), and ``out[PORT]`` is free
+    in ``[T + j, T + j + N - 1]`` (no BUSY). A ring SEND drives no bus and writes no
+    memory, and its words reach only the receiver's ``in`` port, which the plan gives the
+    RECV alone in ``[a, u + N - 1]``, so nothing else sees them.
+
+    * ``within=True``: ``1 <= j <= s``. The delayed words arrive in ``[a + j,
+      a + j + N - 1]``, inside the RECV's window, so no TAP, FWD or other RECV sees them;
+      the buffer holds fewer words than before (no OVERFLOW); the RECV pops the same
+      words in the same cycles and writes the same values. The SEND reads
+      ``mem[A + i]`` ``j`` cycles later, so candidates where any entry of the sender may
+      write one of those addresses at the end of a cycle in ``[T, T + j + N - 2]`` are
+      skipped. The variant lints clean, runs with ``err == 0`` and ends with the same data
+      memories; only the sender's SEND issue and its words move (by ``j``).
+    * ``within=False``: ``j = s + 1 + e`` with ``0 <= e <= JITTER_EXTRA`` (as room on the
+      sender allows). The first error is UNDERFLOW on the receiver at ``u`` (lint rule
+      RECV_EARLY): in the legal program the receiver's buffer on that port holds, at
+      ``u``, only words of this transfer (the plan's port windows are disjoint, and every
+      earlier transfer on the port was popped within its own window); now the first of
+      them is pushed at the end of ``a + j >= u``, so the pop at ``u`` finds it empty.
+      Nothing fires earlier: up to ``u`` the run differs from the legal program's only by
+      the absence of this transfer's words (the sender stays legal, reads that come later
+      change data, not errors; the receiver sees no word of it before ``u``), and the
+      legal program raises nothing.
+
+    Args:
+        rng: ``random.Random``, numpy Generator, int seed or None.
+        program: a legal program from :func:`random_program` (its plan is in ``meta``).
+        within: delay within the slack (legal) or beyond it (illegal).
+
+    Returns:
+        ``(variant, None)`` within the slack, ``(variant, expected)`` beyond it.
+        ``variant.meta`` holds ``jitter`` (``"within"``/``"beyond"``), ``moved`` (sender
+        tile and word, ``port``, ``t_from``, ``t_to``, ``j``, ``slack``, receiver tile and
+        word, ``recv_u``, ``arrival``, ``n``) and ``expected``.
+
+    Raises:
+        ValueError: no plan in ``meta``, or the program offers no place to delay a SEND.
+    """
+    r = _as_rng(rng)
+    if not isinstance(program, Program):
+        raise ValueError("jitter_variant: expected a Program")
+    plan = _plan(program, "jitter_variant")
+    p = program.params
+    mask = (1 << p.cw) - 1
+    tiles = [_Tile(program, t) for t in range(p.nt)]
+    cands = []
+    for c in plan["consumers"]:
+        if c["kind"] != "RECV" or c["in_block"] or c["port"] == BUS:
+            continue
+        y, q, a, n = c["tile"], c["port"], c["a"], c["n"]
+        jr = tiles[y].index_of_word(c["word"])
+        if jr is None:
+            continue
+        s = tiles[y].us[jr] - a - 1
+        sx, pt = ((y - 1) % p.nt, NEXT) if q == PREV else ((y + 1) % p.nt, PREV)
+        tl = tiles[sx]
+        js = next((j for j, uu in enumerate(tl.us) if uu == a - 1 - p.hop_lat), None)
+        if js is None:
+            continue
+        x = tl.eff[js]
+        e = x.entry
+        if x.header is not None or x.poison or e.op != SEND or e.port != pt or e.n != n:
+            continue   # a FWD relays the words, or the SEND is in a periodic block
+        js_ok = _jitter_room(tl, js)
+        if within:
+            js_ok = [j for j in js_ok if j <= s and not _reads_rewritten(tl, js, j)]
+        else:
+            js_ok = [j for j in js_ok if s + 1 <= j <= s + 1 + JITTER_EXTRA]
+        if js_ok:
+            cands.append((c, jr, s, sx, js, js_ok))
+    if not cands:
+        raise ValueError(f"jitter_variant: the program offers no place to delay a SEND "
+                         f"{'within' if within else 'beyond'} its receiver's slack")
+    c, jr, s, sx, js, js_ok = r.choice(cands)
+    j = r.choice(js_ok)
+    tl = tiles[sx]
+    e, t0 = tl.eff[js].entry, tl.us[js]
+    u = tiles[c["tile"]].us[jr]
+    moved = {"tile": sx, "word": tl.eff[js].src, "port": e.port, "t_from": t0, "t_to": t0 + j, "j": j,
+             "slack": s, "recv_tile": c["tile"], "recv_word": c["word"], "recv_u": u, "arrival": c["a"], "n": e.n}
+    what = (f"tile {sx} entry {moved['word']}: SEND of {e.n} word(s) moved from {t0} to {t0 + j} (j = {j}); "
+            f"tile {c['tile']} entry {c['word']}: RECV at {u} has slack {s}")
+    exp = None if within else _exp(p, "RECV_EARLY", c["tile"], u, ERR_UNDERFLOW, what)
+    scheds = _replace_word(program, sx, moved["word"], e.replace(t=(t0 + j) & mask))
+    meta = {"jitter": "within" if within else "beyond", "moved": moved, "detail": what, "expected": exp}
+    return Program(p, scheds, program.data, meta), exp
+
+
+def _jitter_room(tl: _Tile, js: int) -> list[int]:
+    """Delays ``j >= 1`` that keep plain entry ``js`` (a SEND) of a tile legal where it is:
+    ordered before the next entry (two counts before a periodic block's first entry),
+    issuable if it is the first entry, and its units free for ``N`` cycles."""
+    p = tl.p
+    e, t0 = tl.eff[js].entry, tl.us[js]
+    nxt = tl.eff[js + 1]
+    last = tl.us[js + 1] - (2 if nxt.first_in_block else 1) - t0
+    if js == 0:
+        last = min(last, p.half + 1 - t0)
+    units = entry_units(e, p)
+    own = [(un, t0, t0 + e.n - 1) for un in units]
+    others = [iv for iv in tl.ivals if iv not in own]
+    return [j for j in range(1, last + 1)
+            if not any(un in units and _overlap(lo, hi, t0 + j, t0 + j + e.n - 1) for un, lo, hi in others)]
+
+
+def _reads_rewritten(tl: _Tile, js: int, j: int) -> bool:
+    """May a write of the tile change what SEND ``js`` reads once delayed by ``j``?
+
+    The SEND reads ``mem[A + i]`` in cycle ``T + j + i`` instead of ``T + i``: a write to
+    one of those addresses at the end of a cycle in ``[T, T + j + N - 2]`` may change it.
+    Every entry's writes are taken as its whole address range over its whole write span
+    (conservative)."""
+    p = tl.p
+    amask = p.words - 1
+    e, t0 = tl.eff[js].entry, tl.us[js]
+    reads = {(e.a + i) & amask for i in range(e.n)}
+    lo, hi = t0, t0 + j + e.n - 2
+    for k, x in enumerate(tl.eff):
+        w = x.entry
+        if x.poison or opcode_problem(w, p):
+            continue
+        uk = tl.us[k]
+        if w.op in (RECV, TAP):
+            span = (uk, uk + w.n - 1, w.n)
+        elif w.op in (VADD, VMUL, VPU):
+            span = (uk + p.l_alu - 1, uk + w.n + p.l_alu - 2, w.n)
+        elif w.op == DOT:
+            span = (uk + w.n + p.l_alu - 2, uk + w.n + p.l_alu - 2, 1)
+        elif w.op == MATVEC and not w.port & 2:
+            span = (uk + FabricParams.L_MM - 1, uk + w.n + FabricParams.L_MM - 2, w.n * p.k)
+        else:
+            continue
+        if _overlap(span[0], span[1], lo, hi) and reads & {(w.d + i) & amask for i in range(span[2])}:
+            return True
+    return False
 
 
 # ======================================================================================

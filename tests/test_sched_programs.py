@@ -9,6 +9,8 @@ from lockstep.models import sched
 from lockstep.verif.registry import TESTBENCHES
 import numpy as np
 
+from lockstep.models import sched_gen
+from lockstep.models.formats import FabricParams
 from lockstep.verif.sched.env import Compiled, make_program
 
 RING = sorted(n for n, tb in TESTBENCHES.items() if tb.family == "sched" and tb.toplevel == "sched_ring")
@@ -25,7 +27,88 @@ def test_program_for_every_seed(name, seed):
             assert sched.lint(program) == [] and run.ok, name
             if expected is not None:  # the executor computes what numpy does
                 assert np.array_equal(expected.layout.result(run), expected.reference), name
+            if "original_mems" in (program.meta or {}):  # jitter within the slack keeps the data
+                assert all(np.array_equal(a, b) for a, b in zip(run.mems, program.meta["original_mems"])), name
         else:
             first = next(e for e in run.trace if e[1] == "err")
             assert (first[0], first[2], first[3]) == (expected.cycle, expected.tile, expected.bits), name
             assert expected.rule in {v.rule for v in sched.lint(program)}, name  # the linter rejects it
+
+
+
+# ---- jitter: one ring SEND delayed within / beyond its receiver's slack ----------------
+JITTER_PARAMS = [
+    FabricParams(),
+    FabricParams(nt=4, hop_lat=2, buf_d=4),
+    FabricParams(cw=8, nt=2, buf_d=2, hop_lat=2, l_alu=1),
+    FabricParams(nt=5, aw=4, sd=16, buf_d=3, l_alu=4, hop_lat=3),
+    FabricParams(bus=False, aw=6, dw=8, l_alu=3),
+    FabricParams(k=4),
+    FabricParams(nt=2, hop_lat=8, buf_d=1, l_alu=4),
+]
+
+
+def _jittered(seed, within, draws=50):
+    """(original, variant) for up to ``draws`` random programs that offer a place."""
+    for i in range(draws):
+        p = JITTER_PARAMS[i % len(JITTER_PARAMS)]
+        original = sched.random_program(seed + i, p, wrap=p.cw == 8 and i % 3 == 0)
+        try:
+            variant, expected = sched.jitter_variant(seed + 7 * i, original, within)
+        except ValueError as exc:
+            assert "offers no place" in str(exc)
+            continue
+        yield original, variant, expected
+
+
+def _sender_words(run, m, shift=0):
+    """The word events of the moved SEND (from its original issue cycle), shifted."""
+    return [(c + shift, *e) for c, *e in run.trace
+            if e[0] == "word" and e[1] == m["tile"] and e[2] == m["port"] and m["t_from"] < c <= m["t_from"] + m["n"]]
+
+
+def test_jitter_within_slack_is_legal_and_keeps_the_data(seed):
+    done = 0
+    for original, variant, expected in _jittered(seed, True):
+        m = variant.meta["moved"]
+        assert expected is None and 1 <= m["j"] <= m["slack"], m
+        assert sched.lint(variant) == [], m
+        base, run = sched.execute(original), sched.execute(variant)
+        assert run.ok, m
+        assert all(np.array_equal(a, b) for a, b in zip(run.mems, base.mems)), m
+        # the receiver's executor-measured slack shrinks by exactly j
+        assert (m["recv_tile"], m["recv_u"], m["slack"]) in {(t, u, s) for t, _, u, s in base.recv_slack}, m
+        assert (m["recv_tile"], m["recv_u"], m["slack"] - m["j"]) in {(t, u, s) for t, _, u, s in run.recv_slack}, m
+        # the SEND's words moved by exactly j (and only they: the same number of events)
+        words = _sender_words(base, m)
+        assert len(words) == m["n"] and words[0] not in set(run.trace), m
+        assert set(_sender_words(base, m, m["j"])) <= set(run.trace), m
+        assert len(run.trace) == len(base.trace), m
+        done += 1
+    assert done >= 20, done
+
+
+def test_jitter_beyond_slack_underflows_where_predicted(seed):
+    done = 0
+    for original, variant, expected in _jittered(seed, False):
+        m = variant.meta["moved"]
+        assert m["slack"] < m["j"] <= m["slack"] + 1 + sched_gen.JITTER_EXTRA, m
+        assert sched.lint(original) == [], m
+        run = sched.execute(variant)
+        first = run.first_error()
+        assert first is not None, m
+        assert (first[0], first[2], first[3]) == (expected.cycle, expected.tile, expected.bits), (first, expected)
+        assert expected.bits == sched.ERR_UNDERFLOW and expected.tile == m["recv_tile"], expected
+        assert run.err_cnt[expected.tile] == expected.count == m["recv_u"] % (1 << variant.params.cw)
+        assert "RECV_EARLY" in {v.rule for v in sched.lint(variant)}, m
+        done += 1
+    assert done >= 30, done
+
+
+def test_jitter_variant_errors():
+    with pytest.raises(ValueError, match="plan"):
+        sched.jitter_variant(1, sched.schedule_c_program(FabricParams()), True)
+    no_ring = sched.random_program(1, FabricParams(), kinds={"alu": 1, "bus": 1})
+    for within in (True, False):
+        with pytest.raises(ValueError, match="offers no place"):
+            sched.jitter_variant(1, no_ring, within)

@@ -290,6 +290,12 @@ for _rule in ("ORDER", "DUPLICATE", "OPCODE", "BUSY", "RECV_EARLY", "OVERFLOW", 
               "DECOMP", "HALT"):
     _sched(f"sched_illegal_{_rule.lower()}", FabricParams(), f"illegal:{_rule}",
            f"illegal program ({_rule}): the predicted error bit at the predicted cycle, then the golden trace")
+for _mode, _why in (("within", "legal: same final memories as the unjittered program"),
+                    ("beyond", "illegal: UNDERFLOW on the receiver at the RECV's issue count")):
+    _sched(f"sched_jitter_{_mode}", FabricParams(), f"jitter:{_mode}",
+           f"one ring SEND delayed {_mode} its receiver's slack; {_why}")
+_sched("sched_jitter_within_nt4_hop2", FabricParams(nt=4, hop_lat=2, buf_d=4), "jitter:within",
+       "one ring SEND delayed within its receiver's slack: 4 tiles, 2-cycle hops, 4-word buffers", tier="full")
 _register(Testbench(name="sched_mutant", family="sched", toplevel="sched_ring", params=FabricParams(hop_lat=2),
                     tb_params=FabricParams(), generator="lockstep.gen.sched:emit_ring",
                     test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},

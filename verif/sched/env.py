@@ -7,6 +7,9 @@ The contract is docs/sched.md. A test picks a program (``program`` option):
 * ``random``: a random legal program (the linter must accept it);
 * ``illegal:<RULE>``: a random legal program broken in one rule class; the executor
   predicts the error bit, tile and cycle, and the RTL must raise exactly that;
+* ``jitter:within``, ``jitter:beyond``: a random legal program with one ring SEND
+  delayed within its receiver's slack (legal: the final memories must equal the
+  unjittered program's) or beyond it (the predicted UNDERFLOW, as for ``illegal:``);
 * ``asm:<path>``: an assembly file (docs/sched.md section 10), e.g. the example a user
   edits and runs with ``make sim TEST=sched_example``.
 
@@ -73,18 +76,15 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
         else:
             raise ValueError("no random program with a transfer across the wrap in 64 draws")
     elif name.startswith("illegal:"):
-        # not every random program offers a place to break every rule (OVERFLOW needs a
-        # RECV to delay, ...): draw until one does (deterministic for a seed)
         rule = name.split(":", 1)[1]
-        for _ in range(64):
-            try:
-                program, expected = sched.illegal_variant(rng, sched.random_program(rng, params), rule)
-                break
-            except ValueError as exc:
-                if "offers no place" not in str(exc):
-                    raise
-        else:
-            raise ValueError(f"no random program offered a place to break {rule} in 64 draws")
+        program, expected = _draw(rng, params, lambda prog: sched.illegal_variant(rng, prog, rule),
+                                  f"to break {rule}")
+    elif name.startswith("jitter:"):
+        mode = name.split(":", 1)[1]
+        if mode not in ("within", "beyond"):
+            raise ValueError(f"unknown program {name!r}: use jitter:within or jitter:beyond")
+        program, expected = _draw(rng, params, lambda prog: _jitter(rng, prog, mode == "within"),
+                                  f"to delay a SEND {mode} its slack")
     elif name.split(":")[0] in ("gemm", "layer"):
         program, expected = _compiled(name, params, rng)
         return program, expected
@@ -94,11 +94,35 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
             path = Path(__file__).resolve().parents[2] / path
         program = sched.assemble(path.read_text(), params)
     else:
-        raise ValueError(f"unknown program {name!r}: use {sorted(PROGRAMS)}, random, illegal:<RULE> or asm:<path>")
+        raise ValueError(f"unknown program {name!r}: use {sorted(PROGRAMS)}, random, illegal:<RULE>, "
+                         f"jitter:within|beyond or asm:<path>")
     if expected is None:
         problems = sched.lint(program)
         if problems:
             raise ValueError(f"program {name!r} is not legal:\n  " + "\n  ".join(map(str, problems[:10])))
+    return program, expected
+
+
+def _draw(rng: np.random.Generator, params: FabricParams, vary: Any, what: str) -> tuple[sched.Program, Any]:
+    """``vary(random_program)`` for the first random program that offers a place for it
+    (OVERFLOW needs a RECV to delay, a jitter a SEND with room, ...): draw until one
+    does (deterministic for a seed)."""
+    for _ in range(64):
+        try:
+            return vary(sched.random_program(rng, params))
+        except ValueError as exc:
+            if "offers no place" not in str(exc):
+                raise
+    raise ValueError(f"no random program offered a place {what} in 64 draws")
+
+
+def _jitter(rng: np.random.Generator, original: sched.Program, within: bool) -> tuple[sched.Program, Any]:
+    """:func:`sched.jitter_variant`; within the slack, the variant's ``meta`` also keeps
+    the unjittered program's final memories (``original_mems``, from the executor), which
+    the scoreboard holds the DUT's memories to."""
+    program, expected = sched.jitter_variant(rng, original, within)
+    if within:
+        program.meta["original_mems"] = sched.execute(original).mems
     return program, expected
 
 
@@ -231,12 +255,13 @@ class TraceScoreboard(uvm_component):
         if want != have:
             errors += _diff(want, have)
         p = program.params
+        original = (program.meta or {}).get("original_mems")
         for t in range(p.nt):
-            if not np.array_equal(final["mems"][t], np.asarray(golden.mems[t]) & ((1 << p.dw) - 1)):
-                bad = np.nonzero(final["mems"][t] != (np.asarray(golden.mems[t]) & ((1 << p.dw) - 1)))[0]
-                a = int(bad[0])
-                errors.append(f"tile {t}: final memory differs at {len(bad)} address(es); first mem[{a}] = "
-                              f"{int(final['mems'][t][a])}, golden {int(golden.mems[t][a])}")
+            errors += _mem_diff(f"tile {t}: final memory differs", final["mems"][t], golden.mems[t], "golden", p)
+            if original is not None:   # jitter within the slack moves words, never data
+                errors += _mem_diff(f"jitter within the slack ({program.meta['detail']}): tile {t}: final memory "
+                                    f"differs from the unjittered program's", final["mems"][t], original[t],
+                                    "unjittered", p)
             if final["err"][t] != golden.err[t]:
                 errors.append(f"tile {t}: err = {_bits(final['err'][t])}, golden {_bits(golden.err[t])}")
             elif golden.err[t] and final["err_cnt"][t] != golden.err_cnt[t]:
@@ -260,6 +285,16 @@ class TraceScoreboard(uvm_component):
         elif expected is not None:
             errors += _expected_errors(golden, expected)
         return errors
+
+
+def _mem_diff(what: str, got: np.ndarray, want: Any, name: str, p: FabricParams) -> list[str]:
+    """A failure message when the memory image ``got`` differs from ``want``."""
+    want = np.asarray(want) & ((1 << p.dw) - 1)
+    bad = np.nonzero(got != want)[0]
+    if not len(bad):
+        return []
+    a = int(bad[0])
+    return [f"{what} at {len(bad)} address(es); first mem[{a}] = {int(got[a])}, {name} {int(want[a])}"]
 
 
 def _bits(err: int) -> str:
@@ -300,6 +335,12 @@ def _slack_bin(slack: int) -> str:
     return str(slack) if slack <= 1 else ("2..3" if slack <= 3 else ">=4")
 
 
+def _jitter_bin(j: int, slack: int) -> str:
+    if j <= slack:
+        return "j=s" if j == slack else "j<s"
+    return "j=s+1" if j == slack + 1 else "j>s+1"
+
+
 def _period_bin(period: int) -> str:
     return {1: "1", 255: "255"}.get(period, "2..6" if period <= 6 else "7..254")
 
@@ -329,6 +370,7 @@ class SchedCoverage(uvm_component):
         self.errors.point("bit", lambda s: s, ["none", *(n for n in FabricParams.ERR_NAMES
                                                          if n not in ("LATE_SCHED", "DESYNC"))])
         self.groups = [self.issues, self.transfer, self.run_cg, self.periodic, self.errors]
+        self.jitter: Covergroup | None = None
 
     def sample(self, program: sched.Program, trace: list[tuple], golden: Any, err: list[int], bus_err: int) -> None:
         p = program.params
@@ -350,6 +392,13 @@ class SchedCoverage(uvm_component):
             for x in program.expanded(t):
                 if x.first_in_block and not x.poison and x.header is not None:
                     self.periodic.sample(_period_bin(sched.decode(program.schedules[t][x.header], p).a))
+        moved = (program.meta or {}).get("moved")
+        if moved is not None:   # a jitter program: the delay j against the receiver's slack s
+            if self.jitter is None:
+                self.jitter = Covergroup("sched.jitter")
+                self.jitter.point("delay_vs_slack", lambda s: s, ["j<s", "j=s", "j=s+1", "j>s+1"])
+                self.groups.append(self.jitter)
+            self.jitter.sample(_jitter_bin(moved["j"], moved["slack"]))
         raised = [n for i, n in enumerate(FabricParams.ERR_NAMES) if any(b >> i & 1 for b in err + [bus_err])]
         for n in raised or ["none"]:
             self.errors.sample(n)
