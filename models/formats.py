@@ -271,6 +271,9 @@ class FabricParams(_Record):
             (LDW, SWPW, MATVEC, VPU, MATVR then raise OPCODE). docs/sched.md section 11.
         accw: partial-sum width of the MAC array and its psum chain.
         vpu_shift: right shift of the VPU and MATVR operations (after bias and ReLU).
+        comm: tile 0 gets the communication interface: the external FIFO (its RECV port
+            3) and CHECK (suspend or pad). docs/sched.md section 11.
+        fifo_d: depth of the external FIFO (``comm`` only).
 
     Raises:
         ParamError: on a value that cannot work, naming the field.
@@ -288,6 +291,8 @@ class FabricParams(_Record):
     k: int = 0
     accw: int = 32
     vpu_shift: int = 0
+    comm: bool = False
+    fifo_d: int = 16
 
     #: A word is on ``out`` the cycle after its read (send pipeline).
     P_SEND: ClassVar[int] = 1
@@ -307,6 +312,11 @@ class FabricParams(_Record):
     }
     #: MAC-array and VPU opcodes (docs/sched.md section 11): legal only when ``k > 0``.
     MAC_OPCODES: ClassVar[dict[str, int]] = {"LDW": 0x7, "SWPW": 0x8, "MATVEC": 0x9, "VPU": 0xA, "MATVR": 0xD}
+    #: Communication-interface opcode (section 11): legal only on tile ``COMM_TILE`` with ``comm``.
+    COMM_OPCODES: ClassVar[dict[str, int]] = {"CHECK": 0xC}
+    #: The tile that holds the communication interface, and the port number of its FIFO.
+    COMM_TILE: ClassVar[int] = 0
+    P_FIFO: ClassVar[int] = 3
     #: MATVEC latency: read and multiply, then add (section 11).
     L_MM: ClassVar[int] = 2
     #: Fields of an entry, most significant first, with widths as functions of self.
@@ -314,12 +324,13 @@ class FabricParams(_Record):
     #: Error-vector bit names, bit 0 first (docs/sched.md section 6).
     ERR_NAMES: ClassVar[tuple[str, ...]] = (
         "MISSED", "OPCODE", "BUSY", "UNDERFLOW", "OVERFLOW", "COLLISION", "WCONF", "DECOMP",
-        "LATE_SCHED", "DESYNC", "TAP_IDLE",
+        "LATE_SCHED", "DESYNC", "TAP_IDLE", "FIFO_OVF",
     )
 
     _RANGES: ClassVar[dict[str, tuple[int, int]]] = {
         "cw": (8, 32), "nt": (2, 16), "dw": (4, 32), "aw": (4, 10), "sd": (4, 1024),
         "hop_lat": (1, 8), "buf_d": (1, 64), "l_alu": (1, 4), "accw": (8, 64), "vpu_shift": (0, 15),
+        "fifo_d": (1, 256),
     }
 
     def __post_init__(self) -> None:
@@ -329,8 +340,9 @@ class FabricParams(_Record):
                 raise ParamError(f"FabricParams.{f}={v!r}: must be an int")
             if not lo <= v <= hi:
                 raise ParamError(f"FabricParams.{f}={v!r}: must be in [{lo}, {hi}]")
-        if not isinstance(self.bus, bool):
-            raise ParamError(f"FabricParams.bus={self.bus!r}: must be a bool")
+        for f in ("bus", "comm"):
+            if not isinstance(getattr(self, f), bool):
+                raise ParamError(f"FabricParams.{f}={getattr(self, f)!r}: must be a bool")
         if not isinstance(self.k, int) or isinstance(self.k, bool) or not (self.k == 0 or 2 <= self.k <= 8):
             raise ParamError(f"FabricParams.k={self.k!r}: must be 0 (no MAC array) or in [2, 8]")
         if self.k and self.accw < 2 * self.dw:
@@ -358,6 +370,12 @@ class FabricParams(_Record):
     def half(self) -> int:
         """Half the counter range, ``2**(cw-1)``: the modular ordering window."""
         return 1 << (self.cw - 1)
+
+    @property
+    def sources(self) -> int:
+        """Write sources per tile: ports 0..2, the ALU, ``k`` MAC lanes and, with ``comm``,
+        the FIFO's RECV (``4 + k``; on tile ``COMM_TILE`` only, idle elsewhere)."""
+        return 4 + self.k + (1 if self.comm else 0)
 
     @property
     def err_bits(self) -> int:

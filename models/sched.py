@@ -161,6 +161,10 @@ from .sched_core import (
     ERR_OPCODE,
     ERR_OVERFLOW,
     ERR_TAP_IDLE,
+    ERR_FIFO_OVF,
+    COMM_TILE,
+    P_FIFO,
+    comm_tile,
     ERR_UNDERFLOW,
     ERR_WCONF,
     MAC_OPS,
@@ -191,6 +195,7 @@ from .sched_core import (
     to_signed,
     unwrap_times,
 )
+from .sched_comm import COMM_SCENARIOS, comm_program, ext_schedule
 from .sched_compile import (
     Layout,
     compile_gemm,
@@ -215,6 +220,9 @@ from .sched_gen import (
 from .sched_lint import LINT_RULES, Violation, lint
 
 __all__ = [
+    "COMM_SCENARIOS",
+    "comm_program",
+    "ext_schedule",
     "ALU_OPS",
     "AsmError",
     "ERR",
@@ -227,6 +235,10 @@ __all__ = [
     "ERR_OPCODE",
     "ERR_OVERFLOW",
     "ERR_TAP_IDLE",
+    "ERR_FIFO_OVF",
+    "COMM_TILE",
+    "P_FIFO",
+    "comm_tile",
     "ERR_UNDERFLOW",
     "ERR_WCONF",
     "EncodeError",

@@ -26,10 +26,12 @@ _PERIODIC = OPS["PERIODIC"]
 _MV = frozenset({MAC_OPS["MATVEC"], MAC_OPS["MATVR"]})
 _LDW = MAC_OPS["LDW"]
 _MAC_SET = frozenset(MAC_OPS.values())
+_COMM_SET = frozenset(FabricParams.COMM_OPCODES.values())
+_RECV = OPS["RECV"]
 _FIELDS = ("port", "unit", "a", "b", "d", "len", "src", "psum_in", "psum_out")
 #: Every mnemonic the assembler accepts (the MAC ones whatever ``k``; with ``k = 0`` they
 #: assemble, and raise OPCODE at issue).
-_MNEMONICS: dict[str, int] = {**OPS, **MAC_OPS}
+_MNEMONICS: dict[str, int] = {**OPS, **MAC_OPS, **FabricParams.COMM_OPCODES}
 #: Fields always printed in the mnemonic form of each opcode (others only when nonzero).
 _SHOWN: dict[int, tuple[str, ...]] = {
     OPS["NOP"]: (),
@@ -46,6 +48,7 @@ _SHOWN: dict[int, tuple[str, ...]] = {
     MAC_OPS["MATVEC"]: ("b", "d", "len"),
     MAC_OPS["VPU"]: ("a", "b", "d", "len"),
     MAC_OPS["MATVR"]: ("a", "b", "d", "len"),
+    FabricParams.COMM_OPCODES["CHECK"]: ("port", "a", "b", "len"),
 }
 
 
@@ -88,7 +91,7 @@ def _port(tok: str, line: int, what: str) -> int:
         return PORT_NAMES.index(t)
     v = _num(tok, line, what)
     if not 0 <= v <= 3:
-        raise AsmError(line, f"{what}={tok}: a port is prev, next, bus or a number 0..3")
+        raise AsmError(line, f"{what}={tok}: a port is prev, next, bus, fifo or a number 0..3")
     return v
 
 
@@ -294,9 +297,9 @@ def assemble(text: str, params: FabricParams) -> Program:
 # ---- disassembly ----------------------------------------------------------------------------
 def _clean(e: Entry) -> bool:
     """The mnemonic form shows this entry (and reassembles to the same word)."""
-    if e.op in _MAC_SET:
+    if e.op in _MAC_SET or e.op in _COMM_SET:
         return e.unit == 0
-    if e.op in RESERVED_OPS or e.op == _PERIODIC or e.unit != 0 or e.port == 3:
+    if e.op in RESERVED_OPS or e.op == _PERIODIC or e.unit != 0 or (e.port == 3 and e.op != _RECV):
         return False
     if e.op == _FWD and e.b > 2:
         return False

@@ -22,6 +22,10 @@ __all__ = [
     "ERR",
     "MAC_OPS",
     "N_UNITS",
+    "COMM_TILE",
+    "P_FIFO",
+    "ERR_FIFO_OVF",
+    "comm_tile",
     "SRC_MAC",
     "entry_busy_len",
     "to_signed",
@@ -73,8 +77,9 @@ MAC_OPS: dict[str, int] = dict(FabricParams.MAC_OPCODES)
 OP_NAMES.update({v: k for k, v in MAC_OPS.items()})
 #: Write source number of MAC lane ``c`` is ``SRC_MAC + c``.
 SRC_MAC = 4
-#: Port numbers 0, 1, 2 by name (3 is illegal).
-PORT_NAMES: tuple[str, ...] = ("prev", "next", "bus")
+#: Port numbers by name: 0, 1, 2; 3 is the external FIFO (RECV on the communication
+#: interface's tile only; illegal elsewhere).
+PORT_NAMES: tuple[str, ...] = ("prev", "next", "bus", "fifo")
 
 _NOP, _SEND, _RECV, _TAP = OPS["NOP"], OPS["SEND"], OPS["RECV"], OPS["TAP"]
 _VADD, _VMUL, _DOT = OPS["VADD"], OPS["VMUL"], OPS["DOT"]
@@ -84,6 +89,11 @@ _MATVR = MAC_OPS["MATVR"]
 #: The two matrix-vector opcodes (MATVR = MATVEC whose memory write goes through the VPU).
 MV_OPS: frozenset[int] = frozenset({_MATVEC, _MATVR})
 _MAC_SET = frozenset(MAC_OPS.values())
+#: The communication interface's opcode (section 11): legal on tile ``COMM_TILE`` with ``comm``.
+_CHECK = FabricParams.COMM_OPCODES["CHECK"]
+OP_NAMES[_CHECK] = "CHECK"
+COMM_TILE = FabricParams.COMM_TILE
+P_FIFO = FabricParams.P_FIFO
 #: Opcodes whose PORT field selects a link port.
 PORT_OPS: frozenset[int] = frozenset({_SEND, _RECV, _TAP, _FWD})
 #: Opcodes executed by the ALU.
@@ -104,15 +114,19 @@ ERR_DECOMP = ERR["DECOMP"]
 ERR_LATE_SCHED = ERR["LATE_SCHED"]
 ERR_DESYNC = ERR["DESYNC"]
 ERR_TAP_IDLE = ERR["TAP_IDLE"]
+ERR_FIFO_OVF = ERR["FIFO_OVF"]
 
-# unit indices of a tile: out[0..2], in[0..2], the ALU, the weight loader, the MAC array
+# unit indices of a tile: out[0..2], in[0..2], the ALU, the weight loader, the MAC array,
+# the external FIFO's read side (tile COMM_TILE with comm)
 _U_OUT = 0
 _U_IN = 3
 _U_ALU = 6
 _U_WLOAD = 7
 _U_MAC = 8
-N_UNITS = 9
-_UNIT_NAMES = ("out[prev]", "out[next]", "out[bus]", "in[prev]", "in[next]", "in[bus]", "alu", "wload", "mac")
+_U_FIFO = 9
+N_UNITS = 10
+_UNIT_NAMES = ("out[prev]", "out[next]", "out[bus]", "in[prev]", "in[next]", "in[bus]", "alu", "wload", "mac",
+               "fifo")
 
 
 class EncodeError(ParamError):
@@ -248,18 +262,32 @@ def decode(word: int, params: FabricParams) -> Entry:
     return Entry(**{name: (word >> shift) & ((1 << width) - 1) for name, shift, width in _layout(params)})
 
 
-def opcode_problem(entry: Entry, params: FabricParams) -> str | None:
-    """Why an entry raises OPCODE when it reaches issue (None if it does not).
+def comm_tile(params: FabricParams, tile: int) -> bool:
+    """Does ``tile`` hold the communication interface (section 11)?"""
+    return params.comm and tile == COMM_TILE
+
+
+def opcode_problem(entry: Entry, params: FabricParams, tile: int = -1) -> str | None:
+    """Why an entry of ``tile`` raises OPCODE when it reaches issue (None if it does not).
 
     The conditions of docs/sched.md section 3: a reserved opcode; UNIT != 0 (any opcode);
-    PORT 3 on SEND, RECV, TAP or FWD; RECV on port 2 (the bus has no input buffer);
-    port 2 without a bus (PORT of those opcodes, and the FWD source); a FWD source port
-    of 3.
+    PORT 3 on SEND, RECV, TAP or FWD (except RECV on the FIFO of the communication
+    interface's tile); RECV on port 2 (the bus has no input buffer); port 2 without a bus
+    (PORT of those opcodes, and the FWD source); a FWD source port of 3. Section 11 adds
+    the MAC opcodes' rules and CHECK's (only on the interface's tile, PORT 3, mode 0 or
+    1). ``tile`` -1 means a tile without the interface.
     """
     why = []
     op = entry.op
-    if op in RESERVED_OPS and not (op in _MAC_SET and params.k):
-        why.append(f"reserved opcode {op:#x}" + (" (no MAC array: k = 0)" if op in _MAC_SET else ""))
+    ct = comm_tile(params, tile)
+    if op in RESERVED_OPS and not (op in _MAC_SET and params.k) and not (op == _CHECK and ct):
+        why.append(f"reserved opcode {op:#x}" + (" (no MAC array: k = 0)" if op in _MAC_SET else "")
+                   + (" (CHECK: not the communication interface's tile)" if op == _CHECK else ""))
+    if op == _CHECK and ct:
+        if entry.port != P_FIFO:
+            why.append(f"CHECK port={entry.port} (must be {P_FIFO}, the FIFO)")
+        if entry.b > 1:
+            why.append(f"CHECK mode b={entry.b} (0 = suspend, 1 = pad)")
     if op == _LDW and params.k and entry.len != params.k - 1:
         why.append(f"LDW len={entry.n} (must be k = {params.k})")
     if op == _MATVR and params.k and entry.port & 2:
@@ -269,7 +297,7 @@ def opcode_problem(entry: Entry, params: FabricParams) -> str | None:
     if entry.unit != 0:
         why.append(f"UNIT={entry.unit} (must be 0)")
     if op in PORT_OPS:
-        if entry.port == 3:
+        if entry.port == 3 and not (op == _RECV and ct):
             why.append("PORT 3")
         elif entry.port == 2 and not params.bus:
             why.append("bus port without a bus")
@@ -305,6 +333,8 @@ def entry_units(entry: Entry, params: FabricParams | None = None) -> tuple[int, 
         return (_U_ALU,)
     if op == _SEND:
         return (_U_OUT + entry.port,) if entry.port < 3 else ()
+    if op == _RECV and entry.port == P_FIFO:
+        return (_U_FIFO,) if params is not None and params.comm else ()
     if op in (_RECV, _TAP):
         return (_U_IN + entry.port,) if entry.port < 3 else ()
     if op == _FWD:
@@ -718,6 +748,11 @@ class Run:
         recv_slack: per RECV that popped a word, ``(tile, port, issue cycle, slack)``:
             the cycles its first word had been poppable before the RECV took it (0 = the
             tightest legal schedule, as in the patent's Fig. 2A).
+        fifo_max: the largest occupancy of the external FIFO (``comm``).
+        fifo_residual: words left in the external FIFO at the end.
+        checks_noisy: with ``checks=True``: per CHECK issued while something was busy or
+            in flight (rule CHECK_QUIET), ``(cycle, xidx, word, reason)``.
+        ext_dropped: the cycles of external words dropped by a full FIFO.
     """
 
     params: FabricParams
@@ -737,6 +772,10 @@ class Run:
     len_issues: list[tuple]
     streams: list[list[ExpandedEntry]]
     recv_slack: list[tuple[int, int, int, int]] = dataclasses.field(default_factory=list)
+    fifo_max: int = 0
+    fifo_residual: int = 0
+    checks_noisy: list[tuple] = dataclasses.field(default_factory=list)
+    ext_dropped: list[int] = dataclasses.field(default_factory=list)
 
     def events(self, kind: str | None = None, tile: int | None = None) -> list[tuple]:
         """Trace events filtered by kind and/or tile."""
@@ -768,7 +807,7 @@ class _Op:
 
 
 def execute(program: Program, cycles: int | FabricParams | None = None, params: Any = None, *,
-            checks: bool = False) -> Run:
+            checks: bool = False, ext: Sequence[tuple[int, int]] | None = None) -> Run:
     """Run a program cycle by cycle (docs/sched.md section 8).
 
     Simulates from the first cycle of ``run = 1`` (count 0). Absolute cycle ``c`` has
@@ -780,14 +819,20 @@ def execute(program: Program, cycles: int | FabricParams | None = None, params: 
             tile has halted or run out of entries, and nothing is in flight). The
             contract's order ``execute(program, params, cycles)`` is accepted too.
         params: optional; must equal ``program.params``.
-        checks: also track word origins for the LEN rule (:attr:`Run.len_issues`).
+        checks: also track word origins for the LEN rule (:attr:`Run.len_issues`) and
+            the CHECK_QUIET rule (:attr:`Run.checks_noisy`).
+        ext: the external words of the communication interface (``comm``), as
+            ``(cycle, value)``: ``ext_valid`` is high in absolute cycle ``cycle`` with
+            ``ext_data = value``; at most one word per cycle. None or empty: no word.
 
     Returns:
         The :class:`Run`.
 
     Raises:
         ProgramError: a schedule longer than ``sd``.
-        ParamError: ``params`` differs from the program's, or ``cycles`` is negative.
+        ParamError: ``params`` differs from the program's, ``cycles`` is negative, or
+            ``ext`` is malformed (not ``comm``, a negative cycle, two words in one cycle,
+            a value outside ``[0, 2**dw)``).
     """
     if isinstance(cycles, FabricParams):
         cycles, params = params, cycles
@@ -798,16 +843,42 @@ def execute(program: Program, cycles: int | FabricParams | None = None, params: 
         raise ParamError("execute: params differ from program.params")
     if cycles is not None and (not _is_int(cycles) or cycles < 0):
         raise ParamError(f"execute: cycles={cycles!r} must be a non-negative int or None")
-    return _Sim(program, checks).run(None if cycles is None else int(cycles))
+    return _Sim(program, checks, _ext_map(ext, p)).run(None if cycles is None else int(cycles))
+
+
+def _ext_map(ext: Any, p: FabricParams) -> dict[int, int]:
+    """Validate ``execute``'s ``ext`` into ``{cycle: value}``."""
+    if ext is None:
+        return {}
+    out: dict[int, int] = {}
+    for item in ext:
+        if not isinstance(item, (tuple, list)) or len(item) != 2 or not all(_is_int(v) for v in item):
+            raise ParamError(f"execute: ext item {item!r} must be (cycle, value) ints")
+        c, v = int(item[0]), int(item[1])
+        if not p.comm:
+            raise ParamError("execute: ext words need FabricParams.comm = True (the communication interface)")
+        if c < 0:
+            raise ParamError(f"execute: ext cycle {c} is negative")
+        if c in out:
+            raise ParamError(f"execute: two ext words in cycle {c} (ext_valid carries one word per cycle)")
+        if not 0 <= v < 1 << p.dw:
+            raise ParamError(f"execute: ext value {v} at cycle {c} outside [0, 2**dw)")
+        out[c] = v
+    return out
 
 
 class _Sim:
     """The cycle loop of :func:`execute` (state kept in lists indexed by tile)."""
 
-    def __init__(self, program: Program, checks: bool) -> None:
+    def __init__(self, program: Program, checks: bool, ext: dict[int, int] | None = None,
+                 ideal_fifo: bool = False) -> None:
         p = program.params
         self.p = p
         self.checks = checks
+        self.ext = ext or {}
+        # the linter's run: the FIFO never lacks a word (pops of an empty one give 0, no
+        # error; CHECK never acts), so the schedule is checked in its own time base
+        self.ideal_fifo = ideal_fifo
         nt = p.nt
         self.streams = [program.expanded(t) for t in range(nt)]
         # per expanded entry: (T, op, port, src, a, b, d, N, word, units, opcode_problem, xidx, poison, wordidx)
@@ -816,7 +887,7 @@ class _Sim:
             lst = []
             for k, x in enumerate(self.streams[t]):
                 e = x.entry
-                prob = None if x.poison else opcode_problem(e, p)
+                prob = None if x.poison else opcode_problem(e, p, t)
                 lst.append((e.t, e.op, e.port, e.b & 3, e.a, e.b, e.d, e.n, encode(e, p),
                             entry_units(e, p), prob, k, x.poison, x.src, x.reason, entry_busy_len(e)))
             self.xs.append(lst)
@@ -874,9 +945,25 @@ class _Sim:
         consumers: list[tuple] = []   # (tile, _Op) finished consumer ops (checks)
         lost_bus: list[tuple] = []    # (cycle, tag) bus words no TAP/FWD took (checks)
         send_n: dict[tuple[int, int], int] = {}
+        # communication interface (section 11): FIFO, time base, suspension, pad credits
+        ext = self.ext
+        ext_cycles = sorted(ext)
+        ext_i = 0
+        ideal = self.ideal_fifo
+        fifo: deque = deque()
+        fifo_max = 0
+        fifo_d = p.fifo_d
+        tbase = 0           # t_eff = count - base (mod 2**cw), the same on every tile
+        sus_left = 0        # base increments left (one at the end of each cycle)
+        pad_left = 0        # pops of an empty FIFO that return the pad word
+        last_pop: int | None = None
+        src_fifo = SRC_MAC + kk
+        checks_noisy: list[tuple] = []
+        check_now: tuple | None = None
+        ext_dropped: list[int] = []
 
         def inflight() -> bool:
-            if busreg:
+            if busreg or sus_left:
                 return True
             for t in range(nt):
                 if active[t] or alu_w[t] or mac_add[t] or psum_out[t]:
@@ -897,9 +984,13 @@ class _Sim:
                     if stopped[t] or ptr[t] >= len(xs[t]):
                         continue
                     r = max(k, ready[t])
-                    diff = (xs[t][ptr[t]][0] - (r & cmask)) & cmask
+                    diff = (xs[t][ptr[t]][0] - ((r - tbase) & cmask)) & cmask
                     c = r if diff >= half else r + diff
                     nxt = c if nxt is None or c < nxt else nxt
+                while ext_i < len(ext_cycles) and ext_cycles[ext_i] < k:
+                    ext_i += 1
+                if ext_i < len(ext_cycles) and (nxt is None or ext_cycles[ext_i] < nxt):
+                    nxt = ext_cycles[ext_i]   # an external word arrives: the FIFO must see it
                 if nxt is None:
                     if limit is None:
                         break
@@ -910,6 +1001,7 @@ class _Sim:
                     break
                 k = nxt
             cnt = k & cmask
+            teff = (k - tbase) & cmask
             pend = [0] * nt
             bus_in = busreg.pop(k, None) if has_bus else None
             bus_taken = False
@@ -924,7 +1016,7 @@ class _Sim:
                 # ---- sequencer
                 if not stopped[t] and ptr[t] < len(xs[t]) and k >= ready[t]:
                     x = xs[t][ptr[t]]
-                    diff = (x[0] - cnt) & cmask
+                    diff = (x[0] - teff) & cmask
                     if diff == 0:
                         xidx = x[11]
                         if x[12]:
@@ -955,6 +1047,16 @@ class _Sim:
                                     for u in x[9]:
                                         busy[t][u] = k
                                     front[t] = [list(row) for row in back[t]]
+                                elif op == _CHECK:
+                                    if checks:
+                                        check_now = (x[11], x[13])
+                                    if not ideal and len(fifo) < x[7]:
+                                        if x[5] == 0:          # suspend: t_eff holds for D = A cycles
+                                            if x[4]:
+                                                sus_left = x[4]
+                                                trace.append((k, "suspend", -1, x[4]))
+                                        else:                  # pad the next N empty pops
+                                            pad_left = x[7]
                                 elif op != _NOP:
                                     for u in x[9]:
                                         busy[t][u] = k + x[15] - 1
@@ -977,6 +1079,23 @@ class _Sim:
                             outs[t][o.port][k + 1] = (v, (t, o.xidx, i))
                             if limit is None or k + 1 < limit:
                                 trace.append((k + 1, "word", t, o.port, v))
+                        elif op == _RECV and o.port == P_FIFO:   # the external FIFO (section 11)
+                            if fifo:
+                                v = fifo.popleft()
+                                last_pop = v
+                            elif ideal:
+                                v = 0
+                            elif pad_left:
+                                pad_left -= 1
+                                v = last_pop if last_pop is not None else 0
+                                trace.append((k, "pad", t, v))
+                            else:
+                                v = None
+                                pend[t] |= ERR_UNDERFLOW
+                                errors.append(ErrorCause(k, t, ERR_UNDERFLOW, o.xidx, self._word_of(t, o.xidx),
+                                                         f"RECV element {i} pops the empty external FIFO"))
+                            if v is not None:
+                                writes.append((src_fifo, (o.d + i) & amask, v, o.xidx))
                         elif op == _RECV:
                             b = bufs[t][o.port]
                             if b:
@@ -1106,6 +1225,29 @@ class _Sim:
                                 maxocc[t][q] = len(b)
             if checks and bus_in is not None and not bus_taken:
                 lost_bus.append((k, bus_in[1]))
+            # ---- the external FIFO takes this cycle's word at the end of the cycle
+            if k in ext:
+                if len(fifo) >= fifo_d:
+                    ext_dropped.append(k)
+                    pend[COMM_TILE] |= ERR_FIFO_OVF
+                    errors.append(ErrorCause(k, COMM_TILE, ERR_FIFO_OVF, None, None,
+                                             f"external word {ext[k]} reaches the full FIFO ({fifo_d} words)"))
+                else:
+                    fifo.append(ext[k])
+                    fifo_max = max(fifo_max, len(fifo))
+            # ---- CHECK_QUIET: nothing busy or in flight at the end of a CHECK's cycle
+            if check_now is not None:
+                why = [f"tile {t} {_UNIT_NAMES[u]} busy" for t in range(nt) for u in range(N_UNITS) if busy[t][u] >= k]
+                if any(outs[t][q] for t in range(nt) for q in range(3)) or busreg:
+                    why.append("a word in flight on a link or the bus")
+                if any(alu_w[t] or mac_add[t] or psum_out[t] for t in range(nt)):
+                    why.append("a write or partial sum in flight")
+                if why:
+                    checks_noisy.append((k, check_now[0], check_now[1], "; ".join(why)))
+                check_now = None
+            if sus_left:
+                tbase += 1
+                sus_left -= 1
             # ---- the bus register
             if has_bus:
                 drivers = [t for t in range(nt) if k in outs[t][2]]
@@ -1151,7 +1293,8 @@ class _Sim:
             err=err, err_cnt=err_cnt, halted=list(stopped), halt_cnt=halt_cnt,
             bus_err=bus_err, bus_err_cnt=bus_err_cnt, issue_counts=issue_counts, errors=errors,
             residual=[[len(b) for b in bufs[t]] for t in range(nt)], max_occupancy=maxocc,
-            len_issues=len_issues, streams=self.streams, recv_slack=recv_slack)
+            len_issues=len_issues, streams=self.streams, recv_slack=recv_slack,
+            fifo_max=fifo_max, fifo_residual=len(fifo), checks_noisy=checks_noisy, ext_dropped=ext_dropped)
 
     def _len_check(self, consumers: list, send_n: dict, bufs: list, lost_bus: list, ncyc: int) -> list[tuple]:
         """LEN findings: each consumer takes exactly the words of one SEND, N for N; no

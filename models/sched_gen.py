@@ -609,7 +609,7 @@ class _Tile:
         self.p = p
         self.ivals: list[tuple[int, int, int]] = []
         for j, x in enumerate(self.eff):
-            if x.poison or opcode_problem(x.entry, p):
+            if x.poison or opcode_problem(x.entry, p, t):
                 continue
             for un in entry_units(x.entry, p):
                 self.ivals.append((un, self.us[j], self.us[j] + entry_busy_len(x.entry) - 1))
@@ -774,7 +774,7 @@ def _c_busy(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
     for tl in tiles:
         for j, x in enumerate(tl.eff):
             e = x.entry
-            if x.header is not None or x.poison or e.n < 2 or not entry_units(e, p) or opcode_problem(e, p):
+            if x.header is not None or x.poison or e.n < 2 or not entry_units(e, p) or opcode_problem(e, p, tl.t):
                 continue
             u1 = tl.us[j] + 1
             w = tl.insert_index(u1)
@@ -866,7 +866,7 @@ def _c_collision(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
     for tl in tiles:
         for j, x in enumerate(tl.eff):
             e = x.entry
-            if x.poison or e.op != SEND or e.port != BUS or opcode_problem(e, p):
+            if x.poison or e.op != SEND or e.port != BUS or opcode_problem(e, p, tl.t):
                 continue
             u = tl.us[j]
             for t2 in tiles:
@@ -891,7 +891,7 @@ def _c_wconf(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
     for tl in tiles:
         for j, x in enumerate(tl.eff):
             e = x.entry
-            if x.poison or e.op not in (RECV, TAP) or opcode_problem(e, p):
+            if x.poison or e.op not in (RECV, TAP) or opcode_problem(e, p, tl.t):
                 continue
             for i in range(e.n):
                 tv = tl.us[j] + i - (p.l_alu - 1)
@@ -991,7 +991,7 @@ _CANDIDATES = {
 JITTER_EXTRA = 3
 
 
-def jitter_variant(rng: Any, program: Program, within: bool) -> tuple[Program, Expected | None]:
+def jitter_variant(rng: Any, program: Program, within: bool, edge: bool = False) -> tuple[Program, Expected | None]:
     """Delay one ring SEND by ``j`` cycles, within or beyond its receiver's slack.
 
     A candidate is a plain RECV of the plan of :func:`random_program` (``meta``) on a
@@ -1034,6 +1034,8 @@ def jitter_variant(rng: Any, program: Program, within: bool) -> tuple[Program, E
         rng: ``random.Random``, numpy Generator, int seed or None.
         program: a legal program from :func:`random_program` (its plan is in ``meta``).
         within: delay within the slack (legal) or beyond it (illegal).
+        edge: only the delays at the edge of the slack: ``j = s`` (the largest that must
+            pass) or ``j = s + 1`` (the smallest that must fail).
 
     Returns:
         ``(variant, None)`` within the slack, ``(variant, expected)`` beyond it.
@@ -1071,9 +1073,9 @@ def jitter_variant(rng: Any, program: Program, within: bool) -> tuple[Program, E
             continue   # a FWD relays the words, or the SEND is in a periodic block
         js_ok = _jitter_room(tl, js)
         if within:
-            js_ok = [j for j in js_ok if j <= s and not _reads_rewritten(tl, js, j)]
+            js_ok = [j for j in js_ok if (j == s if edge else j <= s) and not _reads_rewritten(tl, js, j)]
         else:
-            js_ok = [j for j in js_ok if s + 1 <= j <= s + 1 + JITTER_EXTRA]
+            js_ok = [j for j in js_ok if s + 1 <= j <= s + 1 + (0 if edge else JITTER_EXTRA)]
         if js_ok:
             cands.append((c, jr, s, sx, js, js_ok))
     if not cands:
@@ -1125,7 +1127,7 @@ def _reads_rewritten(tl: _Tile, js: int, j: int) -> bool:
     lo, hi = t0, t0 + j + e.n - 2
     for k, x in enumerate(tl.eff):
         w = x.entry
-        if x.poison or opcode_problem(w, p):
+        if x.poison or opcode_problem(w, p, tl.t):
             continue
         uk = tl.us[k]
         if w.op in (RECV, TAP):

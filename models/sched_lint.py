@@ -25,7 +25,7 @@ from .sched_core import (
     Program,
     entry_busy_len,
     entry_units,
-    execute,
+    _Sim,
     expand,
     opcode_problem,
 )
@@ -35,7 +35,7 @@ __all__ = ["LINT_RULES", "Violation", "lint"]
 #: Every rule of docs/sched.md section 7, in table order.
 LINT_RULES: tuple[str, ...] = (
     "FIRST", "ORDER", "HALT", "SIZE", "OPCODE", "DECOMP", "HDR_GAP", "BUSY", "RECV_EARLY",
-    "OVERFLOW", "LEN", "TAP", "COLLISION", "WCONF", "SPAN",
+    "OVERFLOW", "LEN", "TAP", "COLLISION", "WCONF", "SPAN", "CHECK_QUIET",
 )
 
 _HALT = OPS["HALT"]
@@ -127,7 +127,7 @@ def _static(program: Program, t: int, words: list[int]) -> tuple[list[Violation]
         if x.poison:
             v("DECOMP", x.src, us[j], f"{_where(t, x, j)}: {x.reason}")
             continue
-        why = opcode_problem(x.entry, p)
+        why = opcode_problem(x.entry, p, t)
         if why:
             v("OPCODE", x.src, us[j], f"{_where(t, x, j)}: {OP_NAMES.get(x.entry.op, f'OP{x.entry.op}')}: {why}")
     for x in xs[len(eff):]:
@@ -137,7 +137,7 @@ def _static(program: Program, t: int, words: list[int]) -> tuple[list[Violation]
     if ordered:
         busy = [-1] * N_UNITS
         for j, x in enumerate(eff):
-            if x.poison or opcode_problem(x.entry, p):
+            if x.poison or opcode_problem(x.entry, p, t):
                 continue
             units = entry_units(x.entry, p)
             hit = [u for u in units if busy[u] >= us[j]]
@@ -201,7 +201,9 @@ def lint(program: Program, params: FabricParams | None = None) -> list[Violation
         found, _ = _static(program, t, s)
         out.extend(found)
     prog = program if all(len(s) <= p.sd for s in program.schedules) else Program(p, scheds, program.data)
-    run = execute(prog, None, checks=True)
+    # the dynamic rules are checked in the schedule's own time base: the external FIFO
+    # never lacks a word and CHECK never suspends or pads (CHECK_QUIET makes that safe)
+    run = _Sim(prog, True, None, ideal_fifo=True).run(None)
     seen = {(v.rule, v.tile, v.entry) for v in out}
     static_tiles = {(v.rule, v.tile) for v in out}
     for c in run.errors:
@@ -221,6 +223,9 @@ def lint(program: Program, params: FabricParams | None = None) -> list[Violation
         seen.add(key)
         where = f"tile {c.tile}" + (f" entry {c.word}" if c.word is not None else "")
         out.append(Violation(rule, tile, word, c.cycle, f"{rule}: {where} at cycle {c.cycle}: {c.detail}"))
+    for cyc, xidx, w, why in run.checks_noisy:
+        out.append(Violation("CHECK_QUIET", 0, w, cyc, f"CHECK_QUIET: tile 0 entry {w}: CHECK at cycle {cyc} "
+                                                       f"while {why}"))
     for cyc, t, _x, w, msg in run.len_issues:
         key = ("LEN", t, w)
         if key in seen:

@@ -620,6 +620,35 @@ def test_sim_matvec_writes(sim_ring):
     assert tr.issues(1) == [] and tr.final(1) == (ERR["OPCODE"], 3, 1)
 
 
+def test_sim_matvr_bias_relu_shift(sim_ring):
+    """MATVR: the MATVEC sum (signed accw bits, here beyond dw = 16 bits) plus the bias
+    mem[A+c] (signed dw bits, exact), ReLU, >> vpu_shift (2), low dw bits, written at the
+    end of n+i+L_MM-1 by sources 4 + c. Adding the bias after truncating to 16 bits would
+    give other values (checked below). MATVR with PORT[1] (psum_out) raises OPCODE."""
+    f = SIMK
+    lmm = FabricParams.L_MM
+    w = [[200, 0], [0, -200]]
+    xs = [[200, 200], [-1, -1]]
+    bias = [-30000, 30000]
+    t0 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 4, "SWPW"), enc(f, 5, "MATVR", a=0x30, b=0x10, d=0x20, n=2),
+          enc(f, 10, "HALT")]
+    t1 = [enc(f, 2, "LDW", a=0, n=2), enc(f, 4, "SWPW"), enc(f, 5, "MATVR", port=2, a=0x30, b=0x10),
+          enc(f, 10, "HALT")]
+    data = weights(w, 0, xs, 0x10)
+    data.update({0x30: s16(bias[0]), 0x31: s16(bias[1])})
+    tr = sim_ring(f, {0: t0, 1: t1, 2: [enc(f, 10, "HALT")]}, {0: data, 1: data}, cycles=14)
+    y = [[40000, -40000], [-200, 200]]
+    want = [[10000 >> 2, 0], [0, 30200 >> 2]]
+    assert [[max(y[i][c] + bias[c], 0) >> 2 for c in range(2)] for i in range(2)] == want
+    truncated_first = [[max(((y[i][c] + 0x8000) & 0xFFFF) - 0x8000 + bias[c], 0) >> 2 for c in range(2)]
+                       for i in range(2)]
+    assert truncated_first != want
+    assert tr.ev["M"] == {(5 + i + lmm - 1, 0, 4 + c, 0x20 + 2 * i + c, want[i][c])
+                          for i in range(2) for c in range(2)}
+    assert tr.final(0) == (0, 0, 1)
+    assert [c for c, _ in tr.issues(1)] == [2, 4] and tr.final(1) == (ERR["OPCODE"], 5, 1)
+
+
 def test_sim_psum_chain(sim_ring):
     """Two chained tiles: tile 0's MATVEC (PORT[1]) puts y_i on psum_out during n+i+L_MM
     (accw-bit signed lanes, no memory write); tile 1's MATVEC, issued hop_lat + 1 later with

@@ -66,9 +66,9 @@ def test_doctests():
 def test_constants():
     assert OPS == {"NOP": 0, "SEND": 1, "RECV": 2, "TAP": 3, "VADD": 4, "VMUL": 5, "DOT": 6, "FWD": 0xB,
                    "HALT": 0xE, "PERIODIC": 0xF}
-    assert S.PORT_NAMES == ("prev", "next", "bus")
+    assert S.PORT_NAMES == ("prev", "next", "bus", "fifo")
     assert (ERR_MISSED, ERR_OPCODE, ERR_BUSY, ERR_UNDERFLOW, ERR_OVERFLOW, ERR_COLLISION, ERR_WCONF,
-            ERR_DECOMP, S.ERR_LATE_SCHED, S.ERR_DESYNC, ERR_TAP_IDLE) == tuple(1 << i for i in range(11))
+            ERR_DECOMP, S.ERR_LATE_SCHED, S.ERR_DESYNC, ERR_TAP_IDLE, S.ERR_FIFO_OVF) == tuple(1 << i for i in range(12))
     assert S.RESERVED_OPS == {7, 8, 9, 10, 12, 13}
 
 
@@ -1320,7 +1320,8 @@ def test_ldw_len_must_be_k():
     assert "OPCODE" in rules(prog)
 
 
-@pytest.mark.parametrize("line", ["@5 LDW a=0 len=2", "@5 SWPW", "@5 MATVEC b=0", "@5 VPU a=0 b=0 d=0"])
+@pytest.mark.parametrize("line", ["@5 LDW a=0 len=2", "@5 SWPW", "@5 MATVEC b=0", "@5 VPU a=0 b=0 d=0",
+                                  "@5 MATVR a=0 b=0 d=0"])
 def test_mac_ops_without_mac_array_raise_opcode(line):
     prog = asm(f".tile 0\n{line}\n@9 HALT\n.tile 1\n@9 HALT\n.tile 2\n@9 HALT\n")
     run = execute(prog)
@@ -1338,6 +1339,7 @@ def test_mac_asm_round_trip():
 @6      MATVEC port=1 b=8 d=16 len=1
 @9      VPU   a=0 b=8 d=16 len=4
 @10     LDW   port=2 a=3 len=2
+@12     MATVR psum_in=1 a=2 b=8 d=16 len=2
 @20     HALT
 """
     prog = masm(text)
@@ -1346,13 +1348,14 @@ def test_mac_asm_round_trip():
     assert masm(".tile 0\n@2 LDW a=0\n").entries(0)[0].len == 1   # LDW len defaults to k
     d = disassemble(prog)
     assert "MATVEC psum_in=1 psum_out=1 b=8 d=0 len=3" in d
+    assert "MATVR psum_in=1 a=2 b=8 d=16 len=2" in d
     assert assemble(d, prog.params) == prog
     assert disassemble(assemble(d, prog.params)) == d
     rnd = random.Random(7)
     for p in (PK, P0):
         words = [rnd.getrandbits(p.ew) for _ in range(40)]
         words += [W(p, 5, op, port=rnd.randrange(4), unit=u, len=rnd.randrange(256))
-                  for op in (7, 8, 9, 10) for u in (0, 1)]
+                  for op in (7, 8, 9, 10, 13) for u in (0, 1)]
         prog = Program(p, [words, []] if p.nt == 2 else [words, [], []])
         assert assemble(disassemble(prog), p) == prog
     with pytest.raises(S.AsmError):
@@ -1383,3 +1386,27 @@ def test_random_program_k0_has_no_mac_ops():
     prog = S.random_program(3, P0, n_txn=20, kinds={"mac": 1, "alu": 1})
     assert all(decode(w, P0).op not in (7, 8, 9, 10) for s in prog.schedules for w in s)
     assert lint(prog) == []
+
+
+def test_matvr_with_psum_out_raises_opcode():
+    prog = masm(".tile 0\n@5 MATVR psum_out=1 a=0 b=0 d=0\n@9 HALT\n.tile 1\n@9 HALT\n")
+    assert execute(prog).events("err") == [(5, "err", 0, ERR_OPCODE)]
+    assert "OPCODE" in rules(prog)
+
+
+def test_matvr_bias_on_the_full_sum():
+    # y = 3 * 20000 = 60000 (beyond dw = 16 bits); + bias -10000 = 50000 >> vpu_shift
+    p = dataclasses.replace(PK, dw=16, accw=32, vpu_shift=1)
+    text = """
+.tile 0
+.data 0: 3 0 0 3
+.data 8: 20000 -20000
+.data 16: -10000 10000
+@2      LDW   a=0
+@4      SWPW
+@5      MATVR a=16 b=8 d=24
+@9      HALT
+"""
+    run = execute(assemble(text + ".tile 1\n@9 HALT\n" * (p.nt - 1), p))
+    assert run.ok
+    assert [e[4:] for e in run.events("write") if e[3] >= 4] == [(24, 25000), (25, 0)]

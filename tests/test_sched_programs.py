@@ -49,15 +49,20 @@ JITTER_PARAMS = [
 
 
 def _jittered(seed, within, draws=50):
-    """(original, variant) for up to ``draws`` random programs that offer a place."""
+    """(original, variant) for up to ``draws`` random programs that offer a place; every
+    other draw asks for the edge of the slack (j = s within, j = s + 1 beyond)."""
     for i in range(draws):
         p = JITTER_PARAMS[i % len(JITTER_PARAMS)]
         original = sched.random_program(seed + i, p, wrap=p.cw == 8 and i % 3 == 0)
+        edge = i % 2 == 1
         try:
-            variant, expected = sched.jitter_variant(seed + 7 * i, original, within)
+            variant, expected = sched.jitter_variant(seed + 7 * i, original, within, edge=edge)
         except ValueError as exc:
             assert "offers no place" in str(exc)
             continue
+        m = variant.meta["moved"]
+        if edge:
+            assert m["j"] == m["slack"] + (0 if within else 1), m
         yield original, variant, expected
 
 

@@ -304,8 +304,8 @@ _sched("sched_random_k4", FabricParams(k=4), "random",
        "random legal program with a 4x4 MAC array: LDW, SWPW, MATVEC, psum chains, VPU")
 _sched("sched_gemm_k2", FabricParams(k=2, nt=2, aw=9), "gemm:200",
        "compiled GEMM C = A @ B over 2 tiles (B stationary, rows of A streamed, psums chained) vs numpy")
-_sched("sched_layer_k2", FabricParams(k=2, nt=3, aw=9, vpu_shift=2), "layer:64",
-       "compiled layer y = ReLU(Wx + b) >> 2 over 3 tiles vs numpy")
+_sched("sched_layer_k2", FabricParams(k=2, nt=3, aw=9, vpu_shift=2), "layer:250",
+       "compiled layer y = ReLU(Wx + b) >> 2 over 3 tiles (MATVR on the last) vs numpy")
 _sched("sched_gemm_k4_nt4", FabricParams(k=4, nt=4, aw=10, hop_lat=2), "gemm:240",
        "compiled GEMM, 4x4 MAC arrays on 4 tiles, 2-cycle hops", tier="full")
 _sched("sched_random_k8", FabricParams(k=8, nt=2, dw=8, accw=24), "random",

@@ -51,6 +51,11 @@ def check_fabric(fmt: object, who: str) -> FabricParams:
     if fmt.ENTRY_FIELDS[0] != "t":
         # The fetch path rebuilds an expanded entry as concat(T, rest of the word).
         raise ParamError(f"{who}: FabricParams.ENTRY_FIELDS must start with the T field")
+    if fmt.comm:
+        # the golden model, its linter and tests have the communication interface
+        # (docs/sched.md section 11); the RTL does not yet: refuse rather than build a
+        # fabric whose CHECK would silently raise OPCODE
+        raise ParamError(f"{who}: FabricParams.comm = True: the communication interface is not built in RTL yet")
     return fmt
 
 
