@@ -306,6 +306,14 @@ _sched("sched_gemm_k2", FabricParams(k=2, nt=2, aw=9), "gemm:200",
        "compiled GEMM C = A @ B over 2 tiles (B stationary, rows of A streamed, psums chained) vs numpy")
 _sched("sched_layer_k2", FabricParams(k=2, nt=3, aw=9, vpu_shift=2), "layer:250",
        "compiled layer y = ReLU(Wx + b) >> 2 over 3 tiles (MATVR on the last) vs numpy")
+for _sc, _doc in (("suspend", "late frames within the delay: CHECK suspends, the rest of the program shifts"),
+                  ("pad", "missing frames: CHECK pads with 0 at start-up, then with the last word"),
+                  ("late", "a frame later than the delay covers: UNDERFLOW at its RECV"),
+                  ("overflow", "external words faster than the program pops: FIFO_OVF, the word dropped")):
+    _sched(f"sched_comm_{_sc}", FabricParams(comm=True, fifo_d=8), f"comm:{_sc}",
+           f"communication interface, unscheduled external input: {_doc}")
+_sched("sched_comm_pad_k2", FabricParams(comm=True, k=2, fifo_d=4, nt=2), "comm:pad",
+       "communication interface next to a MAC array (FIFO write source 4 + k), a 4-word FIFO", tier="full")
 _sched("sched_gemm_k4_nt4", FabricParams(k=4, nt=4, aw=10, hop_lat=2), "gemm:240",
        "compiled GEMM, 4x4 MAC arrays on 4 tiles, 2-cycle hops", tier="full")
 _sched("sched_random_k8", FabricParams(k=8, nt=2, dw=8, accw=24), "random",

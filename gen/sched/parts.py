@@ -9,6 +9,7 @@ The entry layout (field order and widths) is :class:`~lockstep.models.formats.Fa
 from __future__ import annotations
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
+from myhdl._Signal import Constant
 
 from lockstep.models.formats import FabricParams, ParamError, _clog2
 
@@ -51,11 +52,6 @@ def check_fabric(fmt: object, who: str) -> FabricParams:
     if fmt.ENTRY_FIELDS[0] != "t":
         # The fetch path rebuilds an expanded entry as concat(T, rest of the word).
         raise ParamError(f"{who}: FabricParams.ENTRY_FIELDS must start with the T field")
-    if fmt.comm:
-        # the golden model, its linter and tests have the communication interface
-        # (docs/sched.md section 11); the RTL does not yet: refuse rather than build a
-        # fabric whose CHECK would silently raise OPCODE
-        raise ParamError(f"{who}: FabricParams.comm = True: the communication interface is not built in RTL yet")
     return fmt
 
 
@@ -127,6 +123,12 @@ def wire(a, y):
         y.next = a
 
     return connect
+
+
+def const0(width: int) -> Constant:
+    """A constant 0 of ``width`` bits (converted to a localparam): a signal this instance
+    never drives, e.g. the communication-interface outputs of the other tiles."""
+    return Constant(bool(0)) if width == 1 else Constant(intbv(0)[width:])
 
 
 @block

@@ -35,9 +35,23 @@ from myhdl import ConcatSignal, always_comb, always_seq, block
 
 from lockstep.models.formats import FabricParams
 
+COMM_TILE = FabricParams.COMM_TILE
+
 from ..common import Emitted, emit_stream_unit
 from .counter import counter_core
-from .parts import bit_of, check_fabric, err_index, flop, lane, ld_addr_width, new_bool, new_vec, tile_sel_width, wire
+from .parts import (
+    bit_of,
+    check_fabric,
+    err_index,
+    flop,
+    lane,
+    ld_addr_width,
+    new_bool,
+    new_vec,
+    const0,
+    tile_sel_width,
+    wire,
+)
 from .tile import sched_tile, tile_ports, tile_timing
 
 __all__ = ["emit_ring", "ring_ports", "sched_ring"]
@@ -173,7 +187,8 @@ def _pack(parts, out):
 def sched_ring(clk, rst, run, count, ld_we, ld_tile, ld_sel, ld_addr, ld_data,
                tile_count, issue, issue_entry, wr_en, wr_addr, wr_data, err, err_cnt, halted,
                out_valid, out_data, bus_valid, bus_data, bus_err, bus_err_cnt, dbg_tile, dbg_addr, dbg_rdata,
-               fmt: FabricParams, psum_valid=None, psum_data=None):
+               fmt: FabricParams, psum_valid=None, psum_data=None, ext_valid=None, ext_data=None, susp=None,
+               pad=None):
     """``nt`` tiles on a ring with a shared bus and the chip counter. Ports: :func:`ring_ports`."""
     check_fabric(fmt, "sched_ring")
     nt, dw = fmt.nt, fmt.dw
@@ -185,14 +200,27 @@ def sched_ring(clk, rst, run, count, ld_we, ld_tile, ld_sel, ld_addr, ld_data,
 
     sig = [{n: (new_bool() if p["width"] == 1 else new_vec(p["width"])) for n, p in tp.items()
             if n not in ("clk", "rst", "run", "ld_sel", "ld_addr", "ld_data", "dbg_addr")} for _ in range(nt)]
+    comm_io = ("ext_valid", "ext_data", "hold_out", "susp", "pad")
+    for t in range(nt):  # only the interface's tile uses its external input and drives these
+        if fmt.comm and t != COMM_TILE:
+            sig[t].update({n: const0(tp[n]["width"]) for n in comm_io})
     for t in range(nt):
         s = sig[t]
         insts.append(_ld_route(ld_we, ld_tile, t, s["ld_we"]))
-        psum = {n: s[n] for n in ("psum_in_valid", "psum_in", "psum_out_valid", "psum_out") if n in s}
+        extra = {n: s[n] for n in ("psum_in_valid", "psum_in", "psum_out_valid", "psum_out", "hold", "ext_valid",
+                                   "ext_data", "hold_out", "susp", "pad") if n in s}
+        if fmt.comm:
+            extra["comm_here"] = t == COMM_TILE
         insts.append(sched_tile(clk, rst, run, s["ld_we"], ld_sel, ld_addr, ld_data, s["in_valid"], s["in_data"],
                                 s["out_valid"], s["out_data"], s["count"], s["issue"], s["issue_entry"],
                                 s["wr_en"], s["wr_addr"], s["wr_data"], s["err"], s["err_cnt"], s["halted"],
-                                dbg_addr, s["dbg_rdata"], fmt, **psum))
+                                dbg_addr, s["dbg_rdata"], fmt, **extra))
+    if fmt.comm:  # the communication interface on COMM_TILE: external input, time-base broadcast
+        c = sig[COMM_TILE]
+        insts += [wire(ext_valid, c["ext_valid"]), wire(ext_data, c["ext_data"]), wire(c["susp"], susp),
+                  wire(c["pad"], pad)]
+        insts += [wire(c["hold_out"], sig[t]["hold"]) for t in range(nt)]
+
     if fmt.k:  # partial-sum chain: tile t -> tile (t+1) % nt through hop_lat flip-flops
         for t in range(nt):
             nxt = sig[(t + 1) % nt]
@@ -291,6 +319,13 @@ def ring_ports(fmt: FabricParams) -> dict[str, dict]:
         "dbg_addr": {"dir": "in", "width": aw, "doc": "debug read: data-memory address"},
         "dbg_rdata": {"dir": "out", "width": dw, "doc": "debug read data (combinational)"},
     })
+    if fmt.comm:
+        ports.update({
+            "ext_valid": {"dir": "in", "width": 1, "doc": "external word valid: pushed into tile 0's FIFO (no ready)"},
+            "ext_data": {"dir": "in", "width": dw, "doc": "external word"},
+            "susp": {"dir": "out", "width": 1, "doc": "tile 0's CHECK suspends in this cycle (time base held)"},
+            "pad": {"dir": "out", "width": 1, "doc": "tile 0's FIFO RECV writes the pad word in this cycle"},
+        })
     if fmt.k:
         kw = fmt.k * fmt.accw
         ports["psum_valid"] = {"dir": "out", "width": nt, "doc": "psum_out_valid of tile t at bit t"}

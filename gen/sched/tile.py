@@ -80,6 +80,7 @@ from lockstep.models.formats import FabricParams, _clog2
 from ..common import Emitted, emit_stream_unit
 from .counter import counter_core
 from .fetch import fetch_widths, sched_fetch
+from .comm import comm_classify, comm_port, time_base
 from .mac import add_const, ldw_unit, mv_col, mv_ctl, wcell
 from .parts import (
     ALU_OPS,
@@ -94,6 +95,7 @@ from .parts import (
     new_bool,
     new_vec,
     resize,
+    const0,
     wire,
 )
 
@@ -104,7 +106,7 @@ __all__ = ["emit_tile", "sched_tile", "tile_ports", "tile_timing"]
 def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op, h_port, h_unit, h_src,
                bo0, bo1, bo2, bi0, bi1, bi2, balu,
                issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp,
-               fmt: FabricParams, h_len=None, bwl=None, bmac=None):
+               fmt: FabricParams, h_len=None, bwl=None, bmac=None, h_b=None, bfifo=None):
     """The list timer: issue on ``T == count``, MISSED on a past head, BUSY, OPCODE, DECOMP.
 
     Ports:
@@ -120,6 +122,8 @@ def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op
         halt_now: a HALT issues.
         e_missed, e_opcode, e_busy, e_decomp: errors raised this cycle.
         h_len, bwl, bmac (``k > 0`` only): the LEN field, the ``wload`` and ``mac`` busy flags.
+        h_b, bfifo (the communication interface's tile only): the B field and the FIFO
+            RECV unit's busy flag (:func:`~.comm.comm_classify`).
 
     The opcode check (OPCODE) and the unit check (BUSY) are :func:`_classify`'s; this
     block is the timing, the same for every fabric.
@@ -129,8 +133,14 @@ def _sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h_t, h_op
     msb = cw - 1  # (T - count) mod 2**cw >= half  <=>  its top bit is set
     dlow_unused = new_vec(cw - 1)  # the rest of the difference is not needed
     illegal, hit = new_bool(), new_bool()
-    cls = _classify(h_op, h_port, h_unit, h_src, bo0, bo1, bo2, bi0, bi1, bi2, balu, illegal, hit, fmt,
-                    h_len=h_len, bwl=bwl, bmac=bmac)
+    if bfifo is None:
+        cls = _classify(h_op, h_port, h_unit, h_src, bo0, bo1, bo2, bi0, bi1, bi2, balu, illegal, hit, fmt,
+                        h_len=h_len, bwl=bwl, bmac=bmac)
+    else:
+        il0, ht0 = new_bool(), new_bool()
+        cls = [_classify(h_op, h_port, h_unit, h_src, bo0, bo1, bo2, bi0, bi1, bi2, balu, il0, ht0, fmt,
+                         h_len=h_len, bwl=bwl, bmac=bmac),
+               comm_classify(h_op, h_port, h_unit, h_b, il0, ht0, bfifo, illegal, hit, fmt)]
 
     @always_comb
     def seq():
@@ -788,7 +798,7 @@ def _dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, wes, was, wds, raddrs, rdatas, 
 
 @block
 def _errors(clk, rst, count, e_missed, e_opcode, e_busy, e_under, e_over, e_wconf, e_decomp, e_idle,
-            halt_now, err, err_cnt, halted, fmt: FabricParams):
+            halt_now, err, err_cnt, halted, fmt: FabricParams, e_fifo=None):
     """Sticky ``err`` (``ERR_NAMES`` bit order), ``err_cnt`` of the first error, ``halted``.
 
     Any error raised at cycle ``c`` halts issue from ``c+1``; so does an issued HALT.
@@ -798,6 +808,9 @@ def _errors(clk, rst, count, e_missed, e_opcode, e_busy, e_under, e_over, e_wcon
     i_under, i_over, i_wconf = err_index(fmt, "UNDERFLOW"), err_index(fmt, "OVERFLOW"), err_index(fmt, "WCONF")
     i_decomp, i_idle = err_index(fmt, "DECOMP"), err_index(fmt, "TAP_IDLE")
     new = new_vec(eb)
+    i_fifo = err_index(fmt, "FIFO_OVF")
+    if e_fifo is None:  # no external FIFO on this tile: never raised
+        e_fifo = const0(1)
 
     @always_comb
     def raised():
@@ -811,6 +824,7 @@ def _errors(clk, rst, count, e_missed, e_opcode, e_busy, e_under, e_over, e_wcon
         nv[i_wconf] = e_wconf
         nv[i_decomp] = e_decomp
         nv[i_idle] = e_idle
+        nv[i_fifo] = e_fifo
         new.next = nv
 
     @always_seq(clk.posedge, reset=rst)
@@ -933,12 +947,19 @@ def _is_op(go, h_op, op: int, y):
 @block
 def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data, out_valid, out_data,
                count, issue, issue_entry, wr_en, wr_addr, wr_data, err, err_cnt, halted, dbg_addr, dbg_rdata,
-               fmt: FabricParams, psum_in_valid=None, psum_in=None, psum_out_valid=None, psum_out=None):
-    """One tile. Ports: :func:`tile_ports`; behaviour: docs/sched.md and this module's docstring."""
+               fmt: FabricParams, psum_in_valid=None, psum_in=None, psum_out_valid=None, psum_out=None,
+               hold=None, ext_valid=None, ext_data=None, hold_out=None, susp=None, pad=None,
+               comm_here: bool = False):
+    """One tile. Ports: :func:`tile_ports`; behaviour: docs/sched.md and this module's docstring.
+
+    With ``fmt.comm`` every tile issues against the time base (``hold``) and has the
+    communication-interface ports; ``comm_here`` builds the interface itself (tile
+    ``COMM_TILE``), elsewhere its outputs are 0 and its inputs unused.
+    """
     check_fabric(fmt, "sched_tile")
     cw, dw, aw, ew = fmt.cw, fmt.dw, fmt.aw, fmt.ew
     k = fmt.k
-    ns = 4 + k  # write sources: ports 0..2, ALU, MAC lanes
+    ns = fmt.sources  # write sources: ports 0..2, ALU, MAC lanes, the FIFO's RECV
     lay = field_lsb(fmt)
     insts = []
 
@@ -991,7 +1012,14 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     if k:
         bwl, bmac = new_bool(), new_bool()
         mac_kw = {"h_len": h["len"], "bwl": bwl, "bmac": bmac}
-    insts.append(_sequencer(run, halted, h_valid, h_word, h_poison, h_ready, count, h["t"], h["op"], h["port"], h["unit"],
+    teff = count
+    if fmt.comm:  # entries issue against t_eff = count - tbase (section 11)
+        teff = new_vec(cw)
+        insts.append(time_base(clk, rst, run, hold, count, teff, fmt))
+        if comm_here:
+            bfifo = new_bool()
+            mac_kw.update({"h_b": h["b"], "bfifo": bfifo})
+    insts.append(_sequencer(run, halted, h_valid, h_word, h_poison, h_ready, teff, h["t"], h["op"], h["port"], h["unit"],
                             h_src, bo[0], bo[1], bo[2], bi[0], bi[1], bi[2], balu,
                             issue, issue_entry, pop, go, halt_now, e_missed, e_opcode, e_busy, e_decomp, fmt,
                             **mac_kw))
@@ -1027,7 +1055,19 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     insts.append(_bus_port(clk, rst, go, h["op"], h["port"], h_src, h["d"], h["len"], iv[2], idt[2],
                            bi[2], we[2], wa[2], wdt[2], e_idle[2], fmt))
     eu, eo, ei = new_bool(), new_bool(), new_bool()
-    insts += [_or2(*e_under, eu), _or2(*e_over, eo)]
+    insts.append(_or2(*e_over, eo))
+    e_fifo = None
+    if fmt.comm and comm_here:  # the external FIFO, its RECV (write source 4 + k) and CHECK
+        eu_f, e_fifo = new_bool(), new_bool()
+        s_f = 4 + k
+        insts.append(comm_port(clk, rst, run, go, h["op"], h["port"], h["a"], h["b"], h["d"], h["len"], ext_valid,
+                               ext_data, bfifo, we[s_f], wa[s_f], wdt[s_f], eu_f, e_fifo, hold_out, susp, pad, fmt))
+        insts.append(_or3(*e_under, eu_f, eu))
+    else:
+        insts.append(_or2(*e_under, eu))
+        if fmt.comm:  # not the interface's tile: its write source is idle (constant 0 taps)
+            s_f = 4 + k
+            we[s_f], wa[s_f], wdt[s_f] = bool(0), intbv(0)[aw:], intbv(0)[dw:]
     if k:  # TAP_IDLE also from an idle psum_in sampled by MATVEC
         ei_tap, e_pidle = new_bool(), new_bool()
         insts += [_or3(*e_idle, ei_tap), _or2(ei_tap, e_pidle, ei)]
@@ -1048,8 +1088,10 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
 
     # data memory
     e_wconf = new_bool()
-    if k:
-        insts.append(_dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, we, wa, wdt, raddrs, rdatas, e_wconf, fmt))
+    nm = ns if comm_here or not fmt.comm else ns - 1   # the write sources this tile's memory has
+    if nm > 4:
+        insts.append(_dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, we[:nm], wa[:nm], wdt[:nm], raddrs, rdatas,
+                             e_wconf, fmt))
     else:
         insts.append(_dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we[0], wa[0], wdt[0], we[1], wa[1], wdt[1],
                            we[2], wa[2], wdt[2], we[3], wa[3], wdt[3], raddrs, rdatas, e_wconf, fmt))
@@ -1066,15 +1108,16 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     insts.append(taps)
 
     insts.append(_errors(clk, rst, count, e_missed, e_opcode, e_busy, eu, eo, e_wconf, e_decomp, ei,
-                         halt_now, err, err_cnt, halted, fmt))
+                         halt_now, err, err_cnt, halted, fmt, e_fifo=e_fifo))
     return insts
 
 
 def tile_ports(fmt: FabricParams) -> dict[str, dict]:
     """Port list of :func:`sched_tile` (name -> dir, width, doc); docs/sched.md section 9."""
     cw, dw, aw, ew = fmt.cw, fmt.dw, fmt.aw, fmt.ew
-    ns = 4 + fmt.k
-    src = "0..2 = port, 3 = ALU" + (f", 4..{ns - 1} = MAC lanes" if fmt.k else "")
+    ns = fmt.sources
+    src = ("0..2 = port, 3 = ALU" + (f", 4..{3 + fmt.k} = MAC lanes" if fmt.k else "")
+           + (f", {4 + fmt.k} = FIFO RECV" if fmt.comm else ""))
     ports = {
         "clk": {"dir": "in", "width": 1, "doc": "clock"},
         "rst": {"dir": "in", "width": 1, "doc": "synchronous active-high reset (clears state and memories)"},
@@ -1107,6 +1150,15 @@ def tile_ports(fmt: FabricParams) -> dict[str, dict]:
             "psum_out_valid": {"dir": "out", "width": 1, "doc": "MATVEC (PORT[1]) result valid (register)"},
             "psum_out": {"dir": "out", "width": kw,
                          "doc": "MATVEC result lane c at [c*accw +: accw] (register, 0 when not valid)"},
+        })
+    if fmt.comm:
+        ports.update({
+            "hold": {"dir": "in", "width": 1, "doc": "time-base increment at the end of this cycle (broadcast)"},
+            "ext_valid": {"dir": "in", "width": 1, "doc": "external word valid (communication tile; no ready)"},
+            "ext_data": {"dir": "in", "width": dw, "doc": "external word"},
+            "hold_out": {"dir": "out", "width": 1, "doc": "this tile's CHECK holds the time base (comb.)"},
+            "susp": {"dir": "out", "width": 1, "doc": "a CHECK suspends in this cycle (comb.)"},
+            "pad": {"dir": "out", "width": 1, "doc": "the FIFO RECV writes the pad word in this cycle (comb.)"},
         })
     return ports
 

@@ -285,6 +285,7 @@ reg sched_tile0__alu0_vl;
 reg [7:0] sched_tile0__alu0_al;
 reg [15:0] sched_tile0__alu0_dl;
 wire sched_tile0__dmem0_e_wconf;
+localparam sched_tile0__errors0_e_fifo = 1'd0;
 reg [11:0] sched_tile0__errors0_new;
 wire _ld_route1_we_t;
 wire [2:0] sched_tile1_in_valid;
@@ -488,6 +489,7 @@ reg sched_tile1__alu1_vl;
 reg [7:0] sched_tile1__alu1_al;
 reg [15:0] sched_tile1__alu1_dl;
 wire sched_tile1__dmem1_e_wconf;
+localparam sched_tile1__errors1_e_fifo = 1'd0;
 reg [11:0] sched_tile1__errors1_new;
 wire _ld_route2_we_t;
 wire [2:0] sched_tile2_in_valid;
@@ -691,6 +693,7 @@ reg sched_tile2__alu2_vl;
 reg [7:0] sched_tile2__alu2_al;
 reg [15:0] sched_tile2__alu2_dl;
 wire sched_tile2__dmem2_e_wconf;
+localparam sched_tile2__errors2_e_fifo = 1'd0;
 reg [11:0] sched_tile2__errors2_new;
 wire bit_of9_out;
 wire [15:0] lane54_out;
@@ -1882,11 +1885,11 @@ end
 
 
 
-assign sched_tile0__or20_y = (sched_tile0__in_port0_e_under || sched_tile0__in_port1_e_under);
+assign sched_tile0__or20_y = (sched_tile0__in_port0_e_over || sched_tile0__in_port1_e_over);
 
 
 
-assign sched_tile0__or21_y = (sched_tile0__in_port0_e_over || sched_tile0__in_port1_e_over);
+assign sched_tile0__or21_y = (sched_tile0__in_port0_e_under || sched_tile0__in_port1_e_under);
 
 
 
@@ -2089,18 +2092,19 @@ assign sched_tile0_wr_addr = sched_tile0_wa_cat;
 assign sched_tile0_wr_data = sched_tile0_wd_cat;
 
 
-always @(sched_tile0__sequencer0_e_busy, sched_tile0__or20_y, sched_tile0__dmem0_e_wconf, sched_tile0__or30_y, sched_tile0__sequencer0_e_opcode, sched_tile0__sequencer0_e_decomp, sched_tile0__sequencer0_e_missed, sched_tile0__or21_y) begin: sched_tile0__errors0_raised
+always @(sched_tile0__sequencer0_e_busy, sched_tile0__or21_y, sched_tile0__dmem0_e_wconf, sched_tile0__or30_y, sched_tile0__sequencer0_e_opcode, sched_tile0__sequencer0_e_decomp, sched_tile0__sequencer0_e_missed, sched_tile0__or20_y) begin: sched_tile0__errors0_raised
     reg [12-1:0] nv;
     nv = 12'h0;
     nv = 0;
     nv[0] = sched_tile0__sequencer0_e_missed;
     nv[1] = sched_tile0__sequencer0_e_opcode;
     nv[2] = sched_tile0__sequencer0_e_busy;
-    nv[3] = sched_tile0__or20_y;
-    nv[4] = sched_tile0__or21_y;
+    nv[3] = sched_tile0__or21_y;
+    nv[4] = sched_tile0__or20_y;
     nv[6] = sched_tile0__dmem0_e_wconf;
     nv[7] = sched_tile0__sequencer0_e_decomp;
     nv[10] = sched_tile0__or30_y;
+    nv[11] = sched_tile0__errors0_e_fifo;
     sched_tile0__errors0_new = nv;
 end
 
@@ -3111,11 +3115,11 @@ end
 
 
 
-assign sched_tile1__or22_y = (sched_tile1__in_port2_e_under || sched_tile1__in_port3_e_under);
+assign sched_tile1__or22_y = (sched_tile1__in_port2_e_over || sched_tile1__in_port3_e_over);
 
 
 
-assign sched_tile1__or23_y = (sched_tile1__in_port2_e_over || sched_tile1__in_port3_e_over);
+assign sched_tile1__or23_y = (sched_tile1__in_port2_e_under || sched_tile1__in_port3_e_under);
 
 
 
@@ -3318,18 +3322,19 @@ assign sched_tile1_wr_addr = sched_tile1_wa_cat;
 assign sched_tile1_wr_data = sched_tile1_wd_cat;
 
 
-always @(sched_tile1__sequencer1_e_busy, sched_tile1__or22_y, sched_tile1__dmem1_e_wconf, sched_tile1__or31_y, sched_tile1__sequencer1_e_opcode, sched_tile1__sequencer1_e_decomp, sched_tile1__sequencer1_e_missed, sched_tile1__or23_y) begin: sched_tile1__errors1_raised
+always @(sched_tile1__sequencer1_e_busy, sched_tile1__or23_y, sched_tile1__dmem1_e_wconf, sched_tile1__or31_y, sched_tile1__sequencer1_e_opcode, sched_tile1__sequencer1_e_decomp, sched_tile1__sequencer1_e_missed, sched_tile1__or22_y) begin: sched_tile1__errors1_raised
     reg [12-1:0] nv;
     nv = 12'h0;
     nv = 0;
     nv[0] = sched_tile1__sequencer1_e_missed;
     nv[1] = sched_tile1__sequencer1_e_opcode;
     nv[2] = sched_tile1__sequencer1_e_busy;
-    nv[3] = sched_tile1__or22_y;
-    nv[4] = sched_tile1__or23_y;
+    nv[3] = sched_tile1__or23_y;
+    nv[4] = sched_tile1__or22_y;
     nv[6] = sched_tile1__dmem1_e_wconf;
     nv[7] = sched_tile1__sequencer1_e_decomp;
     nv[10] = sched_tile1__or31_y;
+    nv[11] = sched_tile1__errors1_e_fifo;
     sched_tile1__errors1_new = nv;
 end
 
@@ -4340,11 +4345,11 @@ end
 
 
 
-assign sched_tile2__or24_y = (sched_tile2__in_port4_e_under || sched_tile2__in_port5_e_under);
+assign sched_tile2__or24_y = (sched_tile2__in_port4_e_over || sched_tile2__in_port5_e_over);
 
 
 
-assign sched_tile2__or25_y = (sched_tile2__in_port4_e_over || sched_tile2__in_port5_e_over);
+assign sched_tile2__or25_y = (sched_tile2__in_port4_e_under || sched_tile2__in_port5_e_under);
 
 
 
@@ -4547,18 +4552,19 @@ assign sched_tile2_wr_addr = sched_tile2_wa_cat;
 assign sched_tile2_wr_data = sched_tile2_wd_cat;
 
 
-always @(sched_tile2__sequencer2_e_busy, sched_tile2__or24_y, sched_tile2__dmem2_e_wconf, sched_tile2__or32_y, sched_tile2__sequencer2_e_opcode, sched_tile2__sequencer2_e_decomp, sched_tile2__sequencer2_e_missed, sched_tile2__or25_y) begin: sched_tile2__errors2_raised
+always @(sched_tile2__sequencer2_e_busy, sched_tile2__or25_y, sched_tile2__dmem2_e_wconf, sched_tile2__or32_y, sched_tile2__sequencer2_e_opcode, sched_tile2__sequencer2_e_decomp, sched_tile2__sequencer2_e_missed, sched_tile2__or24_y) begin: sched_tile2__errors2_raised
     reg [12-1:0] nv;
     nv = 12'h0;
     nv = 0;
     nv[0] = sched_tile2__sequencer2_e_missed;
     nv[1] = sched_tile2__sequencer2_e_opcode;
     nv[2] = sched_tile2__sequencer2_e_busy;
-    nv[3] = sched_tile2__or24_y;
-    nv[4] = sched_tile2__or25_y;
+    nv[3] = sched_tile2__or25_y;
+    nv[4] = sched_tile2__or24_y;
     nv[6] = sched_tile2__dmem2_e_wconf;
     nv[7] = sched_tile2__sequencer2_e_decomp;
     nv[10] = sched_tile2__or32_y;
+    nv[11] = sched_tile2__errors2_e_fifo;
     sched_tile2__errors2_new = nv;
 end
 

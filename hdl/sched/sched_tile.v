@@ -31,6 +31,10 @@ module sched_tile (
     dbg_rdata
 );
 // One tile. Ports: :func:`tile_ports`; behaviour: docs/sched.md and this module's docstring.
+// 
+// With ``fmt.comm`` every tile issues against the time base (``hold``) and has the
+// communication-interface ports; ``comm_here`` builds the interface itself (tile
+// ``COMM_TILE``), elsewhere its outputs are 0 and its inputs unused.
 
 input clk;
 input rst;
@@ -254,6 +258,7 @@ reg _alu0_vl;
 reg [7:0] _alu0_al;
 reg [15:0] _alu0_dl;
 wire _dmem0_e_wconf;
+localparam _errors0_e_fifo = 1'd0;
 reg [11:0] _errors0_new;
 reg [63:0] sched_fetch0_smem [0:64-1];
 reg [15:0] _in_port0_fifo [0:8-1];
@@ -1261,11 +1266,11 @@ end
 
 
 
-assign _or20_y = (_in_port0_e_under || _in_port1_e_under);
+assign _or20_y = (_in_port0_e_over || _in_port1_e_over);
 
 
 
-assign _or21_y = (_in_port0_e_over || _in_port1_e_over);
+assign _or21_y = (_in_port0_e_under || _in_port1_e_under);
 
 
 
@@ -1468,18 +1473,19 @@ assign wr_addr = wa_cat;
 assign wr_data = wd_cat;
 
 
-always @(_sequencer0_e_busy, _or20_y, _dmem0_e_wconf, _or30_y, _sequencer0_e_opcode, _sequencer0_e_decomp, _sequencer0_e_missed, _or21_y) begin: _errors0_raised
+always @(_sequencer0_e_busy, _or21_y, _dmem0_e_wconf, _or30_y, _sequencer0_e_opcode, _sequencer0_e_decomp, _sequencer0_e_missed, _or20_y) begin: _errors0_raised
     reg [12-1:0] nv;
     nv = 12'h0;
     nv = 0;
     nv[0] = _sequencer0_e_missed;
     nv[1] = _sequencer0_e_opcode;
     nv[2] = _sequencer0_e_busy;
-    nv[3] = _or20_y;
-    nv[4] = _or21_y;
+    nv[3] = _or21_y;
+    nv[4] = _or20_y;
     nv[6] = _dmem0_e_wconf;
     nv[7] = _sequencer0_e_decomp;
     nv[10] = _or30_y;
+    nv[11] = _errors0_e_fifo;
     _errors0_new = nv;
 end
 

@@ -88,6 +88,18 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
     elif name.split(":")[0] in ("gemm", "layer"):
         program, expected = _compiled(name, params, rng)
         return program, expected
+    elif name.startswith("comm:"):
+        scenario = name.split(":", 1)[1]
+        if scenario not in sched.COMM_SCENARIOS:
+            raise ValueError(f"unknown program {name!r}: use comm:<{'|'.join(sched.COMM_SCENARIOS)}>")
+        program = sched.comm_program(params, mode="pad" if scenario == "pad" else "suspend")
+        ext = sched.ext_schedule(int(rng.integers(1 << 31)), program, scenario)
+        program.meta["ext"] = ext
+        expected = CommStimulus(scenario, ext)
+        problems = sched.lint(program)
+        if problems:
+            raise ValueError(f"program {name!r} is not legal:\n  " + "\n  ".join(map(str, problems[:10])))
+        return program, expected
     elif name.startswith("asm:"):
         path = Path(name.split(":", 1)[1])
         if not path.is_absolute():
@@ -128,10 +140,48 @@ def _jitter(rng: np.random.Generator, original: sched.Program, within: bool) -> 
     return program, expected
 
 
+async def _drive_ext(dut: Any, ext: dict[int, int]) -> None:
+    """Drive the external input from the first run cycle (cycle 0 starts now): the word
+    of cycle ``c`` is on ``ext_valid``/``ext_data`` from the edge that starts ``c``."""
+    for c in range(max(ext) + 1):
+        v = ext.get(c)
+        dut.ext_valid.value = int(v is not None)
+        dut.ext_data.value = v or 0
+        await RisingEdge(dut.clk)
+    dut.ext_valid.value = 0
+    dut.ext_data.value = 0
+
+
 def _crosses_wrap(trace: list[tuple], params: FabricParams) -> bool:
     """Does a link carry consecutive words across count ``2**cw - 1 -> 0``?"""
     words = {(e[0], e[2], e[3]) for e in trace if e[1] == "word"}
     return any(c % (1 << params.cw) == 0 and (c - 1, t, q) in words for c, t, q in words)
+
+
+class CommStimulus(NamedTuple):
+    """A legal communication-interface program (``comm:<scenario>``) and its external
+    words; the scenario says what the golden run must show (suspend, pad, UNDERFLOW
+    beyond the delay, FIFO_OVF), and the RTL is held to the golden run."""
+
+    scenario: str
+    ext: list
+
+
+def comm_effects(golden: Any, stim: CommStimulus, p: FabricParams) -> list[str]:
+    """The golden run did what the scenario is for (the stimulus builder's promise)."""
+    sc = stim.scenario
+    first = golden.first_error()
+    want_err = {"late": sched.ERR_UNDERFLOW, "overflow": sched.ERR_FIFO_OVF}.get(sc)
+    problems = []
+    if want_err is None and not golden.ok:
+        problems.append(f"comm:{sc}: the golden run raised errors {golden.err}")
+    if want_err is not None and (first is None or first[2:] != (sched.COMM_TILE, want_err)):
+        problems.append(f"comm:{sc}: the first golden error is {first}, expected {_bits(want_err)} on tile 0")
+    if bool(golden.events("suspend")) != (sc in ("suspend", "late")):
+        problems.append(f"comm:{sc}: {len(golden.events('suspend'))} suspension(s) in the golden run")
+    if bool(golden.events("pad")) != (sc == "pad"):
+        problems.append(f"comm:{sc}: {len(golden.events('pad'))} pad word(s) in the golden run")
+    return problems
 
 
 class Compiled(NamedTuple):
@@ -178,7 +228,9 @@ class TraceMonitor(uvm_component):
                  "wr_data", "err", "bus_valid", "bus_data", "bus_err"]
         if params.k:
             names += ["psum_valid", "psum_data"]
-        self.sources = 4 + params.k  # write sources: ports 0..2, ALU, MAC lanes
+        if params.comm:
+            names += ["susp", "pad"]
+        self.sources = params.sources  # write sources: ports 0..2, ALU, MAC lanes, FIFO RECV
         return TapSampler(dut.clk, {n: getattr(dut, n) for n in names}, self._cycle)
 
     def _cycle(self, k: int, v: dict[str, int]) -> None:
@@ -210,6 +262,14 @@ class TraceMonitor(uvm_component):
                 if v["psum_valid"] >> t & 1:
                     word = v["psum_data"] >> (t * lanes)
                     ev.append((k, "psum", t, tuple((word >> (c * p.accw)) & amask for c in range(p.k))))
+        if p.comm and (v["susp"] or v["pad"]):
+            t0 = sched.COMM_TILE
+            if v["susp"]:   # D is the A field of the CHECK tile 0 issues in this cycle
+                ent = sched.decode((v["issue_entry"] >> (t0 * p.ew)) & ((1 << p.ew) - 1), p)
+                ev.append((k, "suspend", -1, ent.a))
+            if v["pad"]:    # the pad word is what the FIFO's write source writes
+                j = t0 * self.sources + 4 + p.k
+                ev.append((k, "pad", t0, (v["wr_data"] >> (j * p.dw)) & ((1 << p.dw) - 1)))
         if v["wr_en"]:
             ns = self.sources
             for t in range(p.nt):
@@ -275,7 +335,9 @@ class TraceScoreboard(uvm_component):
         elif golden.bus_err and final["bus_err_cnt"] != golden.bus_err_cnt:
             errors.append(f"bus collision at count {final['bus_err_cnt']}, golden {golden.bus_err_cnt}")
         legal = expected is None or isinstance(expected, Compiled)
-        if legal and (any(golden.err) or golden.bus_err):
+        if isinstance(expected, CommStimulus):
+            errors += comm_effects(golden, expected, p)
+        elif legal and (any(golden.err) or golden.bus_err):
             errors.append(f"the golden run of a legal program raised errors {golden.err}: model or linter bug")
         if isinstance(expected, Compiled):
             got_res = expected.layout.result(final["mems"])
@@ -284,7 +346,7 @@ class TraceScoreboard(uvm_component):
                 errors.append(f"{expected.layout.kind}: {len(bad)} result(s) differ from the numpy reference; "
                               f"first at {tuple(bad[0])}: {int(got_res[tuple(bad[0])])} vs "
                               f"{int(expected.reference[tuple(bad[0])])}")
-        elif expected is not None:
+        elif expected is not None and not isinstance(expected, CommStimulus):
             errors += _expected_errors(golden, expected)
         return errors
 
@@ -353,11 +415,12 @@ class SchedCoverage(uvm_component):
     def build_phase(self) -> None:
         self.issues = Covergroup("sched.issue")
         p = FabricParams.from_dict(ConfigDB().get(None, "", "PARAMS"))
-        ops = [n for n in sched.OPS if n != "PERIODIC"] + (list(FabricParams.MAC_OPCODES) if p.k else [])
+        ops = ([n for n in sched.OPS if n != "PERIODIC"] + (list(FabricParams.MAC_OPCODES) if p.k else [])
+               + (list(FabricParams.COMM_OPCODES) if p.comm else []))
         self.issues.point("op", lambda s: s["op"], ops)
         self.issues.point("op_port", lambda s: s["op_port"],
                           [f"{o}@{p}" for o in ("SEND", "TAP", "FWD") for p in sched.PORT_NAMES[:3]]
-                          + ["RECV@prev", "RECV@next", "-"])
+                          + ["RECV@prev", "RECV@next", "-"] + (["RECV@fifo"] if p.comm else []))
         self.issues.point("back_to_back", lambda s: s["b2b"], [False, True])
         self.transfer = Covergroup("sched.transfer")
         self.transfer.point("recv_slack", lambda s: s, ["0", "1", "2..3", ">=4"])
@@ -371,6 +434,12 @@ class SchedCoverage(uvm_component):
         self.errors.point("bit", lambda s: s, ["none", *(n for n in FabricParams.ERR_NAMES if n not in never)])
         self.groups = [self.issues, self.transfer, self.run_cg, self.periodic, self.errors]
         self.jitter: Covergroup | None = None
+        if p.comm:
+            self.comm = Covergroup("sched.comm")
+            self.comm.point("suspended", lambda s: s["susp"], [False, True])
+            self.comm.point("pad", lambda s: s["pad"], ["start-up zero", "hold-last"])
+            self.comm.point("fifo_full", lambda s: s["full"], [False, True])
+            self.groups.append(self.comm)
 
     def sample(self, program: sched.Program, trace: list[tuple], golden: Any, err: list[int], bus_err: int) -> None:
         p = program.params
@@ -392,6 +461,18 @@ class SchedCoverage(uvm_component):
             for x in program.expanded(t):
                 if x.first_in_block and not x.poison and x.header is not None:
                     self.periodic.sample(_period_bin(sched.decode(program.schedules[t][x.header], p).a))
+        if p.comm:
+            run = {"susp": any(e[1] == "suspend" for e in trace), "full": golden.fifo_max >= p.fifo_d, "pad": None}
+            self.comm.sample(run)
+            src = 4 + p.k
+            pads = {e[0] for e in trace if e[1] == "pad"}
+            popped = False   # a real word popped before (else a pad is the start-up zero)
+            for e in sorted(trace):
+                if e[1] == "write" and e[2] == sched.COMM_TILE and e[3] == src:
+                    if e[0] in pads:
+                        self.comm.sample({**run, "pad": "hold-last" if popped else "start-up zero"})
+                    else:
+                        popped = True
         moved = (program.meta or {}).get("moved")
         if moved is not None:   # a jitter program: the delay j against the receiver's slack s
             if self.jitter is None:
@@ -429,14 +510,20 @@ class SchedTest(uvm_test):
         dut.run.value = 0
         dut.dbg_tile.value = 0
         dut.dbg_addr.value = 0
+        ext = (self.program.meta or {}).get("ext")
+        if p.comm:
+            dut.ext_valid.value = 0
+            dut.ext_data.value = 0
         await start(dut)
         load_cycles = await self.env.loader.load(self.program)
         # the golden run (until nothing more can happen) decides how long to simulate,
         # plus a margin in which nothing may happen on the DUT either
-        self.golden = sched.execute(self.program)
+        self.golden = sched.execute(self.program, ext=ext)
         self.cycles = self.golden.cycles + 8
         sampler = self.env.monitor.start_sampling(p)
         dut.run.value = 1
+        if ext:
+            cocotb.start_soon(_drive_ext(dut, dict(ext)))
         await sampler.run(self.cycles)
         await RisingEdge(dut.clk)
         dut.run.value = 0
