@@ -20,11 +20,11 @@ Timing, exactly as the contract:
 
 from __future__ import annotations
 
-from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
+from myhdl import always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import FabricParams, _clog2
 
-from .parts import new_bool, new_vec
+from .parts import new_bool, new_vec, ring_fifo
 
 __all__ = ["comm_classify", "comm_port", "time_base"]
 
@@ -93,22 +93,15 @@ def comm_port(clk, rst, run, go, h_op, h_port, h_a, h_b, h_d, h_len, ext_valid, 
         susp: a CHECK suspends in this cycle; pad: a pop returns the pad word.
     """
     aw, dw, depth = fmt.aw, fmt.dw, fmt.fifo_d
-    pw_ = max(1, _clog2(depth))
     nw = max(_clog2(depth + 1), 9)   # occupancy and N = LEN + 1, compared in nw bits
-    last_slot = depth - 1
     b_unused = new_vec(aw - 1)
     cnt, dd = new_vec(8), new_vec(aw)
     start, pop, push = new_bool(), new_bool(), new_bool()
-    rp, wp, occ = new_vec(pw_), new_vec(pw_), new_vec(nw)
-    fifo = [Signal(intbv(0)[dw:]) for _ in range(depth)]
-    fhead, last = new_vec(dw), new_vec(dw)
+    occ, fhead, last = new_vec(nw), new_vec(dw), new_vec(dw)
+    buf = ring_fifo(clk, rst, push, pop, ext_data, fhead, occ, depth)
     sus_left = new_vec(aw)
     pad_left, pad_next = new_vec(9), new_vec(9)
     sus_go = new_bool()
-
-    @always_comb
-    def fifo_read():
-        fhead.next = fifo[rp]
 
     @always_comb
     def cur():
@@ -176,19 +169,6 @@ def comm_port(clk, rst, run, go, h_op, h_port, h_a, h_b, h_d, h_len, ext_valid, 
             dd.next = dd + 1
         if pop:
             last.next = fhead
-            if rp == last_slot:
-                rp.next = 0
-            else:
-                rp.next = rp + 1
-        if push:
-            if wp == last_slot:
-                wp.next = 0
-            else:
-                wp.next = wp + 1
-        if push and not pop:
-            occ.next = occ + 1
-        elif pop and not push:
-            occ.next = occ - 1
         pad_left.next = pad_next
         if run:
             if sus_go:
@@ -196,9 +176,4 @@ def comm_port(clk, rst, run, go, h_op, h_port, h_a, h_b, h_d, h_len, ext_valid, 
             elif sus_left != 0:
                 sus_left.next = sus_left - 1
 
-    @always(clk.posedge)
-    def fifo_write():
-        if push:
-            fifo[wp].next = ext_data
-
-    return fifo_read, cur, regs, fifo_write
+    return buf, cur, regs

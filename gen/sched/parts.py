@@ -8,7 +8,7 @@ The entry layout (field order and widths) is :class:`~lockstep.models.formats.Fa
 
 from __future__ import annotations
 
-from myhdl import Signal, always_comb, always_seq, block, concat, intbv
+from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 from myhdl._Signal import Constant
 
 from lockstep.models.formats import FabricParams, ParamError, _clog2
@@ -123,6 +123,45 @@ def wire(a, y):
         y.next = a
 
     return connect
+
+
+@block
+def ring_fifo(clk, rst, push, pop, din, head, occ, depth: int):
+    """A ``depth``-word FIFO in a circular buffer: ``head`` is the oldest word
+    (combinational), ``occ`` the occupancy (the caller's width); ``pop`` drops the head
+    and ``push`` writes ``din`` at the end of the cycle. The caller keeps both legal."""
+    pw_ = max(1, _clog2(depth))
+    last_slot = depth - 1
+    rp, wp = new_vec(pw_), new_vec(pw_)
+    fifo = [Signal(intbv(0)[len(din):]) for _ in range(depth)]
+
+    @always_comb
+    def fifo_read():
+        head.next = fifo[rp]
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        if pop:
+            if rp == last_slot:
+                rp.next = 0
+            else:
+                rp.next = rp + 1
+        if push:
+            if wp == last_slot:
+                wp.next = 0
+            else:
+                wp.next = wp + 1
+        if push and not pop:
+            occ.next = occ + 1
+        elif pop and not push:
+            occ.next = occ - 1
+
+    @always(clk.posedge)
+    def fifo_write():
+        if push:
+            fifo[wp].next = din
+
+    return fifo_read, regs, fifo_write
 
 
 def const0(width: int) -> Constant:

@@ -95,6 +95,7 @@ from .parts import (
     new_bool,
     new_vec,
     resize,
+    ring_fifo,
     const0,
     wire,
 )
@@ -348,20 +349,12 @@ def _in_port(clk, rst, go, h_op, h_port, h_src, h_d, h_len, vin, din,
     """
     aw, dw, depth = fmt.aw, fmt.dw, fmt.buf_d
     o_recv, o_tap, o_fwd = OP["RECV"], OP["TAP"], OP["FWD"]
-    pw_ = max(1, _clog2(depth))
-    ow = _clog2(depth + 1)
-    last_slot = depth - 1
     cnt, dd, mode = new_vec(8), new_vec(aw), new_vec(2)  # mode: 0 RECV, 1 TAP, 2 FWD
     start = new_bool()
     cur_mode, cur_d = new_vec(2), new_vec(aw)
     pop, push = new_bool(), new_bool()
-    rp, wp, occ = new_vec(pw_), new_vec(pw_), new_vec(ow)
-    fifo = [Signal(intbv(0)[dw:]) for _ in range(depth)]
-    fhead = new_vec(dw)
-
-    @always_comb
-    def fifo_read():
-        fhead.next = fifo[rp]
+    occ, fhead = new_vec(_clog2(depth + 1)), new_vec(dw)
+    buf = ring_fifo(clk, rst, push, pop, din, fhead, occ, depth)
 
     @always_comb
     def cur():
@@ -427,27 +420,8 @@ def _in_port(clk, rst, go, h_op, h_port, h_src, h_d, h_len, vin, din,
         elif cnt != 0:
             cnt.next = cnt - 1
             dd.next = dd + 1
-        if pop:
-            if rp == last_slot:
-                rp.next = 0
-            else:
-                rp.next = rp + 1
-        if push:
-            if wp == last_slot:
-                wp.next = 0
-            else:
-                wp.next = wp + 1
-        if push and not pop:
-            occ.next = occ + 1
-        elif pop and not push:
-            occ.next = occ - 1
 
-    @always(clk.posedge)
-    def fifo_write():
-        if push:
-            fifo[wp].next = din
-
-    return fifo_read, cur, regs, fifo_write
+    return buf, cur, regs
 
 
 @block

@@ -228,9 +228,9 @@ reg [1:0] sched_tile0__in_port0_mode;
 reg [3:0] sched_tile0__in_port0_occ;
 reg sched_tile0__in_port0_pop;
 reg sched_tile0__in_port0_push;
-reg [2:0] sched_tile0__in_port0_rp;
 reg sched_tile0__in_port0_start;
-reg [2:0] sched_tile0__in_port0_wp;
+reg [2:0] sched_tile0__in_port0_ring_fifo0_rp;
+reg [2:0] sched_tile0__in_port0_ring_fifo0_wp;
 reg sched_tile0__in_port1_we;
 reg [7:0] sched_tile0__in_port1_wa;
 reg [15:0] sched_tile0__in_port1_wd;
@@ -246,9 +246,9 @@ reg [1:0] sched_tile0__in_port1_mode;
 reg [3:0] sched_tile0__in_port1_occ;
 reg sched_tile0__in_port1_pop;
 reg sched_tile0__in_port1_push;
-reg [2:0] sched_tile0__in_port1_rp;
 reg sched_tile0__in_port1_start;
-reg [2:0] sched_tile0__in_port1_wp;
+reg [2:0] sched_tile0__in_port1_ring_fifo1_rp;
+reg [2:0] sched_tile0__in_port1_ring_fifo1_wp;
 reg sched_tile0__bus_port0_we;
 reg [7:0] sched_tile0__bus_port0_wa;
 reg [15:0] sched_tile0__bus_port0_wd;
@@ -432,9 +432,9 @@ reg [1:0] sched_tile1__in_port2_mode;
 reg [3:0] sched_tile1__in_port2_occ;
 reg sched_tile1__in_port2_pop;
 reg sched_tile1__in_port2_push;
-reg [2:0] sched_tile1__in_port2_rp;
 reg sched_tile1__in_port2_start;
-reg [2:0] sched_tile1__in_port2_wp;
+reg [2:0] sched_tile1__in_port2_ring_fifo2_rp;
+reg [2:0] sched_tile1__in_port2_ring_fifo2_wp;
 reg sched_tile1__in_port3_we;
 reg [7:0] sched_tile1__in_port3_wa;
 reg [15:0] sched_tile1__in_port3_wd;
@@ -450,9 +450,9 @@ reg [1:0] sched_tile1__in_port3_mode;
 reg [3:0] sched_tile1__in_port3_occ;
 reg sched_tile1__in_port3_pop;
 reg sched_tile1__in_port3_push;
-reg [2:0] sched_tile1__in_port3_rp;
 reg sched_tile1__in_port3_start;
-reg [2:0] sched_tile1__in_port3_wp;
+reg [2:0] sched_tile1__in_port3_ring_fifo3_rp;
+reg [2:0] sched_tile1__in_port3_ring_fifo3_wp;
 reg sched_tile1__bus_port1_we;
 reg [7:0] sched_tile1__bus_port1_wa;
 reg [15:0] sched_tile1__bus_port1_wd;
@@ -636,9 +636,9 @@ reg [1:0] sched_tile2__in_port4_mode;
 reg [3:0] sched_tile2__in_port4_occ;
 reg sched_tile2__in_port4_pop;
 reg sched_tile2__in_port4_push;
-reg [2:0] sched_tile2__in_port4_rp;
 reg sched_tile2__in_port4_start;
-reg [2:0] sched_tile2__in_port4_wp;
+reg [2:0] sched_tile2__in_port4_ring_fifo4_rp;
+reg [2:0] sched_tile2__in_port4_ring_fifo4_wp;
 reg sched_tile2__in_port5_we;
 reg [7:0] sched_tile2__in_port5_wa;
 reg [15:0] sched_tile2__in_port5_wd;
@@ -654,9 +654,9 @@ reg [1:0] sched_tile2__in_port5_mode;
 reg [3:0] sched_tile2__in_port5_occ;
 reg sched_tile2__in_port5_pop;
 reg sched_tile2__in_port5_push;
-reg [2:0] sched_tile2__in_port5_rp;
 reg sched_tile2__in_port5_start;
-reg [2:0] sched_tile2__in_port5_wp;
+reg [2:0] sched_tile2__in_port5_ring_fifo5_rp;
+reg [2:0] sched_tile2__in_port5_ring_fifo5_wp;
 reg sched_tile2__bus_port2_we;
 reg [7:0] sched_tile2__bus_port2_wa;
 reg [15:0] sched_tile2__bus_port2_wd;
@@ -761,16 +761,16 @@ wire [2:0] _pack14_cat;
 wire [8:0] _pack15_cat;
 wire [143:0] _pack16_cat;
 reg [63:0] sched_tile0_sched_fetch0_smem [0:64-1];
-reg [15:0] sched_tile0__in_port0_fifo [0:8-1];
-reg [15:0] sched_tile0__in_port1_fifo [0:8-1];
+reg [15:0] sched_tile0__in_port0_ring_fifo0_fifo [0:8-1];
+reg [15:0] sched_tile0__in_port1_ring_fifo1_fifo [0:8-1];
 reg [15:0] sched_tile0__dmem0_dmem [0:256-1];
 reg [63:0] sched_tile1_sched_fetch1_smem [0:64-1];
-reg [15:0] sched_tile1__in_port2_fifo [0:8-1];
-reg [15:0] sched_tile1__in_port3_fifo [0:8-1];
+reg [15:0] sched_tile1__in_port2_ring_fifo2_fifo [0:8-1];
+reg [15:0] sched_tile1__in_port3_ring_fifo3_fifo [0:8-1];
 reg [15:0] sched_tile1__dmem1_dmem [0:256-1];
 reg [63:0] sched_tile2_sched_fetch2_smem [0:64-1];
-reg [15:0] sched_tile2__in_port4_fifo [0:8-1];
-reg [15:0] sched_tile2__in_port5_fifo [0:8-1];
+reg [15:0] sched_tile2__in_port4_ring_fifo4_fifo [0:8-1];
+reg [15:0] sched_tile2__in_port5_ring_fifo5_fifo [0:8-1];
 reg [15:0] sched_tile2__dmem2_dmem [0:256-1];
 
 assign sched_tile0_ov_cat[2] = sched_tile0__out_unit2_ov;
@@ -1560,7 +1560,47 @@ assign sched_tile0_out_data = sched_tile0_od_cat;
 
 
 
-assign sched_tile0__in_port0_fhead = sched_tile0__in_port0_fifo[sched_tile0__in_port0_rp];
+assign sched_tile0__in_port0_fhead = sched_tile0__in_port0_ring_fifo0_fifo[sched_tile0__in_port0_ring_fifo0_rp];
+
+
+always @(posedge clk) begin: sched_tile0__in_port0_ring_fifo0_regs
+    if (rst == 1) begin
+        sched_tile0__in_port0_occ <= 0;
+        sched_tile0__in_port0_ring_fifo0_rp <= 0;
+        sched_tile0__in_port0_ring_fifo0_wp <= 0;
+    end
+    else begin
+        if (sched_tile0__in_port0_pop) begin
+            if ((sched_tile0__in_port0_ring_fifo0_rp == 7)) begin
+                sched_tile0__in_port0_ring_fifo0_rp <= 0;
+            end
+            else begin
+                sched_tile0__in_port0_ring_fifo0_rp <= (sched_tile0__in_port0_ring_fifo0_rp + 1);
+            end
+        end
+        if (sched_tile0__in_port0_push) begin
+            if ((sched_tile0__in_port0_ring_fifo0_wp == 7)) begin
+                sched_tile0__in_port0_ring_fifo0_wp <= 0;
+            end
+            else begin
+                sched_tile0__in_port0_ring_fifo0_wp <= (sched_tile0__in_port0_ring_fifo0_wp + 1);
+            end
+        end
+        if ((sched_tile0__in_port0_push && (!sched_tile0__in_port0_pop))) begin
+            sched_tile0__in_port0_occ <= (sched_tile0__in_port0_occ + 1);
+        end
+        else if ((sched_tile0__in_port0_pop && (!sched_tile0__in_port0_push))) begin
+            sched_tile0__in_port0_occ <= (sched_tile0__in_port0_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sched_tile0__in_port0_ring_fifo0_fifo_write
+    if (sched_tile0__in_port0_push) begin
+        sched_tile0__in_port0_ring_fifo0_fifo[sched_tile0__in_port0_ring_fifo0_wp] <= sched_tile0_lane15_out;
+    end
+end
 
 
 always @(sched_tile0__in_port0_mode, sched_tile0__in_port0_occ, sched_tile0__sequencer0_go, sched_tile0_lane8_out, sched_tile0_lane12_out, sched_tile0_lane7_out, sched_tile0_lane14_out, sched_tile0_bit_of0_out, sched_tile0_lane15_out, sched_tile0__in_port0_fhead, sched_tile0__in_port0_cnt, sched_tile0__in_port0_dd) begin: sched_tile0__in_port0_cur
@@ -1643,11 +1683,8 @@ end
 
 always @(posedge clk) begin: sched_tile0__in_port0_regs
     if (rst == 1) begin
-        sched_tile0__in_port0_mode <= 0;
-        sched_tile0__in_port0_occ <= 0;
-        sched_tile0__in_port0_rp <= 0;
-        sched_tile0__in_port0_wp <= 0;
         sched_tile0__in_port0_cnt <= 0;
+        sched_tile0__in_port0_mode <= 0;
         sched_tile0__in_port0_dd <= 0;
     end
     else begin
@@ -1660,41 +1697,52 @@ always @(posedge clk) begin: sched_tile0__in_port0_regs
             sched_tile0__in_port0_cnt <= (sched_tile0__in_port0_cnt - 1);
             sched_tile0__in_port0_dd <= (sched_tile0__in_port0_dd + 1);
         end
-        if (sched_tile0__in_port0_pop) begin
-            if ((sched_tile0__in_port0_rp == 7)) begin
-                sched_tile0__in_port0_rp <= 0;
-            end
-            else begin
-                sched_tile0__in_port0_rp <= (sched_tile0__in_port0_rp + 1);
-            end
-        end
-        if (sched_tile0__in_port0_push) begin
-            if ((sched_tile0__in_port0_wp == 7)) begin
-                sched_tile0__in_port0_wp <= 0;
-            end
-            else begin
-                sched_tile0__in_port0_wp <= (sched_tile0__in_port0_wp + 1);
-            end
-        end
-        if ((sched_tile0__in_port0_push && (!sched_tile0__in_port0_pop))) begin
-            sched_tile0__in_port0_occ <= (sched_tile0__in_port0_occ + 1);
-        end
-        else if ((sched_tile0__in_port0_pop && (!sched_tile0__in_port0_push))) begin
-            sched_tile0__in_port0_occ <= (sched_tile0__in_port0_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: sched_tile0__in_port0_fifo_write
-    if (sched_tile0__in_port0_push) begin
-        sched_tile0__in_port0_fifo[sched_tile0__in_port0_wp] <= sched_tile0_lane15_out;
     end
 end
 
 
 
-assign sched_tile0__in_port1_fhead = sched_tile0__in_port1_fifo[sched_tile0__in_port1_rp];
+assign sched_tile0__in_port1_fhead = sched_tile0__in_port1_ring_fifo1_fifo[sched_tile0__in_port1_ring_fifo1_rp];
+
+
+always @(posedge clk) begin: sched_tile0__in_port1_ring_fifo1_regs
+    if (rst == 1) begin
+        sched_tile0__in_port1_occ <= 0;
+        sched_tile0__in_port1_ring_fifo1_rp <= 0;
+        sched_tile0__in_port1_ring_fifo1_wp <= 0;
+    end
+    else begin
+        if (sched_tile0__in_port1_pop) begin
+            if ((sched_tile0__in_port1_ring_fifo1_rp == 7)) begin
+                sched_tile0__in_port1_ring_fifo1_rp <= 0;
+            end
+            else begin
+                sched_tile0__in_port1_ring_fifo1_rp <= (sched_tile0__in_port1_ring_fifo1_rp + 1);
+            end
+        end
+        if (sched_tile0__in_port1_push) begin
+            if ((sched_tile0__in_port1_ring_fifo1_wp == 7)) begin
+                sched_tile0__in_port1_ring_fifo1_wp <= 0;
+            end
+            else begin
+                sched_tile0__in_port1_ring_fifo1_wp <= (sched_tile0__in_port1_ring_fifo1_wp + 1);
+            end
+        end
+        if ((sched_tile0__in_port1_push && (!sched_tile0__in_port1_pop))) begin
+            sched_tile0__in_port1_occ <= (sched_tile0__in_port1_occ + 1);
+        end
+        else if ((sched_tile0__in_port1_pop && (!sched_tile0__in_port1_push))) begin
+            sched_tile0__in_port1_occ <= (sched_tile0__in_port1_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sched_tile0__in_port1_ring_fifo1_fifo_write
+    if (sched_tile0__in_port1_push) begin
+        sched_tile0__in_port1_ring_fifo1_fifo[sched_tile0__in_port1_ring_fifo1_wp] <= sched_tile0_lane16_out;
+    end
+end
 
 
 always @(sched_tile0__in_port1_mode, sched_tile0__in_port1_occ, sched_tile0__sequencer0_go, sched_tile0_lane8_out, sched_tile0_lane12_out, sched_tile0_lane7_out, sched_tile0_lane14_out, sched_tile0_bit_of1_out, sched_tile0_lane16_out, sched_tile0__in_port1_fhead, sched_tile0__in_port1_cnt, sched_tile0__in_port1_dd) begin: sched_tile0__in_port1_cur
@@ -1777,11 +1825,8 @@ end
 
 always @(posedge clk) begin: sched_tile0__in_port1_regs
     if (rst == 1) begin
-        sched_tile0__in_port1_mode <= 0;
-        sched_tile0__in_port1_occ <= 0;
-        sched_tile0__in_port1_rp <= 0;
-        sched_tile0__in_port1_wp <= 0;
         sched_tile0__in_port1_cnt <= 0;
+        sched_tile0__in_port1_mode <= 0;
         sched_tile0__in_port1_dd <= 0;
     end
     else begin
@@ -1794,35 +1839,6 @@ always @(posedge clk) begin: sched_tile0__in_port1_regs
             sched_tile0__in_port1_cnt <= (sched_tile0__in_port1_cnt - 1);
             sched_tile0__in_port1_dd <= (sched_tile0__in_port1_dd + 1);
         end
-        if (sched_tile0__in_port1_pop) begin
-            if ((sched_tile0__in_port1_rp == 7)) begin
-                sched_tile0__in_port1_rp <= 0;
-            end
-            else begin
-                sched_tile0__in_port1_rp <= (sched_tile0__in_port1_rp + 1);
-            end
-        end
-        if (sched_tile0__in_port1_push) begin
-            if ((sched_tile0__in_port1_wp == 7)) begin
-                sched_tile0__in_port1_wp <= 0;
-            end
-            else begin
-                sched_tile0__in_port1_wp <= (sched_tile0__in_port1_wp + 1);
-            end
-        end
-        if ((sched_tile0__in_port1_push && (!sched_tile0__in_port1_pop))) begin
-            sched_tile0__in_port1_occ <= (sched_tile0__in_port1_occ + 1);
-        end
-        else if ((sched_tile0__in_port1_pop && (!sched_tile0__in_port1_push))) begin
-            sched_tile0__in_port1_occ <= (sched_tile0__in_port1_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: sched_tile0__in_port1_fifo_write
-    if (sched_tile0__in_port1_push) begin
-        sched_tile0__in_port1_fifo[sched_tile0__in_port1_wp] <= sched_tile0_lane16_out;
     end
 end
 
@@ -2790,7 +2806,47 @@ assign sched_tile1_out_data = sched_tile1_od_cat;
 
 
 
-assign sched_tile1__in_port2_fhead = sched_tile1__in_port2_fifo[sched_tile1__in_port2_rp];
+assign sched_tile1__in_port2_fhead = sched_tile1__in_port2_ring_fifo2_fifo[sched_tile1__in_port2_ring_fifo2_rp];
+
+
+always @(posedge clk) begin: sched_tile1__in_port2_ring_fifo2_regs
+    if (rst == 1) begin
+        sched_tile1__in_port2_occ <= 0;
+        sched_tile1__in_port2_ring_fifo2_rp <= 0;
+        sched_tile1__in_port2_ring_fifo2_wp <= 0;
+    end
+    else begin
+        if (sched_tile1__in_port2_pop) begin
+            if ((sched_tile1__in_port2_ring_fifo2_rp == 7)) begin
+                sched_tile1__in_port2_ring_fifo2_rp <= 0;
+            end
+            else begin
+                sched_tile1__in_port2_ring_fifo2_rp <= (sched_tile1__in_port2_ring_fifo2_rp + 1);
+            end
+        end
+        if (sched_tile1__in_port2_push) begin
+            if ((sched_tile1__in_port2_ring_fifo2_wp == 7)) begin
+                sched_tile1__in_port2_ring_fifo2_wp <= 0;
+            end
+            else begin
+                sched_tile1__in_port2_ring_fifo2_wp <= (sched_tile1__in_port2_ring_fifo2_wp + 1);
+            end
+        end
+        if ((sched_tile1__in_port2_push && (!sched_tile1__in_port2_pop))) begin
+            sched_tile1__in_port2_occ <= (sched_tile1__in_port2_occ + 1);
+        end
+        else if ((sched_tile1__in_port2_pop && (!sched_tile1__in_port2_push))) begin
+            sched_tile1__in_port2_occ <= (sched_tile1__in_port2_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sched_tile1__in_port2_ring_fifo2_fifo_write
+    if (sched_tile1__in_port2_push) begin
+        sched_tile1__in_port2_ring_fifo2_fifo[sched_tile1__in_port2_ring_fifo2_wp] <= sched_tile1_lane33_out;
+    end
+end
 
 
 always @(sched_tile1__in_port2_mode, sched_tile1__in_port2_occ, sched_tile1__sequencer1_go, sched_tile1_lane26_out, sched_tile1_lane30_out, sched_tile1_lane25_out, sched_tile1_lane32_out, sched_tile1_bit_of3_out, sched_tile1_lane33_out, sched_tile1__in_port2_fhead, sched_tile1__in_port2_cnt, sched_tile1__in_port2_dd) begin: sched_tile1__in_port2_cur
@@ -2873,11 +2929,8 @@ end
 
 always @(posedge clk) begin: sched_tile1__in_port2_regs
     if (rst == 1) begin
-        sched_tile1__in_port2_mode <= 0;
-        sched_tile1__in_port2_occ <= 0;
-        sched_tile1__in_port2_rp <= 0;
-        sched_tile1__in_port2_wp <= 0;
         sched_tile1__in_port2_cnt <= 0;
+        sched_tile1__in_port2_mode <= 0;
         sched_tile1__in_port2_dd <= 0;
     end
     else begin
@@ -2890,41 +2943,52 @@ always @(posedge clk) begin: sched_tile1__in_port2_regs
             sched_tile1__in_port2_cnt <= (sched_tile1__in_port2_cnt - 1);
             sched_tile1__in_port2_dd <= (sched_tile1__in_port2_dd + 1);
         end
-        if (sched_tile1__in_port2_pop) begin
-            if ((sched_tile1__in_port2_rp == 7)) begin
-                sched_tile1__in_port2_rp <= 0;
-            end
-            else begin
-                sched_tile1__in_port2_rp <= (sched_tile1__in_port2_rp + 1);
-            end
-        end
-        if (sched_tile1__in_port2_push) begin
-            if ((sched_tile1__in_port2_wp == 7)) begin
-                sched_tile1__in_port2_wp <= 0;
-            end
-            else begin
-                sched_tile1__in_port2_wp <= (sched_tile1__in_port2_wp + 1);
-            end
-        end
-        if ((sched_tile1__in_port2_push && (!sched_tile1__in_port2_pop))) begin
-            sched_tile1__in_port2_occ <= (sched_tile1__in_port2_occ + 1);
-        end
-        else if ((sched_tile1__in_port2_pop && (!sched_tile1__in_port2_push))) begin
-            sched_tile1__in_port2_occ <= (sched_tile1__in_port2_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: sched_tile1__in_port2_fifo_write
-    if (sched_tile1__in_port2_push) begin
-        sched_tile1__in_port2_fifo[sched_tile1__in_port2_wp] <= sched_tile1_lane33_out;
     end
 end
 
 
 
-assign sched_tile1__in_port3_fhead = sched_tile1__in_port3_fifo[sched_tile1__in_port3_rp];
+assign sched_tile1__in_port3_fhead = sched_tile1__in_port3_ring_fifo3_fifo[sched_tile1__in_port3_ring_fifo3_rp];
+
+
+always @(posedge clk) begin: sched_tile1__in_port3_ring_fifo3_regs
+    if (rst == 1) begin
+        sched_tile1__in_port3_occ <= 0;
+        sched_tile1__in_port3_ring_fifo3_rp <= 0;
+        sched_tile1__in_port3_ring_fifo3_wp <= 0;
+    end
+    else begin
+        if (sched_tile1__in_port3_pop) begin
+            if ((sched_tile1__in_port3_ring_fifo3_rp == 7)) begin
+                sched_tile1__in_port3_ring_fifo3_rp <= 0;
+            end
+            else begin
+                sched_tile1__in_port3_ring_fifo3_rp <= (sched_tile1__in_port3_ring_fifo3_rp + 1);
+            end
+        end
+        if (sched_tile1__in_port3_push) begin
+            if ((sched_tile1__in_port3_ring_fifo3_wp == 7)) begin
+                sched_tile1__in_port3_ring_fifo3_wp <= 0;
+            end
+            else begin
+                sched_tile1__in_port3_ring_fifo3_wp <= (sched_tile1__in_port3_ring_fifo3_wp + 1);
+            end
+        end
+        if ((sched_tile1__in_port3_push && (!sched_tile1__in_port3_pop))) begin
+            sched_tile1__in_port3_occ <= (sched_tile1__in_port3_occ + 1);
+        end
+        else if ((sched_tile1__in_port3_pop && (!sched_tile1__in_port3_push))) begin
+            sched_tile1__in_port3_occ <= (sched_tile1__in_port3_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sched_tile1__in_port3_ring_fifo3_fifo_write
+    if (sched_tile1__in_port3_push) begin
+        sched_tile1__in_port3_ring_fifo3_fifo[sched_tile1__in_port3_ring_fifo3_wp] <= sched_tile1_lane34_out;
+    end
+end
 
 
 always @(sched_tile1__in_port3_mode, sched_tile1__in_port3_occ, sched_tile1__sequencer1_go, sched_tile1_lane26_out, sched_tile1_lane30_out, sched_tile1_lane25_out, sched_tile1_lane32_out, sched_tile1_bit_of4_out, sched_tile1_lane34_out, sched_tile1__in_port3_fhead, sched_tile1__in_port3_cnt, sched_tile1__in_port3_dd) begin: sched_tile1__in_port3_cur
@@ -3007,11 +3071,8 @@ end
 
 always @(posedge clk) begin: sched_tile1__in_port3_regs
     if (rst == 1) begin
-        sched_tile1__in_port3_mode <= 0;
-        sched_tile1__in_port3_occ <= 0;
-        sched_tile1__in_port3_rp <= 0;
-        sched_tile1__in_port3_wp <= 0;
         sched_tile1__in_port3_cnt <= 0;
+        sched_tile1__in_port3_mode <= 0;
         sched_tile1__in_port3_dd <= 0;
     end
     else begin
@@ -3024,35 +3085,6 @@ always @(posedge clk) begin: sched_tile1__in_port3_regs
             sched_tile1__in_port3_cnt <= (sched_tile1__in_port3_cnt - 1);
             sched_tile1__in_port3_dd <= (sched_tile1__in_port3_dd + 1);
         end
-        if (sched_tile1__in_port3_pop) begin
-            if ((sched_tile1__in_port3_rp == 7)) begin
-                sched_tile1__in_port3_rp <= 0;
-            end
-            else begin
-                sched_tile1__in_port3_rp <= (sched_tile1__in_port3_rp + 1);
-            end
-        end
-        if (sched_tile1__in_port3_push) begin
-            if ((sched_tile1__in_port3_wp == 7)) begin
-                sched_tile1__in_port3_wp <= 0;
-            end
-            else begin
-                sched_tile1__in_port3_wp <= (sched_tile1__in_port3_wp + 1);
-            end
-        end
-        if ((sched_tile1__in_port3_push && (!sched_tile1__in_port3_pop))) begin
-            sched_tile1__in_port3_occ <= (sched_tile1__in_port3_occ + 1);
-        end
-        else if ((sched_tile1__in_port3_pop && (!sched_tile1__in_port3_push))) begin
-            sched_tile1__in_port3_occ <= (sched_tile1__in_port3_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: sched_tile1__in_port3_fifo_write
-    if (sched_tile1__in_port3_push) begin
-        sched_tile1__in_port3_fifo[sched_tile1__in_port3_wp] <= sched_tile1_lane34_out;
     end
 end
 
@@ -4020,7 +4052,47 @@ assign sched_tile2_out_data = sched_tile2_od_cat;
 
 
 
-assign sched_tile2__in_port4_fhead = sched_tile2__in_port4_fifo[sched_tile2__in_port4_rp];
+assign sched_tile2__in_port4_fhead = sched_tile2__in_port4_ring_fifo4_fifo[sched_tile2__in_port4_ring_fifo4_rp];
+
+
+always @(posedge clk) begin: sched_tile2__in_port4_ring_fifo4_regs
+    if (rst == 1) begin
+        sched_tile2__in_port4_occ <= 0;
+        sched_tile2__in_port4_ring_fifo4_rp <= 0;
+        sched_tile2__in_port4_ring_fifo4_wp <= 0;
+    end
+    else begin
+        if (sched_tile2__in_port4_pop) begin
+            if ((sched_tile2__in_port4_ring_fifo4_rp == 7)) begin
+                sched_tile2__in_port4_ring_fifo4_rp <= 0;
+            end
+            else begin
+                sched_tile2__in_port4_ring_fifo4_rp <= (sched_tile2__in_port4_ring_fifo4_rp + 1);
+            end
+        end
+        if (sched_tile2__in_port4_push) begin
+            if ((sched_tile2__in_port4_ring_fifo4_wp == 7)) begin
+                sched_tile2__in_port4_ring_fifo4_wp <= 0;
+            end
+            else begin
+                sched_tile2__in_port4_ring_fifo4_wp <= (sched_tile2__in_port4_ring_fifo4_wp + 1);
+            end
+        end
+        if ((sched_tile2__in_port4_push && (!sched_tile2__in_port4_pop))) begin
+            sched_tile2__in_port4_occ <= (sched_tile2__in_port4_occ + 1);
+        end
+        else if ((sched_tile2__in_port4_pop && (!sched_tile2__in_port4_push))) begin
+            sched_tile2__in_port4_occ <= (sched_tile2__in_port4_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sched_tile2__in_port4_ring_fifo4_fifo_write
+    if (sched_tile2__in_port4_push) begin
+        sched_tile2__in_port4_ring_fifo4_fifo[sched_tile2__in_port4_ring_fifo4_wp] <= sched_tile2_lane51_out;
+    end
+end
 
 
 always @(sched_tile2__in_port4_mode, sched_tile2__in_port4_occ, sched_tile2__sequencer2_go, sched_tile2_lane44_out, sched_tile2_lane48_out, sched_tile2_lane43_out, sched_tile2_lane50_out, sched_tile2_bit_of6_out, sched_tile2_lane51_out, sched_tile2__in_port4_fhead, sched_tile2__in_port4_cnt, sched_tile2__in_port4_dd) begin: sched_tile2__in_port4_cur
@@ -4103,11 +4175,8 @@ end
 
 always @(posedge clk) begin: sched_tile2__in_port4_regs
     if (rst == 1) begin
-        sched_tile2__in_port4_mode <= 0;
-        sched_tile2__in_port4_occ <= 0;
-        sched_tile2__in_port4_rp <= 0;
-        sched_tile2__in_port4_wp <= 0;
         sched_tile2__in_port4_cnt <= 0;
+        sched_tile2__in_port4_mode <= 0;
         sched_tile2__in_port4_dd <= 0;
     end
     else begin
@@ -4120,41 +4189,52 @@ always @(posedge clk) begin: sched_tile2__in_port4_regs
             sched_tile2__in_port4_cnt <= (sched_tile2__in_port4_cnt - 1);
             sched_tile2__in_port4_dd <= (sched_tile2__in_port4_dd + 1);
         end
-        if (sched_tile2__in_port4_pop) begin
-            if ((sched_tile2__in_port4_rp == 7)) begin
-                sched_tile2__in_port4_rp <= 0;
-            end
-            else begin
-                sched_tile2__in_port4_rp <= (sched_tile2__in_port4_rp + 1);
-            end
-        end
-        if (sched_tile2__in_port4_push) begin
-            if ((sched_tile2__in_port4_wp == 7)) begin
-                sched_tile2__in_port4_wp <= 0;
-            end
-            else begin
-                sched_tile2__in_port4_wp <= (sched_tile2__in_port4_wp + 1);
-            end
-        end
-        if ((sched_tile2__in_port4_push && (!sched_tile2__in_port4_pop))) begin
-            sched_tile2__in_port4_occ <= (sched_tile2__in_port4_occ + 1);
-        end
-        else if ((sched_tile2__in_port4_pop && (!sched_tile2__in_port4_push))) begin
-            sched_tile2__in_port4_occ <= (sched_tile2__in_port4_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: sched_tile2__in_port4_fifo_write
-    if (sched_tile2__in_port4_push) begin
-        sched_tile2__in_port4_fifo[sched_tile2__in_port4_wp] <= sched_tile2_lane51_out;
     end
 end
 
 
 
-assign sched_tile2__in_port5_fhead = sched_tile2__in_port5_fifo[sched_tile2__in_port5_rp];
+assign sched_tile2__in_port5_fhead = sched_tile2__in_port5_ring_fifo5_fifo[sched_tile2__in_port5_ring_fifo5_rp];
+
+
+always @(posedge clk) begin: sched_tile2__in_port5_ring_fifo5_regs
+    if (rst == 1) begin
+        sched_tile2__in_port5_occ <= 0;
+        sched_tile2__in_port5_ring_fifo5_rp <= 0;
+        sched_tile2__in_port5_ring_fifo5_wp <= 0;
+    end
+    else begin
+        if (sched_tile2__in_port5_pop) begin
+            if ((sched_tile2__in_port5_ring_fifo5_rp == 7)) begin
+                sched_tile2__in_port5_ring_fifo5_rp <= 0;
+            end
+            else begin
+                sched_tile2__in_port5_ring_fifo5_rp <= (sched_tile2__in_port5_ring_fifo5_rp + 1);
+            end
+        end
+        if (sched_tile2__in_port5_push) begin
+            if ((sched_tile2__in_port5_ring_fifo5_wp == 7)) begin
+                sched_tile2__in_port5_ring_fifo5_wp <= 0;
+            end
+            else begin
+                sched_tile2__in_port5_ring_fifo5_wp <= (sched_tile2__in_port5_ring_fifo5_wp + 1);
+            end
+        end
+        if ((sched_tile2__in_port5_push && (!sched_tile2__in_port5_pop))) begin
+            sched_tile2__in_port5_occ <= (sched_tile2__in_port5_occ + 1);
+        end
+        else if ((sched_tile2__in_port5_pop && (!sched_tile2__in_port5_push))) begin
+            sched_tile2__in_port5_occ <= (sched_tile2__in_port5_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: sched_tile2__in_port5_ring_fifo5_fifo_write
+    if (sched_tile2__in_port5_push) begin
+        sched_tile2__in_port5_ring_fifo5_fifo[sched_tile2__in_port5_ring_fifo5_wp] <= sched_tile2_lane52_out;
+    end
+end
 
 
 always @(sched_tile2__in_port5_mode, sched_tile2__in_port5_occ, sched_tile2__sequencer2_go, sched_tile2_lane44_out, sched_tile2_lane48_out, sched_tile2_lane43_out, sched_tile2_lane50_out, sched_tile2_bit_of7_out, sched_tile2_lane52_out, sched_tile2__in_port5_fhead, sched_tile2__in_port5_cnt, sched_tile2__in_port5_dd) begin: sched_tile2__in_port5_cur
@@ -4237,11 +4317,8 @@ end
 
 always @(posedge clk) begin: sched_tile2__in_port5_regs
     if (rst == 1) begin
-        sched_tile2__in_port5_mode <= 0;
-        sched_tile2__in_port5_occ <= 0;
-        sched_tile2__in_port5_rp <= 0;
-        sched_tile2__in_port5_wp <= 0;
         sched_tile2__in_port5_cnt <= 0;
+        sched_tile2__in_port5_mode <= 0;
         sched_tile2__in_port5_dd <= 0;
     end
     else begin
@@ -4254,35 +4331,6 @@ always @(posedge clk) begin: sched_tile2__in_port5_regs
             sched_tile2__in_port5_cnt <= (sched_tile2__in_port5_cnt - 1);
             sched_tile2__in_port5_dd <= (sched_tile2__in_port5_dd + 1);
         end
-        if (sched_tile2__in_port5_pop) begin
-            if ((sched_tile2__in_port5_rp == 7)) begin
-                sched_tile2__in_port5_rp <= 0;
-            end
-            else begin
-                sched_tile2__in_port5_rp <= (sched_tile2__in_port5_rp + 1);
-            end
-        end
-        if (sched_tile2__in_port5_push) begin
-            if ((sched_tile2__in_port5_wp == 7)) begin
-                sched_tile2__in_port5_wp <= 0;
-            end
-            else begin
-                sched_tile2__in_port5_wp <= (sched_tile2__in_port5_wp + 1);
-            end
-        end
-        if ((sched_tile2__in_port5_push && (!sched_tile2__in_port5_pop))) begin
-            sched_tile2__in_port5_occ <= (sched_tile2__in_port5_occ + 1);
-        end
-        else if ((sched_tile2__in_port5_pop && (!sched_tile2__in_port5_push))) begin
-            sched_tile2__in_port5_occ <= (sched_tile2__in_port5_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: sched_tile2__in_port5_fifo_write
-    if (sched_tile2__in_port5_push) begin
-        sched_tile2__in_port5_fifo[sched_tile2__in_port5_wp] <= sched_tile2_lane52_out;
     end
 end
 

@@ -201,9 +201,9 @@ reg [1:0] _in_port0_mode;
 reg [3:0] _in_port0_occ;
 reg _in_port0_pop;
 reg _in_port0_push;
-reg [2:0] _in_port0_rp;
 reg _in_port0_start;
-reg [2:0] _in_port0_wp;
+reg [2:0] _in_port0_ring_fifo0_rp;
+reg [2:0] _in_port0_ring_fifo0_wp;
 reg _in_port1_we;
 reg [7:0] _in_port1_wa;
 reg [15:0] _in_port1_wd;
@@ -219,9 +219,9 @@ reg [1:0] _in_port1_mode;
 reg [3:0] _in_port1_occ;
 reg _in_port1_pop;
 reg _in_port1_push;
-reg [2:0] _in_port1_rp;
 reg _in_port1_start;
-reg [2:0] _in_port1_wp;
+reg [2:0] _in_port1_ring_fifo1_rp;
+reg [2:0] _in_port1_ring_fifo1_wp;
 reg _bus_port0_we;
 reg [7:0] _bus_port0_wa;
 reg [15:0] _bus_port0_wd;
@@ -261,8 +261,8 @@ wire _dmem0_e_wconf;
 localparam _errors0_e_fifo = 1'd0;
 reg [11:0] _errors0_new;
 reg [63:0] sched_fetch0_smem [0:64-1];
-reg [15:0] _in_port0_fifo [0:8-1];
-reg [15:0] _in_port1_fifo [0:8-1];
+reg [15:0] _in_port0_ring_fifo0_fifo [0:8-1];
+reg [15:0] _in_port1_ring_fifo1_fifo [0:8-1];
 reg [15:0] _dmem0_dmem [0:256-1];
 
 assign ov_cat[2] = _out_unit2_ov;
@@ -941,7 +941,47 @@ assign out_data = od_cat;
 
 
 
-assign _in_port0_fhead = _in_port0_fifo[_in_port0_rp];
+assign _in_port0_fhead = _in_port0_ring_fifo0_fifo[_in_port0_ring_fifo0_rp];
+
+
+always @(posedge clk) begin: _in_port0_ring_fifo0_regs
+    if (rst == 1) begin
+        _in_port0_occ <= 0;
+        _in_port0_ring_fifo0_rp <= 0;
+        _in_port0_ring_fifo0_wp <= 0;
+    end
+    else begin
+        if (_in_port0_pop) begin
+            if ((_in_port0_ring_fifo0_rp == 7)) begin
+                _in_port0_ring_fifo0_rp <= 0;
+            end
+            else begin
+                _in_port0_ring_fifo0_rp <= (_in_port0_ring_fifo0_rp + 1);
+            end
+        end
+        if (_in_port0_push) begin
+            if ((_in_port0_ring_fifo0_wp == 7)) begin
+                _in_port0_ring_fifo0_wp <= 0;
+            end
+            else begin
+                _in_port0_ring_fifo0_wp <= (_in_port0_ring_fifo0_wp + 1);
+            end
+        end
+        if ((_in_port0_push && (!_in_port0_pop))) begin
+            _in_port0_occ <= (_in_port0_occ + 1);
+        end
+        else if ((_in_port0_pop && (!_in_port0_push))) begin
+            _in_port0_occ <= (_in_port0_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: _in_port0_ring_fifo0_fifo_write
+    if (_in_port0_push) begin
+        _in_port0_ring_fifo0_fifo[_in_port0_ring_fifo0_wp] <= lane15_out;
+    end
+end
 
 
 always @(_in_port0_mode, _in_port0_occ, _sequencer0_go, lane8_out, lane12_out, lane7_out, lane14_out, bit_of0_out, lane15_out, _in_port0_fhead, _in_port0_cnt, _in_port0_dd) begin: _in_port0_cur
@@ -1024,11 +1064,8 @@ end
 
 always @(posedge clk) begin: _in_port0_regs
     if (rst == 1) begin
-        _in_port0_mode <= 0;
-        _in_port0_occ <= 0;
-        _in_port0_rp <= 0;
-        _in_port0_wp <= 0;
         _in_port0_cnt <= 0;
+        _in_port0_mode <= 0;
         _in_port0_dd <= 0;
     end
     else begin
@@ -1041,41 +1078,52 @@ always @(posedge clk) begin: _in_port0_regs
             _in_port0_cnt <= (_in_port0_cnt - 1);
             _in_port0_dd <= (_in_port0_dd + 1);
         end
-        if (_in_port0_pop) begin
-            if ((_in_port0_rp == 7)) begin
-                _in_port0_rp <= 0;
-            end
-            else begin
-                _in_port0_rp <= (_in_port0_rp + 1);
-            end
-        end
-        if (_in_port0_push) begin
-            if ((_in_port0_wp == 7)) begin
-                _in_port0_wp <= 0;
-            end
-            else begin
-                _in_port0_wp <= (_in_port0_wp + 1);
-            end
-        end
-        if ((_in_port0_push && (!_in_port0_pop))) begin
-            _in_port0_occ <= (_in_port0_occ + 1);
-        end
-        else if ((_in_port0_pop && (!_in_port0_push))) begin
-            _in_port0_occ <= (_in_port0_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: _in_port0_fifo_write
-    if (_in_port0_push) begin
-        _in_port0_fifo[_in_port0_wp] <= lane15_out;
     end
 end
 
 
 
-assign _in_port1_fhead = _in_port1_fifo[_in_port1_rp];
+assign _in_port1_fhead = _in_port1_ring_fifo1_fifo[_in_port1_ring_fifo1_rp];
+
+
+always @(posedge clk) begin: _in_port1_ring_fifo1_regs
+    if (rst == 1) begin
+        _in_port1_occ <= 0;
+        _in_port1_ring_fifo1_rp <= 0;
+        _in_port1_ring_fifo1_wp <= 0;
+    end
+    else begin
+        if (_in_port1_pop) begin
+            if ((_in_port1_ring_fifo1_rp == 7)) begin
+                _in_port1_ring_fifo1_rp <= 0;
+            end
+            else begin
+                _in_port1_ring_fifo1_rp <= (_in_port1_ring_fifo1_rp + 1);
+            end
+        end
+        if (_in_port1_push) begin
+            if ((_in_port1_ring_fifo1_wp == 7)) begin
+                _in_port1_ring_fifo1_wp <= 0;
+            end
+            else begin
+                _in_port1_ring_fifo1_wp <= (_in_port1_ring_fifo1_wp + 1);
+            end
+        end
+        if ((_in_port1_push && (!_in_port1_pop))) begin
+            _in_port1_occ <= (_in_port1_occ + 1);
+        end
+        else if ((_in_port1_pop && (!_in_port1_push))) begin
+            _in_port1_occ <= (_in_port1_occ - 1);
+        end
+    end
+end
+
+
+always @(posedge clk) begin: _in_port1_ring_fifo1_fifo_write
+    if (_in_port1_push) begin
+        _in_port1_ring_fifo1_fifo[_in_port1_ring_fifo1_wp] <= lane16_out;
+    end
+end
 
 
 always @(_in_port1_mode, _in_port1_occ, _sequencer0_go, lane8_out, lane12_out, lane7_out, lane14_out, bit_of1_out, lane16_out, _in_port1_fhead, _in_port1_cnt, _in_port1_dd) begin: _in_port1_cur
@@ -1158,11 +1206,8 @@ end
 
 always @(posedge clk) begin: _in_port1_regs
     if (rst == 1) begin
-        _in_port1_mode <= 0;
-        _in_port1_occ <= 0;
-        _in_port1_rp <= 0;
-        _in_port1_wp <= 0;
         _in_port1_cnt <= 0;
+        _in_port1_mode <= 0;
         _in_port1_dd <= 0;
     end
     else begin
@@ -1175,35 +1220,6 @@ always @(posedge clk) begin: _in_port1_regs
             _in_port1_cnt <= (_in_port1_cnt - 1);
             _in_port1_dd <= (_in_port1_dd + 1);
         end
-        if (_in_port1_pop) begin
-            if ((_in_port1_rp == 7)) begin
-                _in_port1_rp <= 0;
-            end
-            else begin
-                _in_port1_rp <= (_in_port1_rp + 1);
-            end
-        end
-        if (_in_port1_push) begin
-            if ((_in_port1_wp == 7)) begin
-                _in_port1_wp <= 0;
-            end
-            else begin
-                _in_port1_wp <= (_in_port1_wp + 1);
-            end
-        end
-        if ((_in_port1_push && (!_in_port1_pop))) begin
-            _in_port1_occ <= (_in_port1_occ + 1);
-        end
-        else if ((_in_port1_pop && (!_in_port1_push))) begin
-            _in_port1_occ <= (_in_port1_occ - 1);
-        end
-    end
-end
-
-
-always @(posedge clk) begin: _in_port1_fifo_write
-    if (_in_port1_push) begin
-        _in_port1_fifo[_in_port1_wp] <= lane16_out;
     end
 end
 
