@@ -10,7 +10,7 @@ from lockstep.models.formats import PATENT, FabricParams, MxParams
 
 from .bfp import emit_dot, emit_mx_quantizer, emit_quantizer, emit_renorm, emit_stats, emit_to_float
 from .common import Emitted
-from .sched import emit_counter, emit_ring, emit_tile
+from .sched import emit_counter, emit_mesh, emit_ring, emit_tile
 
 __all__ = ["Design", "DEFAULT_DESIGNS"]
 
@@ -39,4 +39,5 @@ DEFAULT_DESIGNS: list[Design] = [
     Design("sched", "sched_counter", emit_counter, FabricParams()),
     Design("sched", "sched_tile", emit_tile, FabricParams()),
     Design("sched", "sched_ring", emit_ring, FabricParams()),
+    Design("sched", "sched_mesh", emit_mesh, FabricParams(nt=4, rows=2)),
 ]

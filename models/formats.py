@@ -259,7 +259,7 @@ class FabricParams(_Record):
 
     Attributes:
         cw: counter width; the count wraps modulo ``2**cw`` (the patent: 24 or 32).
-        nt: tiles on the ring.
+        nt: tiles on the ring (or the mesh).
         dw: data word width; arithmetic wraps modulo ``2**dw``.
         aw: data-memory address width (``2**aw`` words per tile).
         sd: schedule-memory entries per tile.
@@ -274,6 +274,8 @@ class FabricParams(_Record):
         comm: tile 0 gets the communication interface: the external FIFO (its RECV port
             3) and CHECK (suspend or pad). docs/sched.md section 11.
         fifo_d: depth of the external FIFO (``comm`` only).
+        rows: 1 = the ring; ``>= 2``: a ``rows x (nt // rows)`` torus mesh of the same
+            tiles (docs/sched.md section 4.1). The links are :meth:`link_dest`.
 
     Raises:
         ParamError: on a value that cannot work, naming the field.
@@ -281,6 +283,7 @@ class FabricParams(_Record):
 
     cw: int = 24
     nt: int = 3
+    rows: int = 1
     dw: int = 16
     aw: int = 8
     sd: int = 64
@@ -349,6 +352,10 @@ class FabricParams(_Record):
             raise ParamError(f"FabricParams.accw={self.accw}: must hold a dw x dw product ({2 * self.dw} bits)")
         if self.k and self.k * self.k > self.words:
             raise ParamError(f"FabricParams.k={self.k}: a k x k weight block must fit in 2**aw = {self.words} words")
+        if not isinstance(self.rows, int) or isinstance(self.rows, bool) or self.rows < 1 or self.nt % self.rows \
+                or (self.rows > 1 and self.nt // self.rows < 2):
+            raise ParamError(f"FabricParams.rows={self.rows!r}: must be 1 (ring) or a divisor of nt = {self.nt} "
+                             "with rows >= 2 and nt // rows >= 2 columns (mesh)")
 
     # ---- derived quantities: the only place these formulas are written -------------
     def field_width(self, name: str) -> int:
@@ -390,6 +397,41 @@ class FabricParams(_Record):
     def l_bus(self) -> int:
         """Bus path latency (one bus register stage)."""
         return self.P_SEND + 1 + self.P_RECV
+
+    # ---- topology (docs/sched.md sections 4 and 4.1): the only place the links are written
+    @property
+    def cols(self) -> int:
+        """Tiles per mesh row, ``nt // rows`` (``nt`` on the ring)."""
+        return self.nt // self.rows
+
+    def link_dest(self, t: int, port: int) -> tuple[int, int]:
+        """Where tile ``t``'s ``out[port]`` (port 0 or 1) arrives: ``(tile, in port)``.
+
+        Ring (``rows == 1``): ``out[1]`` reaches ``(t+1) % nt``'s ``in[0]``, ``out[0]``
+        reaches ``(t-1) % nt``'s ``in[1]``. Mesh (tile ``t = r*cols + c``): ``out[1]``
+        goes east to ``(r, (c+1) % cols)``'s ``in[0]``, ``out[0]`` south to
+        ``((r+1) % rows, c)``'s ``in[1]``. In both, ``out[p]`` arrives on ``in[1-p]``.
+        """
+        r, c = divmod(t, self.cols)
+        if port == 1:
+            return r * self.cols + (c + 1) % self.cols, 0
+        if self.rows == 1:
+            return (t - 1) % self.nt, 1
+        return (r + 1) % self.rows * self.cols + c, 1
+
+    def link_src(self, t: int, port: int) -> tuple[int, int]:
+        """Whose ``out`` drives tile ``t``'s ``in[port]`` (port 0 or 1): ``(tile, out
+        port)``, the inverse of :meth:`link_dest`."""
+        return next((s, 1 - port) for s in range(self.nt) if self.link_dest(s, 1 - port) == (t, port))
+
+    def psum_dest(self, t: int) -> int:
+        """The tile whose ``psum_in`` tile ``t``'s ``psum_out`` reaches: the same
+        neighbour as ``out[1]`` (the next tile on the ring, east on a mesh row)."""
+        return self.link_dest(t, 1)[0]
+
+    def psum_src(self, t: int) -> int:
+        """The tile whose ``psum_out`` reaches tile ``t``'s ``psum_in``."""
+        return self.link_src(t, 0)[0]
 
 
 #: The patent's configuration (claim 29: 16-bit mantissa, 5-bit exponent).

@@ -144,8 +144,9 @@ def _build(kind: str, bmat: np.ndarray, vecs: np.ndarray, bias: np.ndarray | Non
     n = vecs.shape[0]
     if bmat.shape[1] != k:
         raise ParamError(f"{kind}: the output dimension is {bmat.shape[1]}, must equal k = {k} (one block)")
-    if kin == 0 or kin % k or not 1 <= kin // k <= p.nt:
-        raise ParamError(f"{kind}: the input dimension {kin} must be k * tiles = {k} * (1..nt={p.nt})")
+    if kin == 0 or kin % k or not 1 <= kin // k <= p.cols:   # a psum chain: the ring, or one mesh row
+        raise ParamError(f"{kind}: the input dimension {kin} must be k * tiles = {k} * (1..{p.cols}, the tiles "
+                         "of one psum chain: nt on the ring, nt // rows on a mesh)")
     if vecs.shape[1] != kin:
         raise ParamError(f"{kind}: the vectors have {vecs.shape[1]} elements, expected {kin}")
     nb = max_batch(p, layer=bias is not None)
@@ -199,7 +200,7 @@ def compile_layer(W: Any, X: Any, b: Any, params: FabricParams) -> tuple[Program
 
     Args:
         W: ``k x Kin`` ints (signed ``dw``-bit values; any int is taken modulo ``2**dw``),
-            ``Kin = k * tiles`` with ``1 <= tiles <= nt``.
+            ``Kin = k * tiles`` with ``1 <= tiles <= nt`` (a mesh: ``nt // rows``, one row).
         X: ``Kin x N`` ints, the batch (``1 <= N <= max_batch(params, layer=True)``).
         b: ``k`` ints, the bias.
         params: fabric parameters with ``k > 0``.
@@ -230,7 +231,7 @@ def compile_gemm(A: Any, B: Any, params: FabricParams) -> tuple[Program, Layout]
 
     Args:
         A: ``N x Kin`` ints, streamed row by row (``1 <= N <= max_batch(params)``).
-        B: ``Kin x k`` ints, ``Kin = k * tiles`` with ``1 <= tiles <= nt``.
+        B: ``Kin x k`` ints, ``Kin = k * tiles`` with ``1 <= tiles <= nt`` (a mesh: ``nt // rows``, one row).
         params: fabric parameters with ``k > 0``.
 
     Returns:

@@ -961,6 +961,8 @@ class _Sim:
         checks_noisy: list[tuple] = []
         check_now: tuple | None = None
         ext_dropped: list[int] = []
+        # who drives in[0], in[1] and psum_in of each tile (ring or mesh: FabricParams.link_src)
+        links = [(p.link_src(t, 0), p.link_src(t, 1), p.psum_src(t)) for t in range(nt)]
 
         def inflight() -> bool:
             if busreg or sus_left:
@@ -1007,9 +1009,10 @@ class _Sim:
             bus_taken = False
             for t in range(nt):
                 # ---- inputs of this cycle
-                in0 = outs[(t - 1) % nt][1].pop(k - hop, None)
-                in1 = outs[(t + 1) % nt][0].pop(k - hop, None)
-                psum_in = psum_out[(t - 1) % nt].pop(k - hop, None) if kk else None
+                (s0, q0), (s1, q1), sp = links[t]
+                in0 = outs[s0][q0].pop(k - hop, None)
+                in1 = outs[s1][q1].pop(k - hop, None)
+                psum_in = psum_out[sp].pop(k - hop, None) if kk else None
                 ins = (in0, in1, bus_in)
                 consumed = [False, False, False]
                 mem = mems[t]

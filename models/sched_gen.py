@@ -250,8 +250,7 @@ class _Planner:
                         self._consume(x, y, 2, a, n, "TAP", "bystander")
             else:
                 a = tx + 1 + p.hop_lat
-                nxt = (cur + 1) % nt if pt == NEXT else (cur - 1) % nt
-                q = PREV if pt == NEXT else NEXT
+                nxt, q = p.link_dest(cur, pt)
             if h == len(ports) - 1:
                 self._consume(x, nxt, q, a, n, self.rng.choice(("TAP", "RECV", "RECV")), "final")
             else:
@@ -303,16 +302,17 @@ class _Planner:
         return x
 
     def mac_chain(self, t: int, u: int) -> _Txn | None:
-        """MATVEC with psum_out on t, chained MATVECs (psum_in) on t+1, ... issued
-        ``hop_lat + 1`` later each; the last one writes region 3."""
+        """MATVEC with psum_out on t, chained MATVECs (psum_in) on the next tiles of the
+        psum chain (t+1, ... on the ring; east along a mesh row), issued ``hop_lat + 1``
+        later each; the last one writes region 3."""
         p = self.p
         n = self._mac_n()
         if n is None:
             return None
-        length = self.rng.randint(2, min(3, p.nt))
+        length = self.rng.randint(2, min(3, p.cols))
         x = _Txn("mac_chain")
+        tj = t
         for j in range(length):
-            tj = (t + j) % p.nt
             uj = u + j * (p.hop_lat + 1)
             port = (1 if j else 0) | (2 if j < length - 1 else 0)
             d = 0 if port & 2 else self._dest(3, p.k * n)
@@ -320,6 +320,7 @@ class _Planner:
             x.units.append((tj, _MAC, uj, uj + n - 1))
             if not port & 2:
                 self._wr3(x, tj, uj + FabricParams.L_MM - 1, n)
+            tj = p.psum_dest(tj)
         return x
 
     def _mv(self, port: int, n: int, d: int) -> Entry:
@@ -371,8 +372,7 @@ class _Planner:
     def periodic_ring(self, s: int, u: int) -> _Txn | None:
         p = self.p
         pt = self.rng.choice((PREV, NEXT))
-        rcv = (s + 1) % p.nt if pt == NEXT else (s - 1) % p.nt
-        q = PREV if pt == NEXT else NEXT
+        rcv, q = p.link_dest(s, pt)
         n = self.rng.randint(1, min(6, self.max_len))
         kind = self.rng.choice(("TAP", "RECV"))
         a0 = u + 1 + p.hop_lat
@@ -412,9 +412,11 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
     Transactions are placed at random times on reservation tables (issue slots, units,
     input-port windows, bus cycles, schedule words), so they overlap in time:
 
-    * ``ring``: SEND on prev/next, received by the neighbour with RECV (slack 0 ..
+    * ``ring``: SEND on prev/next (on a mesh: south/east), received by the neighbour
+      that link reaches (``FabricParams.link_dest``) with RECV (slack 0 ..
       ``buf_d - 1``) or an exactly aligned TAP;
-    * ``fwd``: a SEND relayed by one or two FWDs around the ring;
+    * ``fwd``: a SEND relayed by one or two FWDs around the ring (on a mesh each hop
+      goes east or south: the path may turn at a relay);
     * ``bus``: a bus SEND, TAPped exactly by its receiver (any tile, the sender
       included) and by a random subset of the other tiles (the bus input is not
       buffered: a bus word nobody TAPs is lost, which LEN rejects);
@@ -502,7 +504,9 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
                 x = pl.transfer(t, u, [r.choice((PREV, NEXT))])
             elif kind == "fwd":
                 d = r.choice((PREV, NEXT))
-                x = pl.transfer(t, u, [d] * r.randint(2, 3))
+                hops = r.randint(2, 3)   # a mesh path may turn (east/south) at each relay
+                x = pl.transfer(t, u, [d] * hops if p.rows == 1 else [d] + [r.choice((PREV, NEXT))
+                                                                            for _ in range(hops - 1)])
             elif kind == "bus":
                 x = pl.transfer(t, u, [BUS])
             elif kind == "bus_fwd":
@@ -1062,7 +1066,7 @@ def jitter_variant(rng: Any, program: Program, within: bool, edge: bool = False)
         if jr is None:
             continue
         s = tiles[y].us[jr] - a - 1
-        sx, pt = ((y - 1) % p.nt, NEXT) if q == PREV else ((y + 1) % p.nt, PREV)
+        sx, pt = p.link_src(y, q)
         tl = tiles[sx]
         js = next((j for j, uu in enumerate(tl.us) if uu == a - 1 - p.hop_lat), None)
         if js is None:

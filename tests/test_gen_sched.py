@@ -1,7 +1,7 @@
 """``sched`` generators (counter-timed tiles, spec 000; contract docs/sched.md): lint for
 many parameter sets, determinism, records, the no-handshake structural check, and
-directed Icarus simulations of the generated ring whose expected events are worked out
-by hand from the contract (not from the golden model)."""
+directed Icarus simulations of the generated ring (and mesh) whose expected events are
+worked out by hand from the contract (not from the golden model)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from lockstep.gen.sched import (
     OPCODES,
     counter_ports,
     emit_counter,
+    emit_mesh,
     emit_ring,
     emit_tile,
     ring_ports,
@@ -242,7 +243,7 @@ wire [{nt * 3 * dw - 1}:0] out_data;
 wire bus_valid;
 wire [{dw - 1}:0] bus_data, dbg_rdata;
 wire [{eb - 1}:0] bus_err;
-{psum_decl}sched_ring dut(.clk(clk), .rst(rst), .run(run), .count(count), .ld_we(ld_we), .ld_tile(ld_tile),
+{psum_decl}{"sched_mesh" if fmt.rows > 1 else "sched_ring"} dut(.clk(clk), .rst(rst), .run(run), .count(count), .ld_we(ld_we), .ld_tile(ld_tile),
   .ld_sel(ld_sel), .ld_addr(ld_addr), .ld_data(ld_data), .tile_count(tile_count), .issue(issue),
   .issue_entry(issue_entry), .wr_en(wr_en), .wr_addr(wr_addr), .wr_data(wr_data), .err(err),
   .err_cnt(err_cnt), .halted(halted), .out_valid(out_valid), .out_data(out_data), .bus_valid(bus_valid),
@@ -308,7 +309,8 @@ class Trace:
 
 @pytest.fixture(scope="module")
 def sim_ring(tmp_path_factory):
-    """Run a program on a generated ring (one RTL per parameter set, one TB per run)."""
+    """Run a program on a generated ring, or a mesh when ``rows > 1`` (one RTL per
+    parameter set, one TB per run)."""
     if shutil.which("iverilog") is None:
         pytest.skip("iverilog not on PATH")
     root = tmp_path_factory.mktemp("sched_sim")
@@ -318,7 +320,7 @@ def sim_ring(tmp_path_factory):
     def run(fmt: FabricParams, program: dict[int, list[int]], data: dict[int, dict[int, int]] | None = None,
             cycles: int = 30) -> Trace:
         if fmt not in rtl:
-            rtl[fmt] = emit_ring(fmt, root / f"rtl{len(rtl)}").verilog
+            rtl[fmt] = (emit_mesh if fmt.rows > 1 else emit_ring)(fmt, root / f"rtl{len(rtl)}").verilog
         loads = [(t, 0, i, w) for t, ws in program.items() for i, w in enumerate(ws)]
         loads += [(t, 1, a, v) for t, m in (data or {}).items() for a, v in m.items()]
         runs[0] += 1
@@ -712,3 +714,64 @@ def test_sim_mac_opcodes_without_array(sim_ring):
                       2: [enc(f, 4, "VPU", a=1, b=2, d=3), enc(f, 9, "HALT")]}, cycles=12)
     for t, c in ((0, 2), (1, 3), (2, 4)):
         assert tr.issues(t) == [] and tr.final(t) == (ERR["OPCODE"], c, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# the mesh top (docs/sched.md section 4.1)
+
+MESH_SETS = {"2x2": {"nt": 4, "rows": 2}, "3x3_hop2": {"nt": 9, "rows": 3, "hop_lat": 2},
+             "2x3_k2": {"nt": 6, "rows": 2, "k": 2}, "4x2_nobus": {"nt": 8, "rows": 4, "bus": False}}
+
+
+@pytest.mark.parametrize("key", MESH_SETS)
+def test_mesh_lint_ports_and_record(key, tmp_path):
+    """sched_mesh lints clean, has exactly sched_ring's ports (none a handshake), and its
+    record says so; emit_ring refuses a mesh and emit_mesh the ring."""
+    fmt = FabricParams(**MESH_SETS[key])
+    em = emit_mesh(fmt, tmp_path)
+    assert lint_file(em.verilog) == []
+    rec = json.loads(em.sidecar.read_text())
+    assert rec["module"] == "sched_mesh" and FabricParams.from_dict(rec["params"]) == fmt
+    assert rec["ports"] == json.loads(json.dumps(ring_ports(fmt)))
+    assert (rec["timing"]["rows"], rec["timing"]["cols"]) == (fmt.rows, fmt.cols)
+    check_rtl_ports(em.verilog, "sched_mesh", rec)
+    names = module_ports(em.verilog, "sched_mesh")
+    assert sorted(names) == sorted(ring_ports(fmt)) and [n for n in names if HANDSHAKE.search(n)] == []
+    with pytest.raises(ParamError, match="rows=.*emit_mesh"):
+        emit_ring(fmt, tmp_path / "ring")
+    with pytest.raises(ParamError, match="rows=1"):
+        emit_mesh(FabricParams(nt=fmt.nt), tmp_path / "ring")
+
+
+def test_sim_mesh_links(sim_ring):
+    """A 2 x 3 mesh (t = 3r + c, hop_lat = 1: a word on out in c is on the receiver's in
+    in c + 1): east and south words, both wraps (east from column 2 to column 0, south
+    from row 1 to row 0), and a partial sum east from tile 2 across the row wrap to tile 0
+    (a ring would send it to tile 3, and tile 0 would sample an idle psum_in)."""
+    f = FabricParams(cw=16, nt=6, rows=2, dw=16, aw=6, sd=16, hop_lat=1, buf_d=4, l_alu=2, k=2)
+    lmm = FabricParams.L_MM
+    t1 = [enc(f, 2, "SEND", port=1, a=0x10, n=2), enc(f, 3, "SEND", port=0, a=0x12), enc(f, 14, "HALT")]
+    t2 = [enc(f, 2, "LDW", a=0x20, n=2), enc(f, 4, "SWPW"), enc(f, 5, "RECV", port=0, d=0, n=2),
+          enc(f, 7, "MATVEC", port=2, b=0x28), enc(f, 14, "HALT")]
+    t4 = [enc(f, 5, "TAP", port=1, d=3), enc(f, 14, "HALT")]
+    t5 = [enc(f, 2, "SEND", port=1, a=0x10), enc(f, 14, "HALT")]
+    t3 = [enc(f, 2, "SEND", port=0, a=0x11), enc(f, 4, "TAP", port=0, d=1), enc(f, 14, "HALT")]
+    n0 = 7 + f.hop_lat + 1  # the chained MATVEC, hop_lat + 1 after tile 2's
+    t0 = [enc(f, 2, "LDW", a=0x20, n=2), enc(f, 4, "SWPW"), enc(f, 6, "RECV", port=1, d=2),
+          enc(f, n0, "MATVEC", port=1, b=0x28, d=0x30), enc(f, 14, "HALT")]
+    data = {1: {0x10: 0xA1, 0x11: 0xA2, 0x12: 0xA3}, 5: {0x10: 0xB5}, 3: {0x11: 0xC3},
+            2: weights([[1, 0], [0, 1]], 0x20, [[3, -4]], 0x28), 0: weights([[2, 0], [0, 2]], 0x20, [[5, 6]], 0x28)}
+    tr = sim_ring(f, {0: t0, 1: t1, 2: t2, 3: t3, 4: t4, 5: t5}, data, cycles=18)
+    assert tr.ev["W"] == {(3, 1, 1, 0xA1), (4, 1, 1, 0xA2), (4, 1, 0, 0xA3), (3, 5, 1, 0xB5), (3, 3, 0, 0xC3)}
+    assert tr.psum == {(7 + lmm, 2, (3, s32(-4)))}
+    y0 = [2 * 5 + 3, 2 * 6 - 4]  # tile 0's own product plus tile 2's partial sum
+    assert tr.ev["M"] == {
+        (5, 2, 0, 0, 0xA1), (6, 2, 0, 1, 0xA2),  # 1 -> east -> 2: in[0] in 4, 5; RECV at 5 (l_path)
+        (5, 4, 1, 3, 0xA3),                      # 1 -> south -> 4: TAP in[1] in 5
+        (4, 3, 0, 1, 0xB5),                      # 5 -> east, row wrap -> 3: TAP in[0] in 4
+        (6, 0, 1, 2, 0xC3),                      # 3 -> south, column wrap -> 0: in[1] in 4, RECV at 6
+        (n0 + lmm - 1, 0, 4, 0x30, y0[0]), (n0 + lmm - 1, 0, 5, 0x31, y0[1]),
+    }
+    for t in range(6):
+        assert tr.final(t) == (0, 0, 1), t
+

@@ -13,7 +13,8 @@ from lockstep.models import sched_gen
 from lockstep.models.formats import FabricParams
 from lockstep.verif.sched.env import CommStimulus, Compiled, comm_effects, make_program
 
-RING = sorted(n for n, tb in TESTBENCHES.items() if tb.family == "sched" and tb.toplevel == "sched_ring")
+RING = sorted(n for n, tb in TESTBENCHES.items()
+              if tb.family == "sched" and tb.toplevel in ("sched_ring", "sched_mesh"))
 
 
 @pytest.mark.parametrize("name", RING)

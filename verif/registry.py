@@ -257,8 +257,9 @@ _register_unit(
 
 # ---- sched family (spec 000, docs/sched.md) -------------------------------------------
 def _sched(name: str, params: FabricParams, program: str, doc: str, tier: str = "quick", **kw: Any) -> None:
-    _register(Testbench(name=name, family="sched", toplevel="sched_ring", params=params,
-                        generator="lockstep.gen.sched:emit_ring", test_module="lockstep.verif.sched.test_ring",
+    top = "mesh" if params.rows > 1 else "ring"   # one testbench drives either top (same ports)
+    _register(Testbench(name=name, family="sched", toplevel=f"sched_{top}", params=params,
+                        generator=f"lockstep.gen.sched:emit_{top}", test_module="lockstep.verif.sched.test_ring",
                         doc=doc, opts={"program": program, **kw.pop("opts", {})}, tier=tier, **kw))
 
 
@@ -322,3 +323,15 @@ _sched("sched_random_wide", FabricParams(cw=32, nt=6, dw=32, aw=9, sd=128, buf_d
        "random legal program: 32-bit counter and data, 6 tiles, 512-word memories", tier="full")
 _sched("sched_random_nt2_hop8", FabricParams(nt=2, hop_lat=8, buf_d=1, l_alu=4), "random",
        "random legal program: 2 tiles, 8-cycle hops, 1-word buffers, 4-cycle ALU", tier="full")
+
+# ---- the mesh (docs/sched.md section 4.1): the same tiles and testbench, other links ----
+_sched("sched_mesh_random", FabricParams(nt=4, rows=2), "random",
+       "random legal program on a 2 x 2 torus mesh: east/south links, FWD paths that turn, bus, ALU, periodic blocks")
+_sched("sched_mesh_random_k2", FabricParams(k=2, nt=4, rows=2), "random",
+       "random legal program on a 2 x 2 mesh with 2x2 MAC arrays: psum chains along the rows")
+_sched("sched_mesh_random_3x3", FabricParams(nt=9, rows=3, hop_lat=2), "random",
+       "random legal program on a 3 x 3 torus mesh with 2-cycle hops", tier="full")
+_register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_mesh",
+                    params=FabricParams(nt=4, rows=2), tb_params=FabricParams(nt=4),
+                    generator="lockstep.gen.sched:emit_mesh", test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},
+                    doc="negative: a 2 x 2 mesh checked as a 4-tile ring must fail the scoreboard"))

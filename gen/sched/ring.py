@@ -3,7 +3,9 @@ and the chip counter (docs/sched.md sections 4, 6 and 9).
 
 * Tile ``t``'s ``out[1]`` (next) reaches tile ``(t+1) % nt``'s ``in[0]`` (prev), and its
   ``out[0]`` reaches tile ``(t-1) % nt``'s ``in[1]``, each through ``hop_lat``
-  flip-flops carrying valid + data together (the conveyor elements).
+  flip-flops carrying valid + data together (the conveyor elements). The wiring reads
+  ``FabricParams.link_dest`` and ``psum_dest``, so the same top also builds the mesh
+  (``rows >= 2``, docs/sched.md section 4.1; :mod:`lockstep.gen.sched.mesh`).
 * The bus (port 2) is one register: at the end of cycle ``c`` it takes the word of the
   lowest-numbered tile with ``out_valid[2]`` high (valid = any driver; data 0 when
   none) and drives every tile's ``in[2]`` during ``c+1``. Two or more drivers in ``c``
@@ -30,12 +32,11 @@ With ``bus = False`` the bus hardware is still built but no tile drives ``out[2]
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
-from lockstep.models.formats import FabricParams
-
-COMM_TILE = FabricParams.COMM_TILE
+from lockstep.models.formats import FabricParams, ParamError
 
 from ..common import Emitted, emit_stream_unit
 from .counter import counter_core
@@ -55,6 +56,8 @@ from .parts import (
 from .tile import sched_tile, tile_ports, tile_timing
 
 __all__ = ["emit_ring", "ring_ports", "sched_ring"]
+
+COMM_TILE = FabricParams.COMM_TILE
 
 
 @block
@@ -220,10 +223,9 @@ def sched_ring(clk, rst, run, count, ld_we, ld_tile, ld_sel, ld_addr, ld_data,
         insts += [wire(ext_valid, c["ext_valid"]), wire(ext_data, c["ext_data"]), wire(c["susp"], susp),
                   wire(c["pad"], pad)]
         insts += [wire(c["hold_out"], sig[t]["hold"]) for t in range(nt)]
-
-    if fmt.k:  # partial-sum chain: tile t -> tile (t+1) % nt through hop_lat flip-flops
+    if fmt.k:  # partial-sum chain: tile t -> fmt.psum_dest(t) through hop_lat flip-flops
         for t in range(nt):
-            nxt = sig[(t + 1) % nt]
+            nxt = sig[fmt.psum_dest(t)]
             insts.append(_link(clk, rst, sig[t]["psum_out_valid"], sig[t]["psum_out"], nxt["psum_in_valid"],
                                nxt["psum_in"], fmt.hop_lat))
         insts.append(_pack([sig[t]["psum_out_valid"] for t in range(nt)], psum_valid))
@@ -236,13 +238,13 @@ def sched_ring(clk, rst, run, count, ld_we, ld_tile, ld_sel, ld_addr, ld_data,
         for p in range(3):
             insts += [bit_of(sig[t]["out_valid"], p, ov[t][p]), lane(sig[t]["out_data"], p * dw, dw, od[t][p])]
 
-    # ring links: out[1] of tile t -> in[0] of tile t+1; out[0] of tile t -> in[1] of tile t-1
+    # links: out[q] of tile t -> fmt.link_dest(t, q) (the ring's, or a mesh's: section 4.1)
     iv = [[new_bool() for _ in range(3)] for _ in range(nt)]
     idt = [[new_vec(dw) for _ in range(3)] for _ in range(nt)]
     for t in range(nt):
-        nxt, prv = (t + 1) % nt, (t - 1) % nt
-        insts.append(_link(clk, rst, ov[t][1], od[t][1], iv[nxt][0], idt[nxt][0], fmt.hop_lat))
-        insts.append(_link(clk, rst, ov[t][0], od[t][0], iv[prv][1], idt[prv][1], fmt.hop_lat))
+        for q in (1, 0):
+            d, dq = fmt.link_dest(t, q)
+            insts.append(_link(clk, rst, ov[t][q], od[t][q], iv[d][dq], idt[d][dq], fmt.hop_lat))
 
     # the bus: priority chain over tiles 0..nt-1, then one register
     b_any = [new_bool() for _ in range(nt)]
@@ -338,20 +340,23 @@ def emit_ring(fmt: FabricParams, outdir: Path | str, name: str = "sched_ring") -
     """Write the ring as ``<outdir>/<name>.v`` plus its JSON record.
 
     Raises:
-        ParamError: ``fmt`` is not a :class:`FabricParams`, or ``name`` is a keyword.
+        ParamError: ``fmt`` is not a :class:`FabricParams`, ``name`` is a keyword, or
+            ``fmt.rows != 1`` (a mesh: :func:`~lockstep.gen.sched.emit_mesh`).
     """
     check_fabric(fmt, name)
-    timing = dict(tile_timing(fmt))
-    timing.update({"nt": fmt.nt, "bus_register": 1, "l_path_hops": {str(h): fmt.l_path(h) for h in range(1, fmt.nt)}})
-    return emit_stream_unit(
-        sched_ring,
-        fmt,
-        FabricParams,
-        ring_ports,
-        outdir,
-        name,
-        family="sched",
-        timing=timing,
-        doc=f"ring of {fmt.nt} counter-timed tiles with hop_lat={fmt.hop_lat} conveyor flip-flops per hop, "
-        "a shared bus register and the chip counter; no flow control",
-    )
+    if fmt.rows != 1:
+        raise ParamError(f"{name}: FabricParams.rows={fmt.rows} describes a mesh; emit it with emit_mesh")
+    return emit_top(sched_ring, fmt, outdir, name, fmt.nt - 1, {},
+                    f"ring of {fmt.nt} counter-timed tiles with hop_lat={fmt.hop_lat} conveyor flip-flops per hop, "
+                    "a shared bus register and the chip counter; no flow control")
+
+
+def emit_top(top: Any, fmt: FabricParams, outdir: Path | str, name: str, max_hops: int, timing: dict[str, Any],
+             doc: str) -> Emitted:
+    """:func:`emit_stream_unit` of a top with the ring's ports (:func:`ring_ports`): the
+    tile's timing, ``nt``, the bus register and ``l_path`` for 1..``max_hops`` hops,
+    plus ``timing``."""
+    tim = dict(tile_timing(fmt))
+    tim.update({"nt": fmt.nt, "bus_register": 1,
+                "l_path_hops": {str(h): fmt.l_path(h) for h in range(1, max_hops + 1)}}, **timing)
+    return emit_stream_unit(top, fmt, FabricParams, ring_ports, outdir, name, family="sched", timing=tim, doc=doc)

@@ -1,5 +1,5 @@
-"""pyuvm environment of the counter-timed ring (``sched_ring``): the whole event trace,
-cycle by cycle, against the golden executor.
+"""pyuvm environment of the counter-timed ring (``sched_ring``) and mesh (``sched_mesh``,
+the same ports): the whole event trace, cycle by cycle, against the golden executor.
 
 The contract is docs/sched.md. A test picks a program (``program`` option):
 

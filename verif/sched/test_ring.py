@@ -1,4 +1,5 @@
-"""cocotb test module for the counter-timed ring ``sched_ring`` (started by lockstep.verif.runner)."""
+"""cocotb test module for the counter-timed ring ``sched_ring`` and the mesh ``sched_mesh``
+(the same ports; started by lockstep.verif.runner)."""
 
 import pyuvm
 
