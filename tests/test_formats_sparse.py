@@ -1,0 +1,26 @@
+"""SparseParams: ranges, the accumulator bound and the derived widths (docs/sparse.md section 1)."""
+
+import pytest
+
+from lockstep.models.formats import ParamError, SparseParams
+
+
+def test_defaults_and_derived():
+    p = SparseParams()
+    # int8 x int8, 16 channels of 3x3: 15 + clog2(144) = 15 + 8
+    assert p.acc_min == 8 + 8 - 1 + 8
+    assert (p.fh_max, p.fw_max, p.rb, p.cb, p.kb, p.fifo_d) == (10, 10, 4, 4, 2, 3)
+    assert (p.data_bits, p.weight_bits, p.out_bits) == (1 + 4 + 4 + 8, 1 + 2 + 2 + 8, 1 + 4 + 4 + 8)
+    assert sum(w for _, w in SparseParams.DESC_FIELDS) == 64
+
+
+@pytest.mark.parametrize("kw", [{"p": 0}, {"kmax": 8}, {"u": 3}, {"accw": 20}, {"ow": 35}, {"dw": True},
+                                {"hmax": 250, "kmax": 7}])
+def test_refused(kw):
+    with pytest.raises(ParamError):
+        SparseParams(**kw)
+
+
+def test_round_trip():
+    p = SparseParams(p=8, u=2, m=2)
+    assert SparseParams.from_dict(p.to_dict()) == p
