@@ -315,6 +315,14 @@ for _sc, _doc in (("suspend", "late frames within the delay: CHECK suspends, the
            f"communication interface, unscheduled external input: {_doc}")
 _sched("sched_comm_pad_k2", FabricParams(comm=True, k=2, fifo_d=4, nt=2), "comm:pad",
        "communication interface next to a MAC array (FIFO write source 4 + k), a 4-word FIFO", tier="full")
+# random programs on the parameter sets of the compiled and comm testbenches: they share
+# those builds, so each build's code coverage sees more than one program shape
+_sched("sched_random_comm", FabricParams(comm=True, fifo_d=8), "random",
+       "random legal program on the communication-interface fabric (its time base never held)")
+_sched("sched_random_gemm_k2", FabricParams(k=2, nt=2, aw=9), "random",
+       "random legal program on the compiled GEMM's fabric (2 tiles, 2x2 MAC arrays)")
+_sched("sched_random_layer_k2", FabricParams(k=2, nt=3, aw=9, vpu_shift=2), "random",
+       "random legal program on the compiled layer's fabric (3 tiles, 2x2 MAC arrays, shift 2)")
 _sched("sched_gemm_k4_nt4", FabricParams(k=4, nt=4, aw=10, hop_lat=2), "gemm:240",
        "compiled GEMM, 4x4 MAC arrays on 4 tiles, 2-cycle hops", tier="full")
 _sched("sched_random_k8", FabricParams(k=8, nt=2, dw=8, accw=24), "random",
