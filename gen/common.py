@@ -28,7 +28,7 @@ import myhdl._always_comb
 import myhdl._always_seq
 import myhdl._block
 import myhdl._instance
-from myhdl import ResetSignal, Signal, always_comb, block, intbv
+from myhdl import ResetSignal, Signal, always_comb, block, concat, intbv
 
 from lockstep.models.formats import ParamError, params_hash
 
@@ -326,6 +326,39 @@ def lane(bus, lo, width, out):
         out.next = bus[lo + width : lo]
 
     return split
+
+
+@block
+def resize(src, dst):
+    """``dst = src`` zero-extended or truncated to ``len(dst)`` (explicit concat/slice).
+
+    Ports:
+        src: input (bool or vector).
+        dst: output vector.
+    """
+    ws, wd = len(src), len(dst)
+    if wd > ws:
+        k = wd - ws
+
+        @always_comb
+        def zext():
+            dst.next = concat(intbv(0)[k:], src)
+
+        return zext
+    if wd == ws:
+
+        @always_comb
+        def same():
+            dst.next = src
+
+        return same
+
+    @always_comb
+    def trunc():
+        dst.next = src[wd:]
+
+    return trunc
+
 
 
 if __name__ == "__main__":  # the fixed-hash-seed child of emit_stream_unit

@@ -8,12 +8,12 @@ The entry layout (field order and widths) is :class:`~lockstep.models.formats.Fa
 
 from __future__ import annotations
 
-from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
+from myhdl import Signal, always, always_comb, always_seq, block, intbv
 from myhdl._Signal import Constant
 
 from lockstep.models.formats import FabricParams, ParamError, _clog2
 
-from ..common import lane
+from ..common import lane, resize
 
 __all__ = [
     "ALU_OPS",
@@ -80,38 +80,6 @@ def ld_addr_width(fmt: FabricParams) -> int:
 def tile_sel_width(fmt: FabricParams) -> int:
     """Width of ``ld_tile`` / ``dbg_tile`` (at least one bit)."""
     return max(1, _clog2(fmt.nt))
-
-
-@block
-def resize(src, dst):
-    """``dst = src`` zero-extended or truncated to ``len(dst)`` (explicit concat/slice).
-
-    Ports:
-        src: input (bool or vector).
-        dst: output vector.
-    """
-    ws, wd = len(src), len(dst)
-    if wd > ws:
-        k = wd - ws
-
-        @always_comb
-        def zext():
-            dst.next = concat(intbv(0)[k:], src)
-
-        return zext
-    if wd == ws:
-
-        @always_comb
-        def same():
-            dst.next = src
-
-        return same
-
-    @always_comb
-    def trunc():
-        dst.next = src[wd:]
-
-    return trunc
 
 
 @block
