@@ -335,3 +335,9 @@ _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_me
                     params=FabricParams(nt=4, rows=2), tb_params=FabricParams(nt=4),
                     generator="lockstep.gen.sched:emit_mesh", test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},
                     doc="negative: a 2 x 2 mesh checked as a 4-tile ring must fail the scoreboard"))
+
+
+# ---- sparse family (spec 001, docs/sparse.md) -------------------------------------------
+# stream blocks: sp_encoder, sp_decoder, nnz_profiler, fm_mem_unit, w_mem (registered below)
+
+# compute: stu, stc_cluster (registered below)
