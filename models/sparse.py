@@ -1,0 +1,74 @@
+"""Golden models of the ``sparse`` family: a zero-skipping sparse CNN engine (spec 001).
+
+The contract is ``docs/sparse.md``; this module is the SPEC the generated RTL is checked
+against. numpy and the standard library only; every value is an exact integer (int64,
+or Python ints where ``accw + 2`` bits exceed 64). Every size comes from
+:class:`~lockstep.models.formats.SparseParams`.
+
+Contents (all importable from here; the code lives in ``sparse_format``,
+``sparse_mem``, ``sparse_stu``, ``sparse_partition`` and ``sparse_combine``):
+
+* formats (section 2): :class:`SubFM`, :class:`Desc`, :func:`encode`, :func:`decode`,
+  :func:`encode_weights`, :func:`pack_desc` / :func:`unpack_desc`, :func:`pack_data` /
+  :func:`unpack_data`, :func:`pack_weights` / :func:`unpack_weights`,
+  :func:`pack_out` / :func:`unpack_out`;
+* the memories' write side (section 7): :func:`load_data`, :func:`load_weights` ->
+  :class:`Load`; the error masks :data:`MEM_ERR`, :data:`W_ERR`, :data:`STU_ERR` and
+  :func:`err_names`;
+* the partitioner (section 3): :func:`balance_1d`, :func:`equal_split`,
+  :func:`partition` -> :class:`Partition`;
+* the STU (sections 4, 5, 8): :class:`Cfg`, :func:`correlate_full`,
+  :func:`stu_schedule`, :func:`stu_job` -> :class:`Job`, :func:`drain`,
+  :func:`drain_entries`, :func:`footprint`, :func:`cfg_error`, :func:`cycles`;
+* combination and the cluster (section 6): :func:`valid`, :func:`same`,
+  :func:`overlap_add`, :func:`halo_stitch`, :func:`combine`, :func:`route_units`,
+  :func:`cluster_run` -> :class:`ClusterRun`, :func:`makespan`,
+  :func:`depthwise_separable`.
+
+Where the contract is silent, each submodule's docstring lists the decision it takes;
+docs/sparse.md records the same decisions.
+"""
+
+from __future__ import annotations
+
+from .sparse_format import (
+    Desc,
+    SubFM,
+    decode,
+    encode,
+    encode_weights,
+    pack_data,
+    pack_desc,
+    pack_out,
+    pack_weights,
+    signed_range,
+    unpack_data,
+    unpack_desc,
+    unpack_out,
+    unpack_weights,
+)
+from .sparse_mem import MEM_ERR, STU_ERR, W_ERR, Load, err_names, load_data, load_weights
+
+__all__ = [
+    "MEM_ERR",
+    "STU_ERR",
+    "W_ERR",
+    "Desc",
+    "Load",
+    "SubFM",
+    "decode",
+    "encode",
+    "encode_weights",
+    "err_names",
+    "load_data",
+    "load_weights",
+    "pack_data",
+    "pack_desc",
+    "pack_out",
+    "pack_weights",
+    "signed_range",
+    "unpack_data",
+    "unpack_desc",
+    "unpack_out",
+    "unpack_weights",
+]
