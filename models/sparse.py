@@ -31,6 +31,18 @@ docs/sparse.md records the same decisions.
 
 from __future__ import annotations
 
+from .sparse_combine import (
+    ClusterRun,
+    cluster_run,
+    combine,
+    depthwise_separable,
+    halo_stitch,
+    makespan,
+    overlap_add,
+    route_units,
+    same,
+    valid,
+)
 from .sparse_format import (
     Desc,
     SubFM,
@@ -48,6 +60,7 @@ from .sparse_format import (
     unpack_weights,
 )
 from .sparse_mem import MEM_ERR, STU_ERR, W_ERR, Load, err_names, load_data, load_weights
+from .sparse_partition import Partition, balance_1d, equal_split, partition
 from .sparse_stu import (
     CONV,
     FC,
@@ -70,26 +83,39 @@ __all__ = [
     "STU_ERR",
     "W_ERR",
     "Cfg",
+    "ClusterRun",
     "Desc",
     "Job",
     "Load",
+    "Partition",
     "SubFM",
+    "balance_1d",
     "cfg_error",
+    "cluster_run",
+    "combine",
     "correlate_full",
     "cycles",
     "decode",
+    "depthwise_separable",
     "drain",
     "drain_entries",
     "encode",
     "encode_weights",
+    "equal_split",
     "err_names",
     "footprint",
+    "halo_stitch",
     "load_data",
     "load_weights",
+    "makespan",
+    "overlap_add",
     "pack_data",
     "pack_desc",
     "pack_out",
     "pack_weights",
+    "partition",
+    "route_units",
+    "same",
     "signed_range",
     "stu_job",
     "stu_schedule",
@@ -97,4 +123,5 @@ __all__ = [
     "unpack_desc",
     "unpack_out",
     "unpack_weights",
+    "valid",
 ]
