@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, MxParams
+from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, MxParams, SparseParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -339,5 +339,27 @@ _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_me
 
 # ---- sparse family (spec 001, docs/sparse.md) -------------------------------------------
 # stream blocks: sp_encoder, sp_decoder, nnz_profiler, fm_mem_unit, w_mem (registered below)
+def _sparse_stream(name: str, block: str, params: SparseParams, doc: str, tier: str = "quick", **kw: Any) -> None:
+    gen, module = {
+        "sp_encoder": ("emit_encoder", "test_encoder"), "sp_decoder": ("emit_decoder", "test_decoder"),
+        "nnz_profiler": ("emit_profiler", "test_profiler"), "fm_mem_unit": ("emit_fm_mem", "test_fm_mem"),
+        "w_mem": ("emit_w_mem", "test_w_mem"),
+    }[block]
+    _register(Testbench(name=name, family="sparse", toplevel=block, params=params,
+                        generator=f"lockstep.gen.sparse:{gen}", test_module=f"lockstep.verif.sparse.{module}",
+                        doc=doc, tier=tier, **kw))
+
+
+_SP_BIG = SparseParams(hmax=64, wmax=64)
+_SP_ODD = SparseParams(hmax=5, wmax=7, kmax=2, dw=4)
+for _blk, _short, _what in (("sp_encoder", "enc", "encoder: maps -> data stream vs encode/pack_data"),
+                            ("sp_decoder", "dec", "decoder: data stream -> maps vs decode"),
+                            ("nnz_profiler", "prof", "profiler: row/column/total counts vs numpy")):
+    _sparse_stream(f"sparse_{_short}_default", _blk, SparseParams(),
+                   f"{_what}; 8 x 8, densities 0..100%, refused starts, stalls")
+    _sparse_stream(f"sparse_{_short}_64x64", _blk, _SP_BIG, f"{_what}; H/W up to 64 (the range's maximum)",
+                   opts={"jobs": 16})
+_sparse_stream("sparse_enc_odd", "sp_encoder", _SP_ODD, "encoder: 5 x 7 maps, 4-bit values (rb != cb)")
+_sparse_stream("sparse_prof_odd", "nnz_profiler", _SP_ODD, "profiler: 5 x 7 maps, 4-bit values (rb != cb)")
 
 # compute: stu, stc_cluster (registered below)
