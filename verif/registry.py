@@ -361,5 +361,17 @@ for _blk, _short, _what in (("sp_encoder", "enc", "encoder: maps -> data stream 
                    opts={"jobs": 16})
 _sparse_stream("sparse_enc_odd", "sp_encoder", _SP_ODD, "encoder: 5 x 7 maps, 4-bit values (rb != cb)")
 _sparse_stream("sparse_prof_odd", "nnz_profiler", _SP_ODD, "profiler: 5 x 7 maps, 4-bit values (rb != cb)")
+_sparse_stream("sparse_fm_default", "fm_mem_unit", SparseParams(),
+               "feature-map memory unit vs load_data: every section 7 error, both banks, p = 4 reads, depth 64")
+_sparse_stream("sparse_fm_p3_depth16", "fm_mem_unit", SparseParams(p=3, depth=16),
+               "feature-map memory unit vs load_data: p = 3 (depth not a multiple of p), depth 16 < 8 x 8")
+_sparse_stream("sparse_fm_p1", "fm_mem_unit", SparseParams(p=1, hmax=4, wmax=6, depth=32),
+               "feature-map memory unit vs load_data: one lane, depth 32 > 4 x 6 (never full)")
+_sparse_stream("sparse_wmem_default", "w_mem", SparseParams(),
+               "weight memory vs load_weights: every weight error, K 0..kmax+1, FC gathers (p = 4, u = 1)")
+_sparse_stream("sparse_wmem_k7_u2", "w_mem", SparseParams(kmax=7, u=2, p=3, wmax=5, nmax_out=6),
+               "weight memory vs load_weights: kmax = 7 (49 entries), two read lanes, FC 6 x 5 with p = 3")
+_sparse_stream("sparse_fm_mutant", "fm_mem_unit", SparseParams(p=3, depth=16), tb_params=SparseParams(p=3, depth=20),
+               expect_fail=True, doc="negative: a depth-16 memory unit checked as depth 20 must fail the scoreboard")
 
 # compute: stu, stc_cluster (registered below)
