@@ -39,13 +39,14 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import SparseParams, _clog2
+from lockstep.models.formats import ParamError, SparseParams, _clog2
 
 from ..common import Emitted, flat_signal
 from .stream import _emit, _stream, check_sparse, fit, part
 
 __all__ = [
     "DESC_BITS",
+    "check_fm_layout",
     "desc_lsb",
     "emit_fm_mem",
     "emit_w_mem",
@@ -66,6 +67,20 @@ def desc_lsb() -> dict[str, tuple[int, int]]:
         pos -= width
         out[name] = (pos, width)
     return out
+
+
+def check_fm_layout(fmt: SparseParams) -> SparseParams:
+    """Refuse what the feature-map memory unit cannot check: a stream index wider than the
+    descriptor's H/W fields it is compared with (``rb``/``cb`` follow ``hmax``/``wmax``
+    and ``kmax``), or a ``depth`` beyond what the NNZ field can count."""
+    f = desc_lsb()
+    if fmt.rb > f["h"][1] or fmt.cb > f["w"][1]:
+        raise ParamError(f"fm_mem_unit: SparseParams.hmax={fmt.hmax}, wmax={fmt.wmax} with kmax={fmt.kmax} give "
+                         f"{fmt.rb}/{fmt.cb}-bit indices, wider than the descriptor's H/W fields")
+    if fmt.depth >= 1 << f["nnz"][1]:
+        raise ParamError(f"fm_mem_unit: SparseParams.depth={fmt.depth} must be below 2**{f['nnz'][1]} "
+                         f"(the descriptor's NNZ field)")
+    return fmt
 
 
 def group_bits(fmt: SparseParams) -> int:
@@ -136,14 +151,7 @@ def _fm_bank(clk, rst, clear, store, wdata, desc_in, rd_group, q, desc, rows, co
         insts.append(_lane_mem(clk, wes[lo], wa_g, wdata, rd_group, valids[lo], words[lo], 1 << gb))
         insts += [part(words[lo], dw + cb, rb, lrow[lo]), part(words[lo], dw, cb, lcol[lo]),
                   part(words[lo], 0, dw, lval[lo])]
-    row_bus, col_bus, val_bus, valid_bus = _bus(lrow), _bus(lcol), _bus(lval), _bus(valids)
-
-    @always_comb
-    def outs():
-        rows.next = row_bus
-        cols.next = col_bus
-        vals.next = val_bus
-        lane_valid.next = valid_bus
+    insts += [fit(_bus(lrow), rows), fit(_bus(lcol), cols), fit(_bus(lval), vals), fit(_bus(valids), lane_valid)]
 
     @always_seq(clk.posedge, reset=rst)
     def count():
@@ -160,7 +168,7 @@ def _fm_bank(clk, rst, clear, store, wdata, desc_in, rd_group, q, desc, rows, co
             else:
                 wl.next = wl + 1
 
-    return insts, outs, count
+    return insts, count
 
 
 @block
@@ -191,7 +199,7 @@ def fm_mem_unit(clk, rst, wr_desc_valid, wr_desc_ready, wr_desc_data, wr_bank, w
                 fmt: SparseParams):
     """Feature-map memory unit (memory unit 600). Ports: :func:`fm_mem_ports`; behaviour:
     the module docstring."""
-    check_sparse(fmt, "fm_mem_unit")
+    check_fm_layout(check_sparse(fmt, "fm_mem_unit"))
     rb, cb, dw, depth = fmt.rb, fmt.cb, fmt.dw, fmt.depth
     hmax, wmax = fmt.hmax, fmt.wmax
     f = desc_lsb()
@@ -346,8 +354,10 @@ def emit_fm_mem(fmt: SparseParams, outdir: Path | str, name: str = "fm_mem_unit"
     """Write ``fm_mem_unit`` for ``fmt`` as ``<outdir>/<name>.v`` plus its JSON record.
 
     Raises:
-        ParamError: ``fmt`` is not a SparseParams, or ``name`` is a keyword.
+        ParamError: ``fmt`` is not a SparseParams, its indices do not fit the descriptor
+            (:func:`check_fm_layout`), or ``name`` is a keyword.
     """
+    check_fm_layout(check_sparse(fmt, name))
     return _emit(fm_mem_unit, fm_mem_ports, fmt, outdir, name, {
         "fill": "one entry per cycle with wr_valid high (wr_ready is high while a job is open)",
         "desc_to_first_entry": 1,
@@ -447,15 +457,8 @@ def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_
         insts += [part(fc_rd_idx, lo * ib, ib, idx_l), _fc_addr(fc_rd_row, idx_l, addr_l), _fc_read(fc_mem, addr_l, w_l)]
         fcw.append(w_l)
     insts.append(_fc_addr(fc_row, fc_col, fc_wa))
-    a_bus, b_bus, w_bus, v_bus, fc_bus = _bus(ra), _bus(rb_), _bus(rw), _bus(rv), _bus(fcw)
-
-    @always_comb
-    def outs():
-        rd_a.next = a_bus
-        rd_b.next = b_bus
-        rd_w.next = w_bus
-        rd_valid.next = v_bus
-        fc_rd_w.next = fc_bus
+    insts += [fit(_bus(ra), rd_a), fit(_bus(rb_), rd_b), fit(_bus(rw), rd_w), fit(_bus(rv), rd_valid),
+              fit(_bus(fcw), fc_rd_w)]
 
     @always_comb
     def check():
@@ -510,7 +513,7 @@ def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_
         elif fc_we:
             fc_mem[fc_wa].next = fc_data
 
-    return insts, outs, check, job, write, fc_write
+    return insts, check, job, write, fc_write
 
 
 @block

@@ -92,10 +92,6 @@ wire [3:0] _fm_bank0_wa_g;
 wire [4:0] _fm_bank0_g_ext;
 reg [4:0] _fm_bank0_wa;
 reg [1:0] _fm_bank0_wl;
-wire [15:0] _fm_bank0_row_bus;
-wire [15:0] _fm_bank0_col_bus;
-wire [31:0] _fm_bank0_val_bus;
-wire [3:0] _fm_bank0_valid_bus;
 wire _fm_bank0__fm_lane_ctl0_we;
 wire _fm_bank0__fm_lane_ctl0_valid;
 reg [15:0] _fm_bank0__lane_mem0_rdata;
@@ -120,14 +116,14 @@ reg [15:0] _fm_bank0__lane_mem3_rdata;
 wire [3:0] _fm_bank0_part17_out;
 wire [3:0] _fm_bank0_part18_out;
 wire [7:0] _fm_bank0_part19_out;
+wire [15:0] _fm_bank0_fit4_src;
+wire [15:0] _fm_bank0_fit5_src;
+wire [31:0] _fm_bank0_fit6_src;
+wire [3:0] _fm_bank0_fit7_src;
 wire [3:0] _fm_bank1_wa_g;
 wire [4:0] _fm_bank1_g_ext;
 reg [4:0] _fm_bank1_wa;
 reg [1:0] _fm_bank1_wl;
-wire [15:0] _fm_bank1_row_bus;
-wire [15:0] _fm_bank1_col_bus;
-wire [31:0] _fm_bank1_val_bus;
-wire [3:0] _fm_bank1_valid_bus;
 wire _fm_bank1__fm_lane_ctl4_we;
 wire _fm_bank1__fm_lane_ctl4_valid;
 reg [15:0] _fm_bank1__lane_mem4_rdata;
@@ -152,6 +148,10 @@ reg [15:0] _fm_bank1__lane_mem7_rdata;
 wire [3:0] _fm_bank1_part29_out;
 wire [3:0] _fm_bank1_part30_out;
 wire [7:0] _fm_bank1_part31_out;
+wire [15:0] _fm_bank1_fit10_src;
+wire [15:0] _fm_bank1_fit11_src;
+wire [31:0] _fm_bank1_fit12_src;
+wire [3:0] _fm_bank1_fit13_src;
 wire [15:0] b_cols [0:2-1];
 wire [15:0] b_rows [0:2-1];
 wire [3:0] b_valid [0:2-1];
@@ -169,38 +169,38 @@ reg [15:0] _fm_bank1__lane_mem5_mem [0:16-1];
 reg [15:0] _fm_bank1__lane_mem6_mem [0:16-1];
 reg [15:0] _fm_bank1__lane_mem7_mem [0:16-1];
 
-assign _fm_bank0_row_bus[16-1:12] = _fm_bank0_part17_out;
-assign _fm_bank0_row_bus[12-1:8] = _fm_bank0_part14_out;
-assign _fm_bank0_row_bus[8-1:4] = _fm_bank0_part11_out;
-assign _fm_bank0_row_bus[4-1:0] = _fm_bank0_part8_out;
-assign _fm_bank0_col_bus[16-1:12] = _fm_bank0_part18_out;
-assign _fm_bank0_col_bus[12-1:8] = _fm_bank0_part15_out;
-assign _fm_bank0_col_bus[8-1:4] = _fm_bank0_part12_out;
-assign _fm_bank0_col_bus[4-1:0] = _fm_bank0_part9_out;
-assign _fm_bank0_val_bus[32-1:24] = _fm_bank0_part19_out;
-assign _fm_bank0_val_bus[24-1:16] = _fm_bank0_part16_out;
-assign _fm_bank0_val_bus[16-1:8] = _fm_bank0_part13_out;
-assign _fm_bank0_val_bus[8-1:0] = _fm_bank0_part10_out;
-assign _fm_bank0_valid_bus[3] = _fm_bank0__fm_lane_ctl3_valid;
-assign _fm_bank0_valid_bus[2] = _fm_bank0__fm_lane_ctl2_valid;
-assign _fm_bank0_valid_bus[1] = _fm_bank0__fm_lane_ctl1_valid;
-assign _fm_bank0_valid_bus[0] = _fm_bank0__fm_lane_ctl0_valid;
-assign _fm_bank1_row_bus[16-1:12] = _fm_bank1_part29_out;
-assign _fm_bank1_row_bus[12-1:8] = _fm_bank1_part26_out;
-assign _fm_bank1_row_bus[8-1:4] = _fm_bank1_part23_out;
-assign _fm_bank1_row_bus[4-1:0] = _fm_bank1_part20_out;
-assign _fm_bank1_col_bus[16-1:12] = _fm_bank1_part30_out;
-assign _fm_bank1_col_bus[12-1:8] = _fm_bank1_part27_out;
-assign _fm_bank1_col_bus[8-1:4] = _fm_bank1_part24_out;
-assign _fm_bank1_col_bus[4-1:0] = _fm_bank1_part21_out;
-assign _fm_bank1_val_bus[32-1:24] = _fm_bank1_part31_out;
-assign _fm_bank1_val_bus[24-1:16] = _fm_bank1_part28_out;
-assign _fm_bank1_val_bus[16-1:8] = _fm_bank1_part25_out;
-assign _fm_bank1_val_bus[8-1:0] = _fm_bank1_part22_out;
-assign _fm_bank1_valid_bus[3] = _fm_bank1__fm_lane_ctl7_valid;
-assign _fm_bank1_valid_bus[2] = _fm_bank1__fm_lane_ctl6_valid;
-assign _fm_bank1_valid_bus[1] = _fm_bank1__fm_lane_ctl5_valid;
-assign _fm_bank1_valid_bus[0] = _fm_bank1__fm_lane_ctl4_valid;
+assign _fm_bank0_fit4_src[16-1:12] = _fm_bank0_part17_out;
+assign _fm_bank0_fit4_src[12-1:8] = _fm_bank0_part14_out;
+assign _fm_bank0_fit4_src[8-1:4] = _fm_bank0_part11_out;
+assign _fm_bank0_fit4_src[4-1:0] = _fm_bank0_part8_out;
+assign _fm_bank0_fit5_src[16-1:12] = _fm_bank0_part18_out;
+assign _fm_bank0_fit5_src[12-1:8] = _fm_bank0_part15_out;
+assign _fm_bank0_fit5_src[8-1:4] = _fm_bank0_part12_out;
+assign _fm_bank0_fit5_src[4-1:0] = _fm_bank0_part9_out;
+assign _fm_bank0_fit6_src[32-1:24] = _fm_bank0_part19_out;
+assign _fm_bank0_fit6_src[24-1:16] = _fm_bank0_part16_out;
+assign _fm_bank0_fit6_src[16-1:8] = _fm_bank0_part13_out;
+assign _fm_bank0_fit6_src[8-1:0] = _fm_bank0_part10_out;
+assign _fm_bank0_fit7_src[3] = _fm_bank0__fm_lane_ctl3_valid;
+assign _fm_bank0_fit7_src[2] = _fm_bank0__fm_lane_ctl2_valid;
+assign _fm_bank0_fit7_src[1] = _fm_bank0__fm_lane_ctl1_valid;
+assign _fm_bank0_fit7_src[0] = _fm_bank0__fm_lane_ctl0_valid;
+assign _fm_bank1_fit10_src[16-1:12] = _fm_bank1_part29_out;
+assign _fm_bank1_fit10_src[12-1:8] = _fm_bank1_part26_out;
+assign _fm_bank1_fit10_src[8-1:4] = _fm_bank1_part23_out;
+assign _fm_bank1_fit10_src[4-1:0] = _fm_bank1_part20_out;
+assign _fm_bank1_fit11_src[16-1:12] = _fm_bank1_part30_out;
+assign _fm_bank1_fit11_src[12-1:8] = _fm_bank1_part27_out;
+assign _fm_bank1_fit11_src[8-1:4] = _fm_bank1_part24_out;
+assign _fm_bank1_fit11_src[4-1:0] = _fm_bank1_part21_out;
+assign _fm_bank1_fit12_src[32-1:24] = _fm_bank1_part31_out;
+assign _fm_bank1_fit12_src[24-1:16] = _fm_bank1_part28_out;
+assign _fm_bank1_fit12_src[16-1:8] = _fm_bank1_part25_out;
+assign _fm_bank1_fit12_src[8-1:0] = _fm_bank1_part22_out;
+assign _fm_bank1_fit13_src[3] = _fm_bank1__fm_lane_ctl7_valid;
+assign _fm_bank1_fit13_src[2] = _fm_bank1__fm_lane_ctl6_valid;
+assign _fm_bank1_fit13_src[1] = _fm_bank1__fm_lane_ctl5_valid;
+assign _fm_bank1_fit13_src[0] = _fm_bank1__fm_lane_ctl4_valid;
 
 
 
@@ -388,10 +388,19 @@ assign _fm_bank0_part19_out = _fm_bank0__lane_mem3_rdata[0+:8];
 
 
 
-assign b_rows[0] = _fm_bank0_row_bus;
-assign b_cols[0] = _fm_bank0_col_bus;
-assign b_vals[0] = _fm_bank0_val_bus;
-assign b_valid[0] = _fm_bank0_valid_bus;
+assign b_rows[0] = _fm_bank0_fit4_src;
+
+
+
+assign b_cols[0] = _fm_bank0_fit5_src;
+
+
+
+assign b_vals[0] = _fm_bank0_fit6_src;
+
+
+
+assign b_valid[0] = _fm_bank0_fit7_src;
 
 
 always @(posedge clk) begin: _fm_bank0_count
@@ -567,10 +576,19 @@ assign _fm_bank1_part31_out = _fm_bank1__lane_mem7_rdata[0+:8];
 
 
 
-assign b_rows[1] = _fm_bank1_row_bus;
-assign b_cols[1] = _fm_bank1_col_bus;
-assign b_vals[1] = _fm_bank1_val_bus;
-assign b_valid[1] = _fm_bank1_valid_bus;
+assign b_rows[1] = _fm_bank1_fit10_src;
+
+
+
+assign b_cols[1] = _fm_bank1_fit11_src;
+
+
+
+assign b_vals[1] = _fm_bank1_fit12_src;
+
+
+
+assign b_valid[1] = _fm_bank1_fit13_src;
 
 
 always @(posedge clk) begin: _fm_bank1_count

@@ -82,14 +82,13 @@ reg [15:0] seen;
 reg st;
 wire [3:0] wr_j;
 wire [7:0] wv;
-wire [1:0] a_bus;
-wire [1:0] b_bus;
-wire [7:0] w_bus;
-reg v_bus;
-wire [31:0] fc_bus;
 wire [3:0] part5_out;
 wire [3:0] fit4_dst;
 reg [11:0] _w_read0_word;
+reg _w_read0_valid;
+wire [1:0] part6_out;
+wire [1:0] part7_out;
+wire [7:0] part8_out;
 wire [2:0] part9_out;
 wire [6:0] _fc_addr0_addr;
 wire [7:0] _fc_read0_w;
@@ -102,13 +101,14 @@ wire [7:0] _fc_read2_w;
 wire [2:0] part12_out;
 wire [6:0] _fc_addr3_addr;
 wire [7:0] _fc_read3_w;
+wire [31:0] fit9_src;
 reg [7:0] fc_mem [0:128-1];
 reg [11:0] mem [0:16-1];
 
-assign fc_bus[32-1:24] = _fc_read3_w;
-assign fc_bus[24-1:16] = _fc_read2_w;
-assign fc_bus[16-1:8] = _fc_read1_w;
-assign fc_bus[8-1:0] = _fc_read0_w;
+assign fit9_src[32-1:24] = _fc_read3_w;
+assign fit9_src[24-1:16] = _fc_read2_w;
+assign fit9_src[16-1:8] = _fc_read1_w;
+assign fit9_src[8-1:0] = _fc_read0_w;
 
 
 
@@ -152,7 +152,7 @@ assign fit4_dst = part5_out;
 
 
 always @(fit4_dst, wnz, mem[0], mem[1], mem[2], mem[3], mem[4], mem[5], mem[6], mem[7], mem[8], mem[9], mem[10], mem[11], mem[12], mem[13], mem[14], mem[15], part5_out) begin: _w_read0_read
-    v_bus = (fit4_dst < wnz);
+    _w_read0_valid = (fit4_dst < wnz);
     if ((fit4_dst < wnz)) begin
         _w_read0_word = mem[part5_out];
     end
@@ -163,15 +163,15 @@ end
 
 
 
-assign a_bus = _w_read0_word[10+:2];
+assign part6_out = _w_read0_word[10+:2];
 
 
 
-assign b_bus = _w_read0_word[8+:2];
+assign part7_out = _w_read0_word[8+:2];
 
 
 
-assign w_bus = _w_read0_word[0+:8];
+assign part8_out = _w_read0_word[0+:8];
 
 
 
@@ -227,11 +227,23 @@ assign fc_wa = {fc_row, fc_col};
 
 
 
-assign rd_a = a_bus;
-assign rd_b = b_bus;
-assign rd_w = w_bus;
-assign rd_valid = v_bus;
-assign fc_rd_w = fc_bus;
+assign rd_a = part6_out;
+
+
+
+assign rd_b = part7_out;
+
+
+
+assign rd_w = part8_out;
+
+
+
+assign rd_valid = _w_read0_valid;
+
+
+
+assign fc_rd_w = fit9_src;
 
 
 always @(wv, b_ext, wr_valid, dense, seen, opened, wr_start, ab, n_rx, a_ext, lim_k) begin: check
