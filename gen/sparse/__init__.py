@@ -13,3 +13,7 @@ from .stream import (
     sp_decoder,
     sp_encoder,
 )
+
+# ---- compute: the sparse tensor compute unit (stu) and its unit-test top (stu_top)
+from .stu import emit_stu, stu, stu_ports
+from .stu_top import emit_stu_top, stu_top, stu_top_ports
