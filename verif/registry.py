@@ -375,3 +375,38 @@ _sparse_stream("sparse_fm_mutant", "fm_mem_unit", SparseParams(p=3, depth=16), t
                expect_fail=True, doc="negative: a depth-16 memory unit checked as depth 20 must fail the scoreboard")
 
 # compute: stu, stc_cluster (registered below)
+def _sparse_stu(name: str, params: SparseParams, scenario: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="sparse", toplevel="stu_top", params=params,
+                        generator="lockstep.gen.sparse:emit_stu_top", test_module="lockstep.verif.sparse.test_stu",
+                        doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
+
+
+_STU_P3, _STU_U2 = SparseParams(p=3), SparseParams(u=2)
+_sparse_stu("sparse_stu_fig18", _STU_P3, "fig18",
+            "STU directed: the patent's Fig. 18 (p = 3, q = 4, WNZ = 4: 8 rounds of 3 + 1 lanes), worked by hand")
+_sparse_stu("sparse_stu_fig19", SparseParams(p=3, u=2), "fig19",
+            "STU 1400 directed: Fig. 19 (p = 3, u = 2): 3 rounds for 4 weights; one non-zero idles a lane")
+_sparse_stu("sparse_stu_random", SparseParams(), "random",
+            "STU u = 1: random CONV jobs over densities, kernels, ReLU/pool/shift, back-pressure")
+_sparse_stu("sparse_stu_random_p3", _STU_P3, "random", "STU u = 1, p = 3: random CONV jobs (groups not a power of 2)")
+_sparse_stu("sparse_stu_edges", SparseParams(), "edges",
+            "STU edges: q around multiples of p, K = 1, H/W < K, all-zero data or kernel, extremes, saturation")
+_sparse_stu("sparse_stu_edges_p3", _STU_P3, "edges", "STU edges with p = 3")
+_sparse_stu("sparse_stu_fc", SparseParams(), "fc", "STU FC mode: gather, adder tree, special accumulator")
+_sparse_stu("sparse_stu_dense", SparseParams(), "dense", "STU dense mode next to the same jobs in sparse mode")
+_sparse_stu("sparse_stu_channels", SparseParams(), "channels", "STU channel jobs: emit = 0 keeps the accumulator")
+_sparse_stu("sparse_stu_wrap", SparseParams(dw=4, ww=4, hmax=4, wmax=4, cmax=1, accw=11, nmax_out=8), "wrap",
+            "STU channel jobs beyond cmax in an 11-bit accumulator: the wrap and ACC_OVF")
+_sparse_stu("sparse_stu_errors", SparseParams(), "errors",
+            "STU errors: every CFG class, START_BUSY in compute and drain, reset in a job")
+_sparse_stu("sparse_stu_u2", _STU_U2, "random",
+            "STU 1400 (u = 2): random CONV jobs with collisions (Fig. 20, two deferred items), the FIFO")
+_sparse_stu("sparse_stu_u2_p3", SparseParams(p=3, u=2), "random", "STU 1400 (u = 2), p = 3: random CONV jobs")
+_sparse_stu("sparse_stu_u2_mixed", _STU_U2, "mixed", "STU 1400 (u = 2): CONV, FC, dense and channel jobs")
+_sparse_stu("sparse_stu_mutant", SparseParams(), "random", tb_params=_STU_U2, expect_fail=True,
+            doc="negative: an STU 1300 (u = 1) checked as an STU 1400 (u = 2) must fail the scoreboard")
+_STU_WIDE = SparseParams(p=8, kmax=5, hmax=16, wmax=16, dw=16, ww=16, accw=48, ow=20, depth=256, nmax_out=32)
+_sparse_stu("sparse_stu_wide", _STU_WIDE, "mixed", tier="full",
+            doc="STU extremes: p = 8, K up to 5, 16 x 16 maps, 16-bit data and weights, 48-bit accumulator")
+_sparse_stu("sparse_stu_u2_wide", SparseParams(**{**_STU_WIDE.to_dict(), "u": 2}), "mixed", tier="full",
+            doc="STU 1400 extremes: u = 2 with p = 8, K up to 5, 16 x 16 maps, depth 256")
