@@ -128,11 +128,13 @@ class FmMemUnit(JobUnit):
         w = p.wmax if big or rng.random() < 0.3 else int(rng.integers(1, p.wmax + 1))
         return random_map(rng, h, w, self._nnz(rng, h * w), p.dw)
 
-    def _corrupt(self, rng: np.random.Generator, kind: str, d: sparse.Desc, ws: list[Word]) -> tuple[sparse.Desc, list[Word]]:
-        """Break a clean load in one way (the model predicts what follows)."""
+    def _corrupt(self, rng: np.random.Generator, kind: str, d: sparse.Desc, ws: list[Word],
+                 how: int | None = None) -> tuple[sparse.Desc, list[Word]]:
+        """Break a clean load in one way (``how`` picks the variant; the model predicts
+        what follows)."""
         p = self.params
-        if kind == "desc":
-            how = int(rng.integers(0, 5))
+        if kind == "desc":  # RSVD != 0, H = 0, H > hmax, W = 0, W > wmax
+            how = int(rng.integers(0, 5)) if how is None else how
             d = sparse.Desc(d.org_row, d.org_col,
                             0 if how == 1 else int(rng.integers(p.hmax + 1, 256)) if how == 2 else d.h,
                             0 if how == 3 else int(rng.integers(p.wmax + 1, 256)) if how == 4 else d.w,
@@ -166,10 +168,12 @@ class FmMemUnit(JobUnit):
                 return sparse.Desc(d.org_row, d.org_col, d.h, d.w, len(ws)), ws
             return d, ws
         if kind == "nnz" and ws:
-            how = int(rng.integers(0, 3))
+            how = int(rng.integers(0, 4)) if how is None else how
             if how == 0 and len(ws) >= 2:  # LAST early: the load ends there
                 i = int(rng.integers(0, len(ws) - 1))
                 return d, _relast(ws[: i + 1])
+            if how == 3:  # an NNZ field far beyond the words (up to 2**16 - 1)
+                return sparse.Desc(d.org_row, d.org_col, d.h, d.w, int(rng.integers(len(ws) + 2, 1 << 16))), ws
             delta = 1 if how == 1 else -1  # NNZ one more / one fewer than the words
             return sparse.Desc(d.org_row, d.org_col, d.h, d.w, max(0, d.nnz + delta)), ws
         if kind == "overflow":
@@ -179,7 +183,7 @@ class FmMemUnit(JobUnit):
             return sparse.Desc(d.org_row, d.org_col, d.h, d.w, len(ws)), ws
         return d, ws
 
-    def _job(self, rng: np.random.Generator, kind: str, bank: int) -> FmJob:
+    def _job(self, rng: np.random.Generator, kind: str, bank: int, how: int | None = None) -> FmJob:
         p = self.params
         idle = IDLES[int(rng.integers(0, len(IDLES)))]
         org = (int(rng.integers(0, 1 << 12)), int(rng.integers(0, 1 << 12)))
@@ -196,7 +200,7 @@ class FmMemUnit(JobUnit):
             pool = ["oob", "order", "zero", "nnz", "overflow", "desc"]  # desc last: the others use H and W
             kinds = sorted(rng.choice(pool, size=2, replace=False).tolist(), key=pool.index)
         for k in kinds:
-            d, ws = self._corrupt(rng, k, d, ws)
+            d, ws = self._corrupt(rng, k, d, ws, how)
         if d.nnz == 0:
             ws = []
         elif not ws or not ws[-1][3]:
@@ -213,10 +217,11 @@ class FmMemUnit(JobUnit):
             FmJob(1, False, sparse.pack_desc(full), sparse.pack_data(full.entries, p), "full"),
             self._job(rng, "clean", 0),
         ]
-        forced = ["dense", "desc", "oob", "order", "zero", "nnz", "overflow"]
+        forced = ([("dense", None)] + [("desc", h) for h in range(5)] + [("oob", None), ("order", None)]
+                  + [("zero", None)] + [("nnz", h) for h in range(4)] + [("overflow", None)])
         while len(jobs) < count:
-            kind = forced.pop(0) if forced else _pick(rng, FM_KINDS)
-            jobs.append(self._job(rng, kind, int(rng.integers(0, 2))))
+            kind, how = forced.pop(0) if forced else (_pick(rng, FM_KINDS), None)
+            jobs.append(self._job(rng, kind, int(rng.integers(0, 2)), how))
         return jobs
 
     def budget(self, job: FmJob) -> int:

@@ -18,7 +18,8 @@ The checks ask the golden model (:mod:`lockstep.models.sparse`) or numpy:
   last value is a non-zero following another (the held word and the last go out one
   after the other).
 * decoder: fed ``pack_data(encode(X).entries)`` it emits exactly ``decode(...) = X``,
-  ``H*W`` values; without stalls ``start`` to ``done`` is ``H*W + 2``.
+  ``H*W`` values; without stalls ``start`` to ``done`` is ``H*W + 2``. One extra word out
+  of range, or repeated, is dropped (``err`` DROP) and changes nothing else.
 * profiler: per-row and per-column counts read through ``rd_sel/rd_addr`` equal numpy's
   ``count_nonzero`` (0 beyond ``H``/``W``), ``total`` too; ``in_ready == busy``;
   ``done`` one cycle after the last value.
@@ -94,6 +95,8 @@ class RasterJob:
         idle, bp: input idle and output back-pressure rates.
         poke: cycles after ``start`` at which a second ``start`` pulses (or ``None``).
         kind: the stimulus kind (for the log and coverage).
+        words: a decoder's input stream when it is not ``pack_data(encode(X))`` (a
+            ``drop`` job: one extra word the decoder must drop).
     """
 
     X: np.ndarray | None
@@ -103,6 +106,7 @@ class RasterJob:
     bp: float = 0.0
     poke: int | None = None
     kind: str = "random"
+    words: list[int] | None = None
 
     def __repr__(self) -> str:
         nnz = "-" if self.X is None else int(np.count_nonzero(self.X))
@@ -130,13 +134,21 @@ def raster_jobs(rng: np.random.Generator, p: SparseParams, count: int) -> list[R
         RasterJob(None, H, W + 1, kind="refused"),
         RasterJob(dense(H, W), H, W, 0.3, 0.5, kind="alldense"),
     ]
+    first_random = len(jobs)
     while len(jobs) < count:
-        h, w = _size(rng, H), _size(rng, W)
-        dbin = int(rng.integers(0, len(DENSITY_BINS)))
-        n = {0: 0, 5: h * w}.get(dbin, int(np.ceil(h * w * rng.uniform((dbin - 1) * 0.25, dbin * 0.25))))
+        k = len(jobs) - first_random
+        if k < 4:  # the first four random maps cover the partial-density bins, 3 x 3 or more
+            h, w = int(rng.integers(min(3, H), H + 1)), int(rng.integers(min(3, W), W + 1))
+            dbin = k + 1
+        else:
+            h, w = _size(rng, H), _size(rng, W)
+            dbin = int(rng.integers(0, len(DENSITY_BINS)))
+        fits = [n for n in range(h * w + 1) if density_bin(n, h * w) == DENSITY_BINS[dbin]]
+        n = int(rng.choice(fits)) if fits else int(rng.integers(0, h * w + 1))
         idle, bp = STALLS[int(rng.integers(0, len(STALLS)))]
-        poke = int(rng.integers(1, h * w + 2)) if rng.random() < 0.2 else None
-        jobs.append(RasterJob(random_map(rng, h, w, min(max(n, 0), h * w), bits), h, w, idle, bp, poke))
+        poked = rng.random() < 0.2 or len(jobs) == first_random  # the first one always
+        poke = int(rng.integers(1, h * w + 1)) if poked else None
+        jobs.append(RasterJob(random_map(rng, h, w, n, bits), h, w, idle, bp, poke))
     return jobs
 
 
@@ -203,6 +215,8 @@ class RasterUnit(JobUnit):
         """The sticky ``err`` after this job (the OR so far)."""
         if job.refused:
             self.sticky |= 1 << self.err_names.index("CFG")
+        if job.kind.startswith("drop"):
+            self.sticky |= 1 << self.err_names.index("DROP")
         return self.sticky
 
     def check_protocol(self, job: RasterJob, obs: Observation) -> list[str]:
@@ -337,12 +351,39 @@ class DecoderUnit(RasterUnit):
     err_names = ("CFG", "DROP")
     covergroup = "sparse.decoder"
 
+    def jobs(self, rng: np.random.Generator, count: int) -> list[RasterJob]:
+        """The raster jobs, then one ``drop_oob`` and one ``drop_dup`` job: the map's
+        words plus one word out of range (where ``rb``/``cb`` leave room) or a repeated
+        word before the last entry, which the decoder must drop (``err`` DROP) without
+        changing the raster. (A word after the entry of the last position is never seen:
+        the job ends with the raster and leaves it on the stream.)"""
+        p = self.params
+        jobs = raster_jobs(rng, p, count)
+        for kind in ("drop_oob", "drop_dup") if p.hmax * p.wmax >= 2 else ():
+            # the extra word goes before the last entry: it must reach the head of the
+            # stream while the raster is still being walked
+            h = int(rng.integers(min(2, p.hmax), p.hmax + 1))
+            w = int(rng.integers(2 if h == 1 else 1, p.wmax + 1))  # two positions at least
+            X = random_map(rng, h, w, int(rng.integers(min(2, h * w), h * w + 1)), p.dw)
+            ents = [e + (False,) for e in sparse.encode(X).entries]
+            k = int(rng.integers(0, max(1, len(ents) - 1)))
+            if kind == "drop_oob" and (h < 1 << p.rb or w < 1 << p.cb):
+                bad = (h, 0, 1, False) if h < 1 << p.rb else (0, w, 1, False)
+                ents.insert(k, bad)
+            else:
+                kind = "drop_dup"
+                ents.insert(k + 1, ents[k])
+            ents[-1] = ents[-1][:3] + (True,)
+            jobs.append(RasterJob(X, h, w, kind=kind, words=sparse.pack_data(ents, p)))
+        return jobs
+
     def cfg(self, job: RasterJob) -> dict[str, int]:
-        nnz = 0 if job.refused else int(np.count_nonzero(job.X))
+        nnz = 0 if job.refused else len(self.inputs(job))
         return {"cfg_h": job.h, "cfg_w": job.w, "cfg_nnz": nnz}
 
     def inputs(self, job: RasterJob) -> list[dict[str, int]]:
-        return [{"data": w} for w in sparse.pack_data(sparse.encode(job.X).entries, self.params)]
+        words = job.words if job.words is not None else sparse.pack_data(sparse.encode(job.X).entries, self.params)
+        return [{"data": w} for w in words]
 
     def check(self, job: RasterJob, obs: Observation) -> list[str]:
         errs = self.check_protocol(job, obs)
@@ -358,21 +399,23 @@ class DecoderUnit(RasterUnit):
                 if len(bad) else ""
             errs.append(f"{len(got)} values, expected {len(want)}{where}")
         ins = handshakes(obs.trace, "in")
-        if len(ins) != sub.nnz:
-            errs.append(f"{len(ins)} words consumed, expected {sub.nnz}")
+        if len(ins) != len(self.inputs(job)):
+            errs.append(f"{len(ins)} words consumed, expected {len(self.inputs(job))}")
         d = len(obs.trace["done"]) - 1
-        if job.idle == 0 and job.bp == 0 and d != job.X.size + 2:
+        if job.idle == 0 and job.bp == 0 and job.words is None and d != job.X.size + 2:
             errs.append(f"without stalls start to done took {d} cycles, expected H*W + 2")
         return errs
 
     def define_coverage(self, cg: Covergroup) -> None:
         super().define_coverage(cg)
         cg.point("backpressure", lambda s: s["bp"], [False, True])
+        cg.point("dropped", lambda s: s["drop"], ["none", "drop_oob", "drop_dup"])
 
     def sample(self, job: RasterJob, obs: Observation) -> dict[str, Any]:
         s = super().sample(job, obs)
         tr = obs.trace
         s["bp"] = bool((tr["out_valid"] & (1 - tr["out_ready"])).any())
+        s["drop"] = job.kind if job.kind.startswith("drop") else "none"
         return s
 
 
