@@ -42,7 +42,7 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
 from ..common import Emitted, flat_signal
-from .stream import _emit, _stream, check_sparse, fit, part
+from .stream import _emit, _stream, check_sparse, fit, mux2, part
 
 __all__ = [
     "DESC_BITS",
@@ -239,6 +239,9 @@ def fm_mem_unit(clk, rst, wr_desc_valid, wr_desc_ready, wr_desc_data, wr_bank, w
         part(wr_data, dw + cb, rb, wrow), part(wr_data, dw, cb, wcol), part(wr_data, 0, dw, wval),
         part(wr_data, 0, rb + cb + dw, entry), fit(wrow, wrow8), fit(wcol, wcol8),
     ]
+    for banks, out in ((b_rows, rd_row), (b_cols, rd_col), (b_vals, rd_val), (b_valid, rd_lane_valid), (qs, rd_q),
+                       (descs, rd_desc)):
+        insts.append(mux2(rd_bank, banks[0], banks[1], out))
     for b in range(2):
         insts.append(_fm_bank(clk, rst, clears[b], stores[b], entry, wr_desc_data, rd_group, qs[b], descs[b],
                               b_rows[b], b_cols[b], b_vals[b], b_valid[b], fmt))
@@ -280,20 +283,6 @@ def fm_mem_unit(clk, rst, wr_desc_valid, wr_desc_ready, wr_desc_data, wr_bank, w
         clears[1].next = take_desc and wr_bank
         stores[0].next = store and not bank
         stores[1].next = store and bank
-        if rd_bank:
-            rd_row.next = b_rows[1]
-            rd_col.next = b_cols[1]
-            rd_val.next = b_vals[1]
-            rd_lane_valid.next = b_valid[1]
-            rd_q.next = qs[1]
-            rd_desc.next = descs[1]
-        else:
-            rd_row.next = b_rows[0]
-            rd_col.next = b_cols[0]
-            rd_val.next = b_vals[0]
-            rd_lane_valid.next = b_valid[0]
-            rd_q.next = qs[0]
-            rd_desc.next = descs[0]
 
     @always_seq(clk.posedge, reset=rst)
     def job():

@@ -50,6 +50,7 @@ __all__ = [
     "emit_profiler",
     "encoder_ports",
     "fit",
+    "mux2",
     "part",
     "profiler_ports",
     "sp_decoder",
@@ -104,6 +105,20 @@ def fit(src, dst):
         dst.next = src[wd:]
 
     return narrow
+
+
+@block
+def mux2(sel, a, b, y):
+    """``y = b if sel else a`` (equal widths)."""
+
+    @always_comb
+    def pick():
+        if sel:
+            y.next = b
+        else:
+            y.next = a
+
+    return pick
 
 
 @block

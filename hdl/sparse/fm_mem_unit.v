@@ -88,6 +88,18 @@ wire wlast;
 wire [3:0] wrow;
 wire [7:0] wrow8;
 wire [7:0] wval;
+wire [15:0] mux20_a;
+wire [15:0] mux20_b;
+wire [15:0] mux21_a;
+wire [15:0] mux21_b;
+wire [31:0] mux22_a;
+wire [31:0] mux22_b;
+wire [3:0] mux23_a;
+wire [3:0] mux23_b;
+reg [6:0] mux24_a;
+reg [6:0] mux24_b;
+reg [63:0] mux25_a;
+reg [63:0] mux25_b;
 wire [3:0] _fm_bank0_wa_g;
 wire [4:0] _fm_bank0_g_ext;
 reg [4:0] _fm_bank0_wa;
@@ -152,14 +164,8 @@ wire [15:0] _fm_bank1_fit10_src;
 wire [15:0] _fm_bank1_fit11_src;
 wire [31:0] _fm_bank1_fit12_src;
 wire [3:0] _fm_bank1_fit13_src;
-wire [15:0] b_cols [0:2-1];
-wire [15:0] b_rows [0:2-1];
-wire [3:0] b_valid [0:2-1];
-wire [31:0] b_vals [0:2-1];
-reg clears [0:2-1];
-reg [63:0] descs [0:2-1];
-reg [6:0] qs [0:2-1];
-reg stores [0:2-1];
+wire clears [0:2-1];
+wire stores [0:2-1];
 reg [15:0] _fm_bank0__lane_mem0_mem [0:16-1];
 reg [15:0] _fm_bank0__lane_mem1_mem [0:16-1];
 reg [15:0] _fm_bank0__lane_mem2_mem [0:16-1];
@@ -241,6 +247,66 @@ assign wrow8 = {4'h0, wrow};
 
 
 assign wcol8 = {4'h0, wcol};
+
+
+always @(mux20_a, mux20_b, rd_bank) begin: mux20_pick
+    if (rd_bank) begin
+        rd_row = mux20_b;
+    end
+    else begin
+        rd_row = mux20_a;
+    end
+end
+
+
+always @(mux21_a, mux21_b, rd_bank) begin: mux21_pick
+    if (rd_bank) begin
+        rd_col = mux21_b;
+    end
+    else begin
+        rd_col = mux21_a;
+    end
+end
+
+
+always @(mux22_a, mux22_b, rd_bank) begin: mux22_pick
+    if (rd_bank) begin
+        rd_val = mux22_b;
+    end
+    else begin
+        rd_val = mux22_a;
+    end
+end
+
+
+always @(mux23_a, mux23_b, rd_bank) begin: mux23_pick
+    if (rd_bank) begin
+        rd_lane_valid = mux23_b;
+    end
+    else begin
+        rd_lane_valid = mux23_a;
+    end
+end
+
+
+always @(mux24_a, mux24_b, rd_bank) begin: mux24_pick
+    if (rd_bank) begin
+        rd_q = mux24_b;
+    end
+    else begin
+        rd_q = mux24_a;
+    end
+end
+
+
+always @(mux25_a, mux25_b, rd_bank) begin: mux25_pick
+    if (rd_bank) begin
+        rd_desc = mux25_b;
+    end
+    else begin
+        rd_desc = mux25_a;
+    end
+end
 
 
 
@@ -388,37 +454,37 @@ assign _fm_bank0_part19_out = _fm_bank0__lane_mem3_rdata[0+:8];
 
 
 
-assign b_rows[0] = _fm_bank0_fit4_src;
+assign mux20_a = _fm_bank0_fit4_src;
 
 
 
-assign b_cols[0] = _fm_bank0_fit5_src;
+assign mux21_a = _fm_bank0_fit5_src;
 
 
 
-assign b_vals[0] = _fm_bank0_fit6_src;
+assign mux22_a = _fm_bank0_fit6_src;
 
 
 
-assign b_valid[0] = _fm_bank0_fit7_src;
+assign mux23_a = _fm_bank0_fit7_src;
 
 
 always @(posedge clk) begin: _fm_bank0_count
     if (rst == 1) begin
-        descs[0] <= 0;
+        mux25_a <= 0;
         _fm_bank0_wa <= 0;
-        qs[0] <= 0;
+        mux24_a <= 0;
         _fm_bank0_wl <= 0;
     end
     else begin
         if (clears[0]) begin
-            descs[0] <= wr_desc_data;
-            qs[0] <= 0;
+            mux25_a <= wr_desc_data;
+            mux24_a <= 0;
             _fm_bank0_wa <= 0;
             _fm_bank0_wl <= 0;
         end
         else if (stores[0]) begin
-            qs[0] <= (qs[0] + 1);
+            mux24_a <= (mux24_a + 1);
             if ((_fm_bank0_wl == 3)) begin
                 _fm_bank0_wl <= 0;
                 _fm_bank0_wa <= (_fm_bank0_wa + 1);
@@ -576,37 +642,37 @@ assign _fm_bank1_part31_out = _fm_bank1__lane_mem7_rdata[0+:8];
 
 
 
-assign b_rows[1] = _fm_bank1_fit10_src;
+assign mux20_b = _fm_bank1_fit10_src;
 
 
 
-assign b_cols[1] = _fm_bank1_fit11_src;
+assign mux21_b = _fm_bank1_fit11_src;
 
 
 
-assign b_vals[1] = _fm_bank1_fit12_src;
+assign mux22_b = _fm_bank1_fit12_src;
 
 
 
-assign b_valid[1] = _fm_bank1_fit13_src;
+assign mux23_b = _fm_bank1_fit13_src;
 
 
 always @(posedge clk) begin: _fm_bank1_count
     if (rst == 1) begin
-        descs[1] <= 0;
+        mux25_b <= 0;
         _fm_bank1_wa <= 0;
-        qs[1] <= 0;
+        mux24_b <= 0;
         _fm_bank1_wl <= 0;
     end
     else begin
         if (clears[1]) begin
-            descs[1] <= wr_desc_data;
-            qs[1] <= 0;
+            mux25_b <= wr_desc_data;
+            mux24_b <= 0;
             _fm_bank1_wa <= 0;
             _fm_bank1_wl <= 0;
         end
         else if (stores[1]) begin
-            qs[1] <= (qs[1] + 1);
+            mux24_b <= (mux24_b + 1);
             if ((_fm_bank1_wl == 3)) begin
                 _fm_bank1_wl <= 0;
                 _fm_bank1_wa <= (_fm_bank1_wa + 1);
@@ -662,28 +728,11 @@ always @(d_rsvd, lim_h, opened, d_w, nnz_m1, wlast, wrow8, have_last, k, wcol, l
 end
 
 
-always @(bank, b_rows[0], b_rows[1], qs[0], qs[1], wr_bank, descs[0], descs[1], b_valid[0], b_valid[1], take_desc, b_vals[0], b_vals[1], rd_bank, store, b_cols[0], b_cols[1]) begin: route
-    clears[0] = (take_desc && (!wr_bank));
-    clears[1] = (take_desc && wr_bank);
-    stores[0] = (store && (!bank));
-    stores[1] = (store && bank);
-    if (rd_bank) begin
-        rd_row = b_rows[1];
-        rd_col = b_cols[1];
-        rd_val = b_vals[1];
-        rd_lane_valid = b_valid[1];
-        rd_q = qs[1];
-        rd_desc = descs[1];
-    end
-    else begin
-        rd_row = b_rows[0];
-        rd_col = b_cols[0];
-        rd_val = b_vals[0];
-        rd_lane_valid = b_valid[0];
-        rd_q = qs[0];
-        rd_desc = descs[0];
-    end
-end
+
+assign clears[0] = (take_desc && (!wr_bank));
+assign clears[1] = (take_desc && wr_bank);
+assign stores[0] = (store && (!bank));
+assign stores[1] = (store && bank);
 
 
 always @(posedge clk) begin: job
