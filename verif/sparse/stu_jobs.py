@@ -105,6 +105,13 @@ def conv_job(X: np.ndarray, Wk: np.ndarray, kind: str, *, order: str = "raster",
     return StuJob(c, sub.entries, wts, kind, bp=bp, X=X, Wk=Wk)
 
 
+def _fits(c: sparse.Cfg, widths: dict[str, int]) -> bool:
+    """Every configuration value fits its ``cfg_*`` port."""
+    vals = {"cfg_k": c.k, "cfg_h": c.h, "cfg_w": c.w, "cfg_nnz": c.nnz, "cfg_wnz": c.wnz, "cfg_n_out": c.n_out,
+            "cfg_shift": c.shift}
+    return all(0 <= v < 1 << widths[n] for n, v in vals.items())
+
+
 def fc_job(x: np.ndarray, Wm: np.ndarray, kind: str, **cfg: Any) -> StuJob:
     """An FC job: input vector ``x`` (length W), ``n_out x W`` matrix ``Wm``."""
     sub = sparse.encode(x.reshape(1, -1))
@@ -125,6 +132,8 @@ def chain(jobs: list[StuJob], params: SparseParams) -> list[StuJob]:
     clears it."""
     acc = None
     for j in jobs:
+        if len(j.data) > params.depth:
+            raise ValueError(f"{j!r}: {len(j.data)} data entries do not fit the memory (depth {params.depth})")
         j.acc_in = acc
         j.golden = sparse.stu_job(j.cfg, j.data, j.weights, params, acc=acc)
         if j.reset_at is not None:
@@ -141,6 +150,19 @@ def chain(jobs: list[StuJob], params: SparseParams) -> list[StuJob]:
 def _size(rng: np.random.Generator, top: int) -> int:
     r = rng.random()
     return 1 if r < 0.15 else top if r < 0.4 else int(rng.integers(1, top + 1))
+
+
+def _hw(rng: np.random.Generator, params: SparseParams) -> tuple[int, int]:
+    """A random map size (1 and the maximum favoured) whose positions all fit the data
+    memory (``H * W <= depth``: a dense map, or a dense-mode job, must fit)."""
+    H = min(_size(rng, params.hmax), params.depth)
+    return H, min(_size(rng, params.wmax), max(1, params.depth // H))
+
+
+def _full_hw(params: SparseParams) -> tuple[int, int]:
+    """The largest map whose positions all fit the data memory."""
+    H = min(params.hmax, params.depth)
+    return H, min(params.wmax, max(1, params.depth // H))
 
 
 def _nnz(rng: np.random.Generator, size: int) -> int:
@@ -165,7 +187,7 @@ def _drain_opts(rng: np.random.Generator, params: SparseParams) -> dict[str, Any
 
 def _random_conv(rng: np.random.Generator, params: SparseParams, kind: str = "random") -> StuJob:
     K = int(rng.integers(1, params.kmax + 1))
-    H, W = _size(rng, params.hmax), _size(rng, params.wmax)
+    H, W = _hw(rng, params)
     if params.u == 2 and rng.random() < 0.5:
         # few non-zeros (a round spans two weights) and a full kernel in random order:
         # the products of neighbouring weights often meet at one address
@@ -254,7 +276,7 @@ def random_conv(params: SparseParams, rng: np.random.Generator, count: int, widt
 
 def edges(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
     p, dw, ww = params.p, params.dw, params.ww
-    H, W, K = params.hmax, params.wmax, params.kmax
+    (H, W), K = _full_hw(params), params.kmax
     lo_d, lo_w = sparse.signed_range(dw)[0], sparse.signed_range(ww)[0]
     jobs = []
     # q around multiples of p on a full-size map, a full kernel
@@ -286,7 +308,7 @@ def edges(params: SparseParams, rng: np.random.Generator, count: int, widths: di
 
 def fc(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
     jobs = []
-    W, N = params.wmax, params.nmax_out
+    W, N = min(params.wmax, params.depth), params.nmax_out
     jobs.append(fc_job(random_map(rng, 1, W, W, params.dw).ravel(), random_map(rng, N, W, N * W, params.ww), "fc-full"))
     jobs.append(fc_job(np.zeros(W, np.int64), random_map(rng, N, W, N * W, params.ww), "fc-zero"))
     jobs.append(fc_job(random_map(rng, 1, 1, 1, params.dw).ravel(), random_map(rng, 1, 1, 1, params.ww), "fc-1x1"))
@@ -304,7 +326,7 @@ def dense(params: SparseParams, rng: np.random.Generator, count: int, widths: di
     jobs = []
     while len(jobs) < count:
         K = int(rng.integers(1, params.kmax + 1))
-        H, W = _size(rng, params.hmax), _size(rng, params.wmax)
+        H, W = _hw(rng, params)
         X = random_map(rng, H, W, _nnz(rng, H * W), params.dw)
         Wk = _kernel(rng, K, params.ww)
         opts = _drain_opts(rng, params)
@@ -317,10 +339,17 @@ def channels(params: SparseParams, rng: np.random.Generator, count: int, widths:
              wrap: bool = False) -> list[StuJob]:
     jobs: list[StuJob] = []
     lo_d, lo_w = sparse.signed_range(params.dw)[0], sparse.signed_range(params.ww)[0]
+    first = True
     while len(jobs) < count:
         K = int(rng.integers(1, params.kmax + 1))
-        H, W = _size(rng, params.hmax), _size(rng, params.wmax)
+        H, W = _hw(rng, params)
         C = int(rng.integers(2, 5)) if not wrap else params.cmax + int(rng.integers(1, 4))
+        if wrap and first:
+            # the first sequence surely overflows: K^2 extreme products per channel at an
+            # inner address, 2^(accw-1) / 2^(dw+ww-2) of them fit, two channels more
+            K, (H, W) = params.kmax, _full_hw(params)
+            C = (1 << (params.accw - params.dw - params.ww + 1)) // (K * K) + 2
+        first = False
         for c in range(C):
             last = c == C - 1
             opts = _drain_opts(rng, params) if last else {"bp": 0.0}
@@ -333,24 +362,22 @@ def channels(params: SparseParams, rng: np.random.Generator, count: int, widths:
 
 
 def errors(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
-    K, H, W, N = params.kmax, params.hmax, params.wmax, params.nmax_out
+    K, N = params.kmax, params.nmax_out
+    H, W = _full_hw(params)
     good = lambda: _random_conv(rng, params, "good")  # noqa: E731
     bad = [refused_job("K=0", k=0), refused_job("K>kmax", k=K + 1), refused_job("H=0", h=0),
            refused_job("W=0", w=0), refused_job("WNZ>K^2", k=1, wnz=2)]
-    if H + 1 < 1 << widths["cfg_h"]:
-        bad.append(refused_job("H>hmax", h=H + 1))
-    if W + 1 < 1 << widths["cfg_w"]:
-        bad.append(refused_job("W>wmax", w=W + 1))
+    bad += [refused_job("H>hmax", h=params.hmax + 1), refused_job("W>wmax", w=params.wmax + 1)]
     if K >= 2:
         bad.append(refused_job("WNZ>K^2", k=2, wnz=5))
     bad += [refused_job("fc n_out=0", mode=sparse.FC, n_out=0, w=2),
             refused_job("fc pool", mode=sparse.FC, n_out=1, pool=1),
             refused_job("fc H!=1", mode=sparse.FC, n_out=1, h=2)]
-    if N + 1 < 1 << widths["cfg_n_out"]:
-        bad.append(refused_job("fc n_out>nmax", mode=sparse.FC, n_out=N + 1, w=1))
+    bad.append(refused_job("fc n_out>nmax", mode=sparse.FC, n_out=N + 1, w=1))
     jobs = []
     for b in bad:
-        jobs += [b, good()]
+        if _fits(b.cfg, widths):  # a value its port cannot carry is not a test
+            jobs += [b, good()]
     # a start while busy, in the compute phase and in the drain
     for where in ("compute", "drain"):
         X = random_map(rng, H, W, H * W // 2, params.dw)
