@@ -7,9 +7,8 @@ golden model's."""
 
 from __future__ import annotations
 
+import functools
 import json
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from lockstep.gen.sparse import emit_stu, emit_stu_top, fm_mem_ports, stu_ports,
 from lockstep.gen.sparse.stu import CNT_BITS, stu_widths
 from lockstep.models import sparse
 from lockstep.models.formats import FabricParams, ParamError, SparseParams
+from lockstep.verif.runner import check_rtl_ports
 from lockstep.verif.sparse.stu_jobs import SCENARIOS, make_jobs
 
 #: Configurations both tops must lint clean for: the defaults, u = 2, the smallest
@@ -38,22 +38,14 @@ LINT_SETS = {
 TOPS = {"stu": (emit_stu, stu_ports), "stu_top": (emit_stu_top, stu_top_ports)}
 
 
-def module_ports(verilog: Path, module: str) -> list[str]:
-    m = re.search(rf"module {module} \(([^)]*)\);", verilog.read_text())
-    assert m, module
-    return [p.strip() for p in m.group(1).split(",")]
-
-
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    """Both tops for a LINT_SETS key (emitted once per module)."""
-    cache: dict[str, dict] = {}
+    """``generated(key)``: both tops for a LINT_SETS key, emitted on first use."""
     root = tmp_path_factory.mktemp("sparse_stu")
 
+    @functools.cache
     def get(key: str) -> dict:
-        if key not in cache:
-            cache[key] = {name: emit(LINT_SETS[key], root / key) for name, (emit, _) in TOPS.items()}
-        return cache[key]
+        return {name: emit(LINT_SETS[key], root / key) for name, (emit, _) in TOPS.items()}
 
     return get
 
@@ -73,7 +65,7 @@ def test_records_match_the_verilog(key, generated):
         ports = TOPS[name][1](fmt)
         assert rec["module"] == name and rec["family"] == "sparse"
         assert rec["ports"] == ports
-        assert module_ports(em.verilog, name) == list(ports)
+        check_rtl_ports(em.verilog, name, rec)  # every port's direction and width in the Verilog
         assert rec["timing"]["stu_pipe"] == SparseParams.STU_PIPE
         assert SparseParams.from_dict(rec["params"]) == fmt
 

@@ -414,9 +414,10 @@ def _mul(x, w, prod, fmt: SparseParams):
 
 @block
 def _walk_lane(round1, fc_r, lv, eb1, q_r, wv, x, w_conv, w_fc, lane_no: int, v_conv, v_fc, nzm, w_sel,
-               fmt: SparseParams):
+               fmt: SparseParams, ok=None):
     """Group-walker lane ``l``: active when the entry ``eb1 + l < q`` is stored; CONV needs
-    a stored weight too (``v_conv``; ``None`` in a u = 2 unit, whose scheduler does CONV).
+    a stored weight and an address in range (``ok``) too (``v_conv``; ``None`` in a u = 2
+    unit, whose scheduler does CONV).
     ``nzm``: it multiplies two non-zero operands; ``w_sel``: the weight it multiplies by
     (broadcast in CONV, gathered in FC)."""
     wd = stu_widths(fmt)
@@ -442,7 +443,7 @@ def _walk_lane(round1, fc_r, lv, eb1, q_r, wv, x, w_conv, w_fc, lane_no: int, v_
 
         @always_comb
         def conv():
-            v_conv.next = on and not fc_r and wv
+            v_conv.next = on and not fc_r and wv and ok
 
         insts.append(conv)
     return insts
@@ -671,9 +672,10 @@ def _s2_weight(wsel, wa, wb, ww, wv, a, b, w, v):
 
 
 @block
-def _s2_item(is_fifo, is_new, fa, fd_, vld, wv, ok, x, w, addr, prod, sv, sa, sd, nzm):
+def _s2_item(is_fifo, is_new, fa, fd_, vld, wv, ok, x, w, addr, prod, sv, sa, sd, fc_r, nzm_fc, nzm):
     """The slot's item: the FIFO's ``{address, product}``, or the new product when its
-    entry and weight are stored and its address is in range."""
+    entry and weight are stored and its address is in range. ``nzm``: the lane multiplies
+    two non-zero operands (the walker's ``nzm_fc`` in FC mode)."""
 
     @always_comb
     def item():
@@ -685,7 +687,10 @@ def _s2_item(is_fifo, is_new, fa, fd_, vld, wv, ok, x, w, addr, prod, sv, sa, sd
             sv.next = is_new and vld and wv and ok
             sa.next = addr
             sd.next = prod
-        nzm.next = is_new and vld and wv and ok and x != 0 and w != 0
+        if fc_r:
+            nzm.next = nzm_fc
+        else:
+            nzm.next = is_new and vld and wv and ok and x != 0 and w != 0
 
     return item
 
@@ -870,7 +875,8 @@ def _lane_sel(fc_r, x_a, w_a, x_b, w_b, x, w):
 @block
 def _stage_p(clk, rst, fc_r, fc_on, oaddr, tsum, cv, ca, cd, pv, pa, pd):
     """The round's lane register: in FC mode lane 0 carries the adder tree's sum to
-    output ``o`` (``fc_on``), else the lane's own product and address."""
+    output ``o`` (``fc_on``: a walker round; 0 for the other lanes), else the lane's own
+    product and address."""
 
     @always_seq(clk.posedge, reset=rst)
     def reg():
@@ -1360,13 +1366,14 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
     v_conv = [new_bool() for _ in range(p)] if u == 1 else [None] * p
     v_fc, nzm1 = [new_bool() for _ in range(p)], [new_bool() for _ in range(p)]
     w1 = [new_vec(ww) for _ in range(p)]
+    lok = [new_bool() for _ in range(p)]
     insts += [_walk_lane(round1, fc_r, lvld[l], eb1, q_r, wv[0], lval[l], wwv[0], fcw[l], l, v_conv[l], v_fc[l],
-                         nzm1[l], w1[l], fmt) for l in range(p)]
+                         nzm1[l], w1[l], fmt, ok=lok[l] if u == 1 else None) for l in range(p)]
 
     # operands, products, addresses of each lane
     mx, mw_ = [new_vec(dw) for _ in range(p)], [new_vec(ww) for _ in range(p)]
     prod = [new_vec(accw) for _ in range(p)]
-    laddr, lok = [new_vec(wd.ab) for _ in range(p)], [new_bool() for _ in range(p)]
+    laddr = [new_vec(wd.ab) for _ in range(p)]
     cv, ca, cd = [new_bool() for _ in range(p)], [new_vec(wd.ab) for _ in range(p)], [new_vec(accw) for _ in range(p)]
     nzm = [new_bool() for _ in range(p)]
     fa = [new_vec(wd.ab) for _ in range(wd.fd)]
@@ -1383,7 +1390,7 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
         for l in range(p):
             insts += [wire(lval[l], mx[l]), wire(w1[l], mw_[l]),
                       _lane_addr(lrow[l], lcol[l], wa[0], wb[0], km1, laddr[l], lok[l], fmt),
-                      _and2(v_conv[l], lok[l], cv[l]), wire(laddr[l], ca[l]), wire(prod[l], cd[l]),
+                      wire(v_conv[l], cv[l]), wire(laddr[l], ca[l]), wire(prod[l], cd[l]),
                       wire(nzm1[l], nzm[l])]
         insts += [wire(g_next, rd_group), fit(j_next, w_rd_idx)]
     else:
@@ -1394,8 +1401,7 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
 
     # FC: gather by the lane's column, adder tree, output o at address o
     tsum, oaddr = new_vec(accw), new_vec(wd.ab)
-    fc_on0 = new_bool()
-    insts += [_tree(v_fc, prod, tsum, fmt), fit(j1, oaddr), _and2(round1, fc_r, fc_on0), fit(j1, fc_rd_row)]
+    insts += [_tree(v_fc, prod, tsum, fmt), fit(j1, oaddr), fit(j1, fc_rd_row)]
     fcidx = [new_vec(wd.ib) for _ in range(p)]
     insts += [fit(lcol[l], fcidx[l]) for l in range(p)]
     insts.append(_cat(fcidx, fc_rd_idx))
@@ -1403,7 +1409,7 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
     # the lane registers and the accumulator
     pv, pa, pd = [new_bool() for _ in range(p)], [new_vec(wd.ab) for _ in range(p)], [new_vec(accw) for _ in range(p)]
     zero = const0(1)
-    insts += [_stage_p(clk, rst, fc_r, fc_on0 if l == 0 else zero, oaddr, tsum, cv[l], ca[l], cd[l], pv[l], pa[l],
+    insts += [_stage_p(clk, rst, fc_r, round1 if l == 0 else zero, oaddr, tsum, cv[l], ca[l], cd[l], pv[l], pa[l],
                        pd[l]) for l in range(p)]
     acc = [new_vec(accw) for _ in range(wd.nacc)]
     insts.append(_rmw(clk, rst, clr, pv, pa, pd, acc, acc_ovf, fmt))
@@ -1452,7 +1458,6 @@ def _u2(clk, rst, go, state, round1, fc_r, dense_r, q_r, wnz_r, km1, rlast1, rla
     sv, sa, sd = [new_bool() for _ in range(p)], [new_vec(wd.ab) for _ in range(p)], [new_vec(accw) for _ in range(p)]
     emit, dfr, pre = [new_bool() for _ in range(p)], [new_bool() for _ in range(p)], \
         [new_vec(count_bits(p)) for _ in range(p)]
-    nzm2 = [new_bool() for _ in range(p)]
     for s in range(p):
         is_fifo, is_new, wsel = new_bool(), new_bool(), new_bool()
         ent = new_vec(wd.qb)
@@ -1467,11 +1472,11 @@ def _u2(clk, rst, go, state, round1, fc_r, dense_r, q_r, wnz_r, km1, rlast1, rla
             _s2_weight(wsel, wa, wb, wwv, wv, a, b, w, v),
             _lane_addr(row, col, a, b, km1, addr, ok, fmt),
             _lane_sel(fc_r, val, w, lval[s], w1[s], mx[s], mw_[s]),
-            _s2_item(is_fifo, is_new, fa_s, fd_s, vld, v, ok, val, w, addr, prod[s], sv[s], sa[s], sd[s], nzm2[s]),
+            _s2_item(is_fifo, is_new, fa_s, fd_s, vld, v, ok, val, w, addr, prod[s], sv[s], sa[s], sd[s], fc_r,
+                     nzm1[s], nzm[s]),
             _arbiter(sv, sa, s, emit[s], dfr[s]),
             _prefix(dfr, s, pre[s]),
             wire(emit[s], cv[s]), wire(sa[s], ca[s]), wire(sd[s], cd[s]),
-            _mux2(fc_r, nzm2[s], nzm1[s], nzm[s]),
         ]
     nfa, nfd = [new_vec(wd.ab) for _ in range(wd.fd)], [new_vec(accw) for _ in range(wd.fd)]
     insts += [_compact(dfr, pre, sa, sd, k, nfa[k], nfd[k]) for k in range(wd.fd)]
@@ -1523,31 +1528,6 @@ def _read_addr(round2, gq, g_next, w_next, j_next, rd_group, w_rd_idx, fmt: Spar
         w_rd_idx.next = concat(k, j)
 
     return ra
-
-
-@block
-def _and2(a, b, y):
-    """``y = a and b``."""
-
-    @always_comb
-    def f():
-        y.next = a and b
-
-    return f
-
-
-@block
-def _mux2(sel, a, b, y):
-    """``y = b if sel else a``."""
-
-    @always_comb
-    def f():
-        if sel:
-            y.next = b
-        else:
-            y.next = a
-
-    return f
 
 
 @block

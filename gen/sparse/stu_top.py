@@ -25,7 +25,7 @@ from lockstep.models.formats import SparseParams, _clog2
 from ..common import Emitted, emit_stream_unit, lane
 from ..sched.parts import new_bool, new_vec, wire
 from .stream import fit
-from .stu import _cat as _bus
+from .stu import _acc_read, _cat as _bus
 from .stu import stu, stu_check, stu_ports, stu_timing, stu_widths
 
 __all__ = ["LD_SEL", "emit_stu_top", "ld_bits", "stu_top", "stu_top_ports"]
@@ -126,35 +126,19 @@ def _data_lane(mem, rd_group, cfg_nnz, l: int, row, col, val, valid, fmt: Sparse
 
 @block
 def _weight_lane(mem, idx, cfg_wnz, a, b, w, valid, fmt: SparseParams):
-    """Weight read lane: entry ``j = idx``; ``valid = j < cfg_wnz``."""
+    """Weight read lane: entry ``j = idx``; ``valid = j < cfg_wnz`` (0 beyond the memory)."""
     kb, ww = fmt.kb, fmt.ww
-    n = fmt.kmax * fmt.kmax
     xw = max(len(idx), len(cfg_wnz))
     jx, zx = new_vec(xw), new_vec(xw)
     word = new_vec(2 * kb + ww)
-    insts = [fit(idx, jx), fit(cfg_wnz, zx), lane(word, kb + ww, kb, a), lane(word, ww, kb, b),
-             lane(word, 0, ww, w)]
-    if n == 1 << len(idx):
+    inr = new_bool()
 
-        @always_comb
-        def rd_all():
-            word.next = mem[idx]
-            valid.next = jx < zx
+    @always_comb
+    def ok():
+        valid.next = inr and jx < zx
 
-        insts.append(rd_all)
-    else:
-
-        @always_comb
-        def rd():
-            if jx < n:
-                word.next = mem[idx]
-                valid.next = jx < zx
-            else:
-                word.next = 0
-                valid.next = 0
-
-        insts.append(rd)
-    return insts
+    return (fit(idx, jx), fit(cfg_wnz, zx), _acc_read(mem, idx, word, len(mem), inr), ok,
+            lane(word, kb + ww, kb, a), lane(word, ww, kb, b), lane(word, 0, ww, w))
 
 
 @block

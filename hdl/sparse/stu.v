@@ -206,78 +206,77 @@ wire [7:0] _walker0_qx;
 wire _walk_lane0_v_conv;
 reg _walk_lane0_nzm;
 reg [7:0] _walk_lane0_w_sel;
+reg _walk_lane0_ok;
 wire _walk_lane0_on;
 wire [7:0] _walk_lane0_qx;
 wire _walk_lane1_v_conv;
 reg _walk_lane1_nzm;
 reg [7:0] _walk_lane1_w_sel;
+reg _walk_lane1_ok;
 wire _walk_lane1_on;
 wire [7:0] _walk_lane1_qx;
 wire _walk_lane2_v_conv;
 reg _walk_lane2_nzm;
 reg [7:0] _walk_lane2_w_sel;
+reg _walk_lane2_ok;
 wire _walk_lane2_on;
 wire [7:0] _walk_lane2_qx;
 wire _walk_lane3_v_conv;
 reg _walk_lane3_nzm;
 reg [7:0] _walk_lane3_w_sel;
+reg _walk_lane3_ok;
 wire _walk_lane3_on;
 wire [7:0] _walk_lane3_qx;
 wire [7:0] wire5_y;
 wire [7:0] wire6_y;
 reg [6:0] _lane_addr0_addr;
-reg _lane_addr0_ok;
 wire [5:0] _lane_addr0_ax;
 wire [5:0] _lane_addr0_bx;
 wire [5:0] _lane_addr0_cx;
 reg [3:0] _lane_addr0_hi_unused;
 wire [5:0] _lane_addr0_kx;
 wire [5:0] _lane_addr0_rx;
-wire _and20_y;
-wire [6:0] wire7_y;
-wire [31:0] wire8_y;
-wire [7:0] wire10_y;
+wire wire7_y;
+wire [6:0] wire8_y;
+wire [31:0] wire9_y;
 wire [7:0] wire11_y;
+wire [7:0] wire12_y;
 reg [6:0] _lane_addr1_addr;
-reg _lane_addr1_ok;
 wire [5:0] _lane_addr1_ax;
 wire [5:0] _lane_addr1_bx;
 wire [5:0] _lane_addr1_cx;
 reg [3:0] _lane_addr1_hi_unused;
 wire [5:0] _lane_addr1_kx;
 wire [5:0] _lane_addr1_rx;
-wire _and21_y;
-wire [6:0] wire12_y;
-wire [31:0] wire13_y;
-wire [7:0] wire15_y;
-wire [7:0] wire16_y;
+wire wire13_y;
+wire [6:0] wire14_y;
+wire [31:0] wire15_y;
+wire [7:0] wire17_y;
+wire [7:0] wire18_y;
 reg [6:0] _lane_addr2_addr;
-reg _lane_addr2_ok;
 wire [5:0] _lane_addr2_ax;
 wire [5:0] _lane_addr2_bx;
 wire [5:0] _lane_addr2_cx;
 reg [3:0] _lane_addr2_hi_unused;
 wire [5:0] _lane_addr2_kx;
 wire [5:0] _lane_addr2_rx;
-wire _and22_y;
-wire [6:0] wire17_y;
-wire [31:0] wire18_y;
-wire [7:0] wire20_y;
-wire [7:0] wire21_y;
+wire wire19_y;
+wire [6:0] wire20_y;
+wire [31:0] wire21_y;
+wire [7:0] wire23_y;
+wire [7:0] wire24_y;
 reg [6:0] _lane_addr3_addr;
-reg _lane_addr3_ok;
 wire [5:0] _lane_addr3_ax;
 wire [5:0] _lane_addr3_bx;
 wire [5:0] _lane_addr3_cx;
 reg [3:0] _lane_addr3_hi_unused;
 wire [5:0] _lane_addr3_kx;
 wire [5:0] _lane_addr3_rx;
-wire _and23_y;
-wire [6:0] wire22_y;
-wire [31:0] wire23_y;
+wire wire25_y;
+wire [6:0] wire26_y;
+wire [31:0] wire27_y;
 reg [31:0] _tree0_tsum;
 wire [6:0] fit34_dst;
-wire _and24_y;
 wire [2:0] fit36_dst;
 wire [2:0] fit37_dst;
 wire [2:0] fit38_dst;
@@ -299,10 +298,10 @@ reg [4:0] _drain_addr0_one0_hi_unused;
 reg [4:0] _drain_addr0_one1_hi_unused;
 reg [4:0] _drain_addr0_one2_hi_unused;
 reg [4:0] _drain_addr0_one3_hi_unused;
-wire [31:0] wire26_y;
-wire [31:0] wire27_y;
-wire [31:0] wire28_y;
-wire [31:0] wire29_y;
+wire [31:0] wire30_y;
+wire [31:0] wire31_y;
+wire [31:0] wire32_y;
+wire [31:0] wire33_y;
 reg [7:0] _drain_eval0_vout;
 reg _drain_eval0_nz;
 reg [1:0] _drain_eval0_low_unused;
@@ -905,7 +904,7 @@ end
 
 
 
-assign _walk_lane0_v_conv = (_walk_lane0_on && (!fc_r) && _capture7__reg19_q);
+assign _walk_lane0_v_conv = (_walk_lane0_on && (!fc_r) && _capture7__reg19_q && _walk_lane0_ok);
 
 
 
@@ -930,7 +929,7 @@ end
 
 
 
-assign _walk_lane1_v_conv = (_walk_lane1_on && (!fc_r) && _capture7__reg19_q);
+assign _walk_lane1_v_conv = (_walk_lane1_on && (!fc_r) && _capture7__reg19_q && _walk_lane1_ok);
 
 
 
@@ -955,7 +954,7 @@ end
 
 
 
-assign _walk_lane2_v_conv = (_walk_lane2_on && (!fc_r) && _capture7__reg19_q);
+assign _walk_lane2_v_conv = (_walk_lane2_on && (!fc_r) && _capture7__reg19_q && _walk_lane2_ok);
 
 
 
@@ -980,7 +979,7 @@ end
 
 
 
-assign _walk_lane3_v_conv = (_walk_lane3_on && (!fc_r) && _capture7__reg19_q);
+assign _walk_lane3_v_conv = (_walk_lane3_on && (!fc_r) && _capture7__reg19_q && _walk_lane3_ok);
 
 
 
@@ -1035,22 +1034,22 @@ always @(_lane_addr0_bx, _lane_addr0_kx, _lane_addr0_cx, _lane_addr0_ax, _lane_a
     rr = {5'h0, r};
     cc = {5'h0, c};
     f = ((rr * 10) + cc);
-    _lane_addr0_ok = ((r < 10) && (c < 10));
+    _walk_lane0_ok = ((r < 10) && (c < 10));
     _lane_addr0_addr = f[7-1:0];
     _lane_addr0_hi_unused = f[11-1:7];
 end
 
 
 
-assign _and20_y = (_walk_lane0_v_conv && _lane_addr0_ok);
+assign wire7_y = _walk_lane0_v_conv;
 
 
 
-assign wire7_y = _lane_addr0_addr;
+assign wire8_y = _lane_addr0_addr;
 
 
 
-assign wire8_y = _tree0_prods[0];
+assign wire9_y = _tree0_prods[0];
 
 
 
@@ -1058,11 +1057,11 @@ assign _counters0_nzm[0] = _walk_lane0_nzm;
 
 
 
-assign wire10_y = _capture2__reg9_q;
+assign wire11_y = _capture2__reg9_q;
 
 
 
-assign wire11_y = _walk_lane1_w_sel;
+assign wire12_y = _walk_lane1_w_sel;
 
 
 
@@ -1101,22 +1100,22 @@ always @(_lane_addr1_bx, _lane_addr1_kx, _lane_addr1_cx, _lane_addr1_ax, _lane_a
     rr = {5'h0, r};
     cc = {5'h0, c};
     f = ((rr * 10) + cc);
-    _lane_addr1_ok = ((r < 10) && (c < 10));
+    _walk_lane1_ok = ((r < 10) && (c < 10));
     _lane_addr1_addr = f[7-1:0];
     _lane_addr1_hi_unused = f[11-1:7];
 end
 
 
 
-assign _and21_y = (_walk_lane1_v_conv && _lane_addr1_ok);
+assign wire13_y = _walk_lane1_v_conv;
 
 
 
-assign wire12_y = _lane_addr1_addr;
+assign wire14_y = _lane_addr1_addr;
 
 
 
-assign wire13_y = _tree0_prods[1];
+assign wire15_y = _tree0_prods[1];
 
 
 
@@ -1124,11 +1123,11 @@ assign _counters0_nzm[1] = _walk_lane1_nzm;
 
 
 
-assign wire15_y = _capture2__reg10_q;
+assign wire17_y = _capture2__reg10_q;
 
 
 
-assign wire16_y = _walk_lane2_w_sel;
+assign wire18_y = _walk_lane2_w_sel;
 
 
 
@@ -1167,22 +1166,22 @@ always @(_lane_addr2_bx, _lane_addr2_kx, _lane_addr2_cx, _lane_addr2_ax, _lane_a
     rr = {5'h0, r};
     cc = {5'h0, c};
     f = ((rr * 10) + cc);
-    _lane_addr2_ok = ((r < 10) && (c < 10));
+    _walk_lane2_ok = ((r < 10) && (c < 10));
     _lane_addr2_addr = f[7-1:0];
     _lane_addr2_hi_unused = f[11-1:7];
 end
 
 
 
-assign _and22_y = (_walk_lane2_v_conv && _lane_addr2_ok);
+assign wire19_y = _walk_lane2_v_conv;
 
 
 
-assign wire17_y = _lane_addr2_addr;
+assign wire20_y = _lane_addr2_addr;
 
 
 
-assign wire18_y = _tree0_prods[2];
+assign wire21_y = _tree0_prods[2];
 
 
 
@@ -1190,11 +1189,11 @@ assign _counters0_nzm[2] = _walk_lane2_nzm;
 
 
 
-assign wire20_y = _capture2__reg11_q;
+assign wire23_y = _capture2__reg11_q;
 
 
 
-assign wire21_y = _walk_lane3_w_sel;
+assign wire24_y = _walk_lane3_w_sel;
 
 
 
@@ -1233,22 +1232,22 @@ always @(_lane_addr3_bx, _lane_addr3_kx, _lane_addr3_cx, _lane_addr3_ax, _lane_a
     rr = {5'h0, r};
     cc = {5'h0, c};
     f = ((rr * 10) + cc);
-    _lane_addr3_ok = ((r < 10) && (c < 10));
+    _walk_lane3_ok = ((r < 10) && (c < 10));
     _lane_addr3_addr = f[7-1:0];
     _lane_addr3_hi_unused = f[11-1:7];
 end
 
 
 
-assign _and23_y = (_walk_lane3_v_conv && _lane_addr3_ok);
+assign wire25_y = _walk_lane3_v_conv;
 
 
 
-assign wire22_y = _lane_addr3_addr;
+assign wire26_y = _lane_addr3_addr;
 
 
 
-assign wire23_y = _tree0_prods[3];
+assign wire27_y = _tree0_prods[3];
 
 
 
@@ -1284,64 +1283,64 @@ always @(wire5_y, wire6_y) begin: _mul0_mul
 end
 
 
-always @(wire10_y, wire11_y) begin: _mul1_mul
+always @(wire11_y, wire12_y) begin: _mul1_mul
     reg [32-1:0] xe;
     reg [32-1:0] fe;
     xe = 32'h0;
     fe = 32'h0;
-    if (wire10_y[(8 - 1)]) begin
-        xe = {24'hffffff, wire10_y};
-    end
-    else begin
-        xe = {24'h0, wire10_y};
-    end
     if (wire11_y[(8 - 1)]) begin
-        fe = {24'hffffff, wire11_y};
+        xe = {24'hffffff, wire11_y};
     end
     else begin
-        fe = {24'h0, wire11_y};
+        xe = {24'h0, wire11_y};
+    end
+    if (wire12_y[(8 - 1)]) begin
+        fe = {24'hffffff, wire12_y};
+    end
+    else begin
+        fe = {24'h0, wire12_y};
     end
     _tree0_prods[1] = (xe * fe);
 end
 
 
-always @(wire15_y, wire16_y) begin: _mul2_mul
+always @(wire17_y, wire18_y) begin: _mul2_mul
     reg [32-1:0] xe;
     reg [32-1:0] fe;
     xe = 32'h0;
     fe = 32'h0;
-    if (wire15_y[(8 - 1)]) begin
-        xe = {24'hffffff, wire15_y};
+    if (wire17_y[(8 - 1)]) begin
+        xe = {24'hffffff, wire17_y};
     end
     else begin
-        xe = {24'h0, wire15_y};
+        xe = {24'h0, wire17_y};
     end
-    if (wire16_y[(8 - 1)]) begin
-        fe = {24'hffffff, wire16_y};
+    if (wire18_y[(8 - 1)]) begin
+        fe = {24'hffffff, wire18_y};
     end
     else begin
-        fe = {24'h0, wire16_y};
+        fe = {24'h0, wire18_y};
     end
     _tree0_prods[2] = (xe * fe);
 end
 
 
-always @(wire20_y, wire21_y) begin: _mul3_mul
+always @(wire23_y, wire24_y) begin: _mul3_mul
     reg [32-1:0] xe;
     reg [32-1:0] fe;
     xe = 32'h0;
     fe = 32'h0;
-    if (wire20_y[(8 - 1)]) begin
-        xe = {24'hffffff, wire20_y};
+    if (wire23_y[(8 - 1)]) begin
+        xe = {24'hffffff, wire23_y};
     end
     else begin
-        xe = {24'h0, wire20_y};
+        xe = {24'h0, wire23_y};
     end
-    if (wire21_y[(8 - 1)]) begin
-        fe = {24'hffffff, wire21_y};
+    if (wire24_y[(8 - 1)]) begin
+        fe = {24'hffffff, wire24_y};
     end
     else begin
-        fe = {24'h0, wire21_y};
+        fe = {24'h0, wire24_y};
     end
     _tree0_prods[3] = (xe * fe);
 end
@@ -1363,10 +1362,6 @@ end
 
 
 assign fit34_dst = {2'h0, _walker0_j1};
-
-
-
-assign _and24_y = (round1 && fc_r);
 
 
 
@@ -1401,14 +1396,14 @@ always @(posedge clk) begin: _stage_p0_reg
     end
     else begin
         if (fc_r) begin
-            _rmw0_pv[0] <= _and24_y;
+            _rmw0_pv[0] <= round1;
             _rmw0_pa[0] <= fit34_dst;
             _rmw0_pd[0] <= _tree0_tsum;
         end
         else begin
-            _rmw0_pv[0] <= _and20_y;
-            _rmw0_pa[0] <= wire7_y;
-            _rmw0_pd[0] <= wire8_y;
+            _rmw0_pv[0] <= wire7_y;
+            _rmw0_pa[0] <= wire8_y;
+            _rmw0_pd[0] <= wire9_y;
         end
     end
 end
@@ -1427,9 +1422,9 @@ always @(posedge clk) begin: _stage_p1_reg
             _rmw0_pd[1] <= _tree0_tsum;
         end
         else begin
-            _rmw0_pv[1] <= _and21_y;
-            _rmw0_pa[1] <= wire12_y;
-            _rmw0_pd[1] <= wire13_y;
+            _rmw0_pv[1] <= wire13_y;
+            _rmw0_pa[1] <= wire14_y;
+            _rmw0_pd[1] <= wire15_y;
         end
     end
 end
@@ -1448,9 +1443,9 @@ always @(posedge clk) begin: _stage_p2_reg
             _rmw0_pd[2] <= _tree0_tsum;
         end
         else begin
-            _rmw0_pv[2] <= _and22_y;
-            _rmw0_pa[2] <= wire17_y;
-            _rmw0_pd[2] <= wire18_y;
+            _rmw0_pv[2] <= wire19_y;
+            _rmw0_pa[2] <= wire20_y;
+            _rmw0_pd[2] <= wire21_y;
         end
     end
 end
@@ -1469,9 +1464,9 @@ always @(posedge clk) begin: _stage_p3_reg
             _rmw0_pd[3] <= _tree0_tsum;
         end
         else begin
-            _rmw0_pv[3] <= _and23_y;
-            _rmw0_pa[3] <= wire22_y;
-            _rmw0_pd[3] <= wire23_y;
+            _rmw0_pv[3] <= wire25_y;
+            _rmw0_pa[3] <= wire26_y;
+            _rmw0_pd[3] <= wire27_y;
         end
     end
 end
@@ -1677,57 +1672,57 @@ end
 
 
 
-assign wire26_y = _drain_ctl0_rq[0];
+assign wire30_y = _drain_ctl0_rq[0];
 
 
 
-assign wire27_y = _drain_ctl0_rq[1];
+assign wire31_y = _drain_ctl0_rq[1];
 
 
 
-assign wire28_y = _drain_ctl0_rq[2];
+assign wire32_y = _drain_ctl0_rq[2];
 
 
 
-assign wire29_y = _drain_ctl0_rq[3];
+assign wire33_y = _drain_ctl0_rq[3];
 
 
-always @(relu_r, wire26_y) begin: _drain_eval0_ext0_e
-    if ((relu_r && wire26_y[(32 - 1)])) begin
+always @(relu_r, wire30_y) begin: _drain_eval0_ext0_e
+    if ((relu_r && wire30_y[(32 - 1)])) begin
         _drain_eval0_x[0] = 0;
     end
     else begin
-        _drain_eval0_x[0] = {wire26_y[(32 - 1)], wire26_y[(32 - 1)], wire26_y};
+        _drain_eval0_x[0] = {wire30_y[(32 - 1)], wire30_y[(32 - 1)], wire30_y};
     end
 end
 
 
-always @(relu_r, wire27_y) begin: _drain_eval0_ext1_e
-    if ((relu_r && wire27_y[(32 - 1)])) begin
+always @(relu_r, wire31_y) begin: _drain_eval0_ext1_e
+    if ((relu_r && wire31_y[(32 - 1)])) begin
         _drain_eval0_x[1] = 0;
     end
     else begin
-        _drain_eval0_x[1] = {wire27_y[(32 - 1)], wire27_y[(32 - 1)], wire27_y};
+        _drain_eval0_x[1] = {wire31_y[(32 - 1)], wire31_y[(32 - 1)], wire31_y};
     end
 end
 
 
-always @(relu_r, wire28_y) begin: _drain_eval0_ext2_e
-    if ((relu_r && wire28_y[(32 - 1)])) begin
+always @(relu_r, wire32_y) begin: _drain_eval0_ext2_e
+    if ((relu_r && wire32_y[(32 - 1)])) begin
         _drain_eval0_x[2] = 0;
     end
     else begin
-        _drain_eval0_x[2] = {wire28_y[(32 - 1)], wire28_y[(32 - 1)], wire28_y};
+        _drain_eval0_x[2] = {wire32_y[(32 - 1)], wire32_y[(32 - 1)], wire32_y};
     end
 end
 
 
-always @(relu_r, wire29_y) begin: _drain_eval0_ext3_e
-    if ((relu_r && wire29_y[(32 - 1)])) begin
+always @(relu_r, wire33_y) begin: _drain_eval0_ext3_e
+    if ((relu_r && wire33_y[(32 - 1)])) begin
         _drain_eval0_x[3] = 0;
     end
     else begin
-        _drain_eval0_x[3] = {wire29_y[(32 - 1)], wire29_y[(32 - 1)], wire29_y};
+        _drain_eval0_x[3] = {wire33_y[(32 - 1)], wire33_y[(32 - 1)], wire33_y};
     end
 end
 
