@@ -410,3 +410,6 @@ _sparse_stu("sparse_stu_wide", _STU_WIDE, "mixed", tier="full",
             doc="STU extremes: p = 8, K up to 5, 16 x 16 maps, 16-bit data and weights, 48-bit accumulator")
 _sparse_stu("sparse_stu_u2_wide", SparseParams(**{**_STU_WIDE.to_dict(), "u": 2}), "mixed", tier="full",
             doc="STU 1400 extremes: u = 2 with p = 8, K up to 5, 16 x 16 maps, depth 256")
+_sparse_stu("sparse_stu_sweep", SparseParams(), "sweep",
+            "STU u = 1: 8 x 8 maps at 0..95% zeros, 3 x 3 dense and half-sparse kernels, each next to dense mode")
+_sparse_stu("sparse_stu_u2_sweep", _STU_U2, "sweep", "STU 1400 (u = 2): the same sweep (rounds against u = 1's)")

@@ -24,6 +24,8 @@ Scenarios (the ``scenario`` option of a testbench):
 * ``errors``: every CFG class, a start while busy (compute and drain), a reset in the
   middle of a job, each between good jobs.
 * ``mixed``: CONV, FC, dense and channel jobs in one run.
+* ``sweep``: the largest map at 0..95% zeros, dense and half-sparse kernels, each job
+  next to its dense-mode twin (the measured speedup).
 """
 
 from __future__ import annotations
@@ -399,6 +401,24 @@ def errors(params: SparseParams, rng: np.random.Generator, count: int, widths: d
     return jobs
 
 
+#: Activation sparsity (percent zeros) of the sweep (docs/sparse.md section 10).
+SWEEP = (0, 50, 75, 90, 95)
+
+
+def sweep(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
+    """The largest map at 0, 50, 75, 90 and 95% zeros against a dense and a half-sparse
+    kmax x kmax kernel, each job next to its dense-mode twin (the speedup baseline)."""
+    (H, W), K = _full_hw(params), params.kmax
+    jobs = []
+    for half in (False, True):
+        Wk = random_map(rng, K, K, max(1, K * K // 2) if half else K * K, params.ww)
+        for pct in SWEEP:
+            X = random_map(rng, H, W, round(H * W * (100 - pct) / 100), params.dw)
+            jobs += [conv_job(X, Wk, f"sweep{pct}{'-half' if half else ''}"),
+                     conv_job(X, Wk, f"sweep{pct}{'-half' if half else ''}-dense", dense=True)]
+    return jobs
+
+
 def mixed(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
     """CONV, FC, dense and channel jobs in one run (a u = 2 unit's three compute paths)."""
     jobs: list[StuJob] = []
@@ -420,6 +440,7 @@ SCENARIOS = {
     "wrap": lambda params, rng, count, widths: channels(params, rng, count, widths, wrap=True),
     "errors": errors,
     "mixed": mixed,
+    "sweep": sweep,
 }
 
 
