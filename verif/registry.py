@@ -388,7 +388,8 @@ _sparse_stu("sparse_stu_fig19", SparseParams(p=3, u=2), "fig19",
             "STU 1400 directed: Fig. 19 (p = 3, u = 2): 3 rounds for 4 weights; one non-zero idles a lane")
 _sparse_stu("sparse_stu_random", SparseParams(), "random",
             "STU u = 1: random CONV jobs over densities, kernels, ReLU/pool/shift, back-pressure")
-_sparse_stu("sparse_stu_random_p3", _STU_P3, "random", "STU u = 1, p = 3: random CONV jobs (groups not a power of 2)")
+_sparse_stu("sparse_stu_random_p3", _STU_P3, "mixed",
+            "STU u = 1, p = 3 (groups not a power of 2): random CONV, FC, dense and channel jobs")
 _sparse_stu("sparse_stu_edges", SparseParams(), "edges",
             "STU edges: q around multiples of p, K = 1, H/W < K, all-zero data or kernel, extremes, saturation")
 _sparse_stu("sparse_stu_edges_p3", _STU_P3, "edges", "STU edges with p = 3")
@@ -401,7 +402,8 @@ _sparse_stu("sparse_stu_errors", SparseParams(), "errors",
             "STU errors: every CFG class, START_BUSY in compute and drain, reset in a job")
 _sparse_stu("sparse_stu_u2", _STU_U2, "random",
             "STU 1400 (u = 2): random CONV jobs with collisions (Fig. 20, two deferred items), the FIFO")
-_sparse_stu("sparse_stu_u2_p3", SparseParams(p=3, u=2), "random", "STU 1400 (u = 2), p = 3: random CONV jobs")
+_sparse_stu("sparse_stu_u2_p3", SparseParams(p=3, u=2), "mixed",
+            "STU 1400 (u = 2), p = 3: random CONV (with collisions), FC, dense and channel jobs")
 _sparse_stu("sparse_stu_u2_mixed", _STU_U2, "mixed", "STU 1400 (u = 2): CONV, FC, dense and channel jobs")
 _sparse_stu("sparse_stu_mutant", SparseParams(), "random", tb_params=_STU_U2, expect_fail=True,
             doc="negative: an STU 1300 (u = 1) checked as an STU 1400 (u = 2) must fail the scoreboard")
