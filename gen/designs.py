@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lockstep.models.formats import PATENT, FabricParams, MxParams
+from lockstep.models.formats import PATENT, FabricParams, MxParams, SparseParams
 
 from .bfp import emit_dot, emit_mx_quantizer, emit_quantizer, emit_renorm, emit_stats, emit_to_float
 from .common import Emitted
 from .sched import emit_counter, emit_mesh, emit_ring, emit_tile
+from .sparse import emit_decoder, emit_encoder, emit_fm_mem, emit_profiler, emit_stu, emit_w_mem
 
 __all__ = ["Design", "DEFAULT_DESIGNS"]
 
@@ -40,4 +41,10 @@ DEFAULT_DESIGNS: list[Design] = [
     Design("sched", "sched_tile", emit_tile, FabricParams()),
     Design("sched", "sched_ring", emit_ring, FabricParams()),
     Design("sched", "sched_mesh", emit_mesh, FabricParams(nt=4, rows=2)),
+    Design("sparse", "sp_encoder", emit_encoder, SparseParams()),
+    Design("sparse", "sp_decoder", emit_decoder, SparseParams()),
+    Design("sparse", "nnz_profiler", emit_profiler, SparseParams()),
+    Design("sparse", "fm_mem_unit", emit_fm_mem, SparseParams()),
+    Design("sparse", "w_mem", emit_w_mem, SparseParams()),
+    Design("sparse", "stu", emit_stu, SparseParams()),
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, MxParams
+from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, MxParams, SparseParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -343,3 +343,83 @@ _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_me
                     params=FabricParams(nt=4, rows=2), tb_params=FabricParams(nt=4),
                     generator="lockstep.gen.sched:emit_mesh", test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},
                     doc="negative: a 2 x 2 mesh checked as a 4-tile ring must fail the scoreboard"))
+
+
+# ---- sparse family (spec 001, docs/sparse.md) -------------------------------------------
+# stream blocks: sp_encoder, sp_decoder, nnz_profiler, fm_mem_unit, w_mem (registered below)
+def _sparse_stream(name: str, block: str, params: SparseParams, doc: str, tier: str = "quick", **kw: Any) -> None:
+    gen, module = {
+        "sp_encoder": ("emit_encoder", "test_encoder"), "sp_decoder": ("emit_decoder", "test_decoder"),
+        "nnz_profiler": ("emit_profiler", "test_profiler"), "fm_mem_unit": ("emit_fm_mem", "test_fm_mem"),
+        "w_mem": ("emit_w_mem", "test_w_mem"),
+    }[block]
+    _register(Testbench(name=name, family="sparse", toplevel=block, params=params,
+                        generator=f"lockstep.gen.sparse:{gen}", test_module=f"lockstep.verif.sparse.{module}",
+                        doc=doc, tier=tier, **kw))
+
+
+_SP_BIG = SparseParams(hmax=64, wmax=64)
+_SP_ODD = SparseParams(hmax=5, wmax=7, kmax=2, dw=4)
+for _blk, _short, _what in (("sp_encoder", "enc", "encoder: maps -> data stream vs encode/pack_data"),
+                            ("sp_decoder", "dec", "decoder: data stream -> maps vs decode"),
+                            ("nnz_profiler", "prof", "profiler: row/column/total counts vs numpy")):
+    _sparse_stream(f"sparse_{_short}_default", _blk, SparseParams(),
+                   f"{_what}; 8 x 8, densities 0..100%, refused starts, stalls")
+    _sparse_stream(f"sparse_{_short}_64x64", _blk, _SP_BIG, f"{_what}; H/W up to 64 (the range's maximum)",
+                   opts={"jobs": 16})
+_sparse_stream("sparse_enc_odd", "sp_encoder", _SP_ODD, "encoder: 5 x 7 maps, 4-bit values (rb != cb)")
+_sparse_stream("sparse_prof_odd", "nnz_profiler", _SP_ODD, "profiler: 5 x 7 maps, 4-bit values (rb != cb)")
+_sparse_stream("sparse_fm_default", "fm_mem_unit", SparseParams(),
+               "feature-map memory unit vs load_data: every section 7 error, both banks, p = 4 reads, depth 64")
+_sparse_stream("sparse_fm_p3_depth16", "fm_mem_unit", SparseParams(p=3, depth=16),
+               "feature-map memory unit vs load_data: p = 3 (depth not a multiple of p), depth 16 < 8 x 8")
+_sparse_stream("sparse_fm_p1", "fm_mem_unit", SparseParams(p=1, hmax=4, wmax=6, depth=32),
+               "feature-map memory unit vs load_data: one lane, depth 32 > 4 x 6 (never full)")
+_sparse_stream("sparse_wmem_default", "w_mem", SparseParams(),
+               "weight memory vs load_weights: every weight error, K 0..kmax+1, FC gathers (p = 4, u = 1)")
+_sparse_stream("sparse_wmem_k7_u2", "w_mem", SparseParams(kmax=7, u=2, p=3, wmax=5, nmax_out=6),
+               "weight memory vs load_weights: kmax = 7 (49 entries), two read lanes, FC 6 x 5 with p = 3")
+_sparse_stream("sparse_fm_mutant", "fm_mem_unit", SparseParams(p=3, depth=16), tb_params=SparseParams(p=3, depth=20),
+               expect_fail=True, doc="negative: a depth-16 memory unit checked as depth 20 must fail the scoreboard")
+
+# compute: stu, stc_cluster (registered below)
+def _sparse_stu(name: str, params: SparseParams, scenario: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="sparse", toplevel="stu_top", params=params,
+                        generator="lockstep.gen.sparse:emit_stu_top", test_module="lockstep.verif.sparse.test_stu",
+                        doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
+
+
+_STU_P3, _STU_U2 = SparseParams(p=3), SparseParams(u=2)
+_sparse_stu("sparse_stu_fig18", _STU_P3, "fig18",
+            "STU directed: the patent's Fig. 18 (p = 3, q = 4, WNZ = 4: 8 rounds of 3 + 1 lanes), worked by hand")
+_sparse_stu("sparse_stu_fig19", SparseParams(p=3, u=2), "fig19",
+            "STU 1400 directed: Fig. 19 (p = 3, u = 2): 3 rounds for 4 weights; one non-zero idles a lane")
+_sparse_stu("sparse_stu_random", SparseParams(), "random",
+            "STU u = 1: random CONV jobs over densities, kernels, ReLU/pool/shift, back-pressure")
+_sparse_stu("sparse_stu_random_p3", _STU_P3, "mixed",
+            "STU u = 1, p = 3 (groups not a power of 2): random CONV, FC, dense and channel jobs")
+_sparse_stu("sparse_stu_edges", SparseParams(), "edges",
+            "STU edges: q around multiples of p, K = 1, H/W < K, all-zero data or kernel, extremes, saturation")
+_sparse_stu("sparse_stu_edges_p3", _STU_P3, "edges", "STU edges with p = 3")
+_sparse_stu("sparse_stu_fc", SparseParams(), "fc", "STU FC mode: gather, adder tree, special accumulator")
+_sparse_stu("sparse_stu_dense", SparseParams(), "dense", "STU dense mode next to the same jobs in sparse mode")
+_sparse_stu("sparse_stu_channels", SparseParams(), "channels", "STU channel jobs: emit = 0 keeps the accumulator")
+_sparse_stu("sparse_stu_wrap", SparseParams(dw=4, ww=4, hmax=4, wmax=4, cmax=1, accw=11, nmax_out=8), "wrap",
+            "STU channel jobs beyond cmax in an 11-bit accumulator: the wrap and ACC_OVF")
+_sparse_stu("sparse_stu_errors", SparseParams(), "errors",
+            "STU errors: every CFG class, START_BUSY in compute and drain, reset in a job")
+_sparse_stu("sparse_stu_u2", _STU_U2, "random",
+            "STU 1400 (u = 2): random CONV jobs with collisions (Fig. 20, two deferred items), the FIFO")
+_sparse_stu("sparse_stu_u2_p3", SparseParams(p=3, u=2), "mixed",
+            "STU 1400 (u = 2), p = 3: random CONV (with collisions), FC, dense and channel jobs")
+_sparse_stu("sparse_stu_u2_mixed", _STU_U2, "mixed", "STU 1400 (u = 2): CONV, FC, dense and channel jobs")
+_sparse_stu("sparse_stu_mutant", SparseParams(), "random", tb_params=_STU_U2, expect_fail=True,
+            doc="negative: an STU 1300 (u = 1) checked as an STU 1400 (u = 2) must fail the scoreboard")
+_STU_WIDE = SparseParams(p=8, kmax=5, hmax=16, wmax=16, dw=16, ww=16, accw=48, ow=20, depth=256, nmax_out=32)
+_sparse_stu("sparse_stu_wide", _STU_WIDE, "mixed", tier="full",
+            doc="STU extremes: p = 8, K up to 5, 16 x 16 maps, 16-bit data and weights, 48-bit accumulator")
+_sparse_stu("sparse_stu_u2_wide", SparseParams(**{**_STU_WIDE.to_dict(), "u": 2}), "mixed", tier="full",
+            doc="STU 1400 extremes: u = 2 with p = 8, K up to 5, 16 x 16 maps, depth 256")
+_sparse_stu("sparse_stu_sweep", SparseParams(), "sweep",
+            "STU u = 1: 8 x 8 maps at 0..95% zeros, 3 x 3 dense and half-sparse kernels, each next to dense mode")
+_sparse_stu("sparse_stu_u2_sweep", _STU_U2, "sweep", "STU 1400 (u = 2): the same sweep (rounds against u = 1's)")
