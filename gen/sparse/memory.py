@@ -41,8 +41,8 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, flat_signal
-from .stream import _emit, _stream, check_sparse, fit, mux2, part
+from ..common import Emitted, flat_signal, resize
+from .stream import _emit, _stream, check_sparse, mux2, part
 
 __all__ = [
     "DESC_BITS",
@@ -139,7 +139,7 @@ def _fm_bank(clk, rst, clear, store, wdata, desc_in, rd_group, q, desc, rows, co
     wa_g = flat_signal(gb)
     g_ext = flat_signal(gb + 1)
     last_lane = p - 1
-    insts = [fit(wa, wa_g), fit(rd_group, g_ext)]
+    insts = [resize(wa, wa_g), resize(rd_group, g_ext)]
     wes = [Signal(bool(0)) for _ in range(p)]
     valids = [Signal(bool(0)) for _ in range(p)]
     words = [flat_signal(rb + cb + dw) for _ in range(p)]
@@ -151,7 +151,7 @@ def _fm_bank(clk, rst, clear, store, wdata, desc_in, rd_group, q, desc, rows, co
         insts.append(_lane_mem(clk, wes[lo], wa_g, wdata, rd_group, valids[lo], words[lo], 1 << gb))
         insts += [part(words[lo], dw + cb, rb, lrow[lo]), part(words[lo], dw, cb, lcol[lo]),
                   part(words[lo], 0, dw, lval[lo])]
-    insts += [fit(_bus(lrow), rows), fit(_bus(lcol), cols), fit(_bus(lval), vals), fit(_bus(valids), lane_valid)]
+    insts += [resize(_bus(lrow), rows), resize(_bus(lcol), cols), resize(_bus(lval), vals), resize(_bus(valids), lane_valid)]
 
     @always_seq(clk.posedge, reset=rst)
     def count():
@@ -237,7 +237,7 @@ def fm_mem_unit(clk, rst, wr_desc_valid, wr_desc_ready, wr_desc_data, wr_bank, w
         part(wr_desc_data, h_lo, h_w, d_h), part(wr_desc_data, w_lo, w_w, d_w),
         part(wr_desc_data, n_lo, n_w, d_nnz), part(wr_desc_data, r_lo, r_w, d_rsvd),
         part(wr_data, dw + cb, rb, wrow), part(wr_data, dw, cb, wcol), part(wr_data, 0, dw, wval),
-        part(wr_data, 0, rb + cb + dw, entry), fit(wrow, wrow8), fit(wcol, wcol8),
+        part(wr_data, 0, rb + cb + dw, entry), resize(wrow, wrow8), resize(wcol, wcol8),
     ]
     for banks, out in ((b_rows, rd_row), (b_cols, rd_col), (b_vals, rd_val), (b_valid, rd_lane_valid), (qs, rd_q),
                        (descs, rd_desc)):
@@ -429,12 +429,12 @@ def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_
 
     insts = [part(wr_data, kb + ww, kb, wa_), part(wr_data, ww, kb, wb_), part(wr_data, 0, ww, wv),
              part(wr_data, 0, eb, entry), part(wr_data, ww, 2 * kb, ab),
-             fit(wa_, a_ext), fit(wb_, b_ext), fit(wnz, wr_j)]
+             resize(wa_, a_ext), resize(wb_, b_ext), resize(wnz, wr_j)]
     ra, rb_, rw, rv = [], [], [], []
     for i in range(u):
         idx_i, idx_x, word_i, v_i = flat_signal(jb), flat_signal(nb), flat_signal(eb), Signal(bool(0))
         a_i, b_i, w_i = flat_signal(kb), flat_signal(kb), flat_signal(ww)
-        insts += [part(rd_idx, i * jb, jb, idx_i), fit(idx_i, idx_x), _w_read(mem, idx_i, idx_x, wnz, word_i, v_i),
+        insts += [part(rd_idx, i * jb, jb, idx_i), resize(idx_i, idx_x), _w_read(mem, idx_i, idx_x, wnz, word_i, v_i),
                   part(word_i, kb + ww, kb, a_i), part(word_i, ww, kb, b_i), part(word_i, 0, ww, w_i)]
         ra.append(a_i)
         rb_.append(b_i)
@@ -446,8 +446,8 @@ def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_
         insts += [part(fc_rd_idx, lo * ib, ib, idx_l), _fc_addr(fc_rd_row, idx_l, addr_l), _fc_read(fc_mem, addr_l, w_l)]
         fcw.append(w_l)
     insts.append(_fc_addr(fc_row, fc_col, fc_wa))
-    insts += [fit(_bus(ra), rd_a), fit(_bus(rb_), rd_b), fit(_bus(rw), rd_w), fit(_bus(rv), rd_valid),
-              fit(_bus(fcw), fc_rd_w)]
+    insts += [resize(_bus(ra), rd_a), resize(_bus(rb_), rd_b), resize(_bus(rw), rd_w), resize(_bus(rv), rd_valid),
+              resize(_bus(fcw), fc_rd_w)]
 
     @always_comb
     def check():

@@ -36,7 +36,7 @@ from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, flat_signal, lane
+from ..common import Emitted, emit_stream_unit, flat_signal, lane, resize
 
 __all__ = [
     "DEC_ERR_NAMES",
@@ -49,7 +49,6 @@ __all__ = [
     "emit_encoder",
     "emit_profiler",
     "encoder_ports",
-    "fit",
     "mux2",
     "part",
     "profiler_ports",
@@ -80,34 +79,6 @@ def size_bits(fmt: SparseParams) -> tuple[int, int]:
 
 
 @block
-def fit(src, dst):
-    """``dst = src`` zero-extended or truncated to ``len(dst)`` (explicit widths for
-    ``verilator -Wall``; the caller knows the value fits)."""
-    ws, wd = len(src), len(dst)
-    if wd > ws:
-        pad = wd - ws
-
-        @always_comb
-        def widen():
-            dst.next = concat(intbv(0)[pad:], src)
-
-        return widen
-    if wd == ws:  # also 1-bit ports, which are bools and cannot be sliced
-
-        @always_comb
-        def same():
-            dst.next = src
-
-        return same
-
-    @always_comb
-    def narrow():
-        dst.next = src[wd:]
-
-    return narrow
-
-
-@block
 def mux2(sel, a, b, y):
     """``y = b if sel else a`` (equal widths)."""
 
@@ -126,7 +97,7 @@ def part(bus, lo: int, width: int, out):
     """``out = bus[lo +: width]`` (:func:`~lockstep.gen.common.lane`), or a plain
     connection when that is the whole bus (a 1-bit bus is a bool: no slice)."""
     if lo == 0 and width == len(bus):
-        return fit(bus, out)
+        return resize(bus, out)
     return lane(bus, lo, width, out)
 
 
@@ -147,7 +118,7 @@ def _raster(clk, rst, cfg_h, cfg_w, start, busy, step, r, c, hm1, wm1, cfg_ok, a
     rb, cb = fmt.rb, fmt.cb
     hb, wb = size_bits(fmt)
     hmax, wmax = fmt.hmax, fmt.wmax
-    # cfg - 1 in the cfg width; fit() keeps the low rb/cb bits, where an accepted size's
+    # cfg - 1 in the cfg width; resize() keeps the low rb/cb bits, where an accepted size's
     # H - 1 < hmax <= 2**rb fits, so the high bits are unused on purpose.
     hm1_in_unused, wm1_in_unused = flat_signal(hb), flat_signal(wb)
     hm1_f, wm1_f = flat_signal(rb), flat_signal(cb)
@@ -176,7 +147,7 @@ def _raster(clk, rst, cfg_h, cfg_w, start, busy, step, r, c, hm1, wm1, cfg_ok, a
             else:
                 c.next = c + 1
 
-    return fit(hm1_in_unused, hm1_f), fit(wm1_in_unused, wm1_f), size, end, walk
+    return resize(hm1_in_unused, hm1_f), resize(wm1_in_unused, wm1_f), size, end, walk
 
 
 @block
@@ -479,7 +450,7 @@ def nnz_profiler(clk, rst, cfg_h, cfg_w, start, in_valid, in_ready, in_data, tot
                 job.next = 0
                 done.next = 1
 
-    return walk, fit(r, r_a), fit(c, c_a), rows, cols, comb, run
+    return walk, resize(r, r_a), resize(c, c_a), rows, cols, comb, run
 
 
 def profiler_ports(fmt: SparseParams) -> dict[str, dict]:

@@ -70,10 +70,10 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, lane
+from ..common import Emitted, emit_stream_unit, lane, resize
 from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
 from .memory import count_bits, fc_bits, group_bits, k_bits, widx_bits
-from .stream import check_sparse, fit, size_bits
+from .stream import check_sparse, size_bits
 
 __all__ = ["CNT_BITS", "StuWidths", "emit_stu", "stu", "stu_check", "stu_ports", "stu_timing", "stu_widths"]
 
@@ -172,7 +172,7 @@ def _cfg_check(cfg_k, cfg_h, cfg_w, cfg_wnz, cfg_mode, cfg_n_out, cfg_pool, bad,
             b = b or cfg_k == 0 or cfg_k > kmax or cfg_h == 0 or cfg_h > hmax or zx > kx * kx
         bad.next = b
 
-    return fit(cfg_k, kx), fit(cfg_wnz, zx), check
+    return resize(cfg_k, kx), resize(cfg_wnz, zx), check
 
 
 @block
@@ -235,8 +235,8 @@ def _cfg_regs(clk, rst, go, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg
             ho_unused.next = ho[xw:rb]
             wo_unused.next = wo[xw:cb]
 
-    insts = [fit(cfg_k, kx), fit(cfg_h, hx), fit(cfg_w, wx), fit(cfg_n_out, nx), fit(cfg_wnz, zj),
-             fit(cfg_n_out, nj), empty, regs]
+    insts = [resize(cfg_k, kx), resize(cfg_h, hx), resize(cfg_w, wx), resize(cfg_n_out, nx), resize(cfg_wnz, zj),
+             resize(cfg_n_out, nj), empty, regs]
     if fmt.u == 1:  # dense mode changes nothing in the group walker
         dense_unused = new_bool()
 
@@ -336,9 +336,9 @@ def _walker(clk, rst, go, round1, q_r, jlim, j1, eb1, g_next, j_next, last_g, rl
                 g1.next = g1 + 1
                 eb1.next = eb1 + p
 
-    insts = [fit(q_r, qx), nxt, regs]
+    insts = [resize(q_r, qx), nxt, regs]
     if jnx_unused is None:
-        insts.append(fit(jn, j_next))
+        insts.append(resize(jn, j_next))
     else:
         insts.append(_split(jn, j_next, jnx_unused))
     return insts
@@ -386,7 +386,7 @@ def _lane_addr(row, col, a, b, km1, addr, ok, fmt: SparseParams):
         addr.next = f[wd.ab:]
         hi_unused.next = f[mw:wd.ab]
 
-    return fit(row, rx), fit(col, cx), fit(a, ax), fit(b, bx), fit(km1, kx), calc
+    return resize(row, rx), resize(col, cx), resize(a, ax), resize(b, bx), resize(km1, kx), calc
 
 
 @block
@@ -438,7 +438,7 @@ def _walk_lane(round1, fc_r, lv, eb1, q_r, wv, x, w_conv, w_fc, lane_no: int, v_
             w_sel.next = w_conv
             nzm.next = on and wv and x != 0 and w_conv != 0
 
-    insts = [fit(q_r, qx), act, sel]
+    insts = [resize(q_r, qx), act, sel]
     if v_conv is not None:
 
         @always_comb
@@ -566,9 +566,9 @@ def _s2_ctl(clk, rst, go, round2, cap2, q_r, wnz_r, focc, pj, pi, n1, n2, w_next
         n1_unused.next = nx1[cw:len(n1)]
         n2_unused.next = nx2[cw:len(n2)]
 
-    insts = [fit(q_r, qx), fit(pi, pix), fit(focc, fx), fit(pj, pjx), fit(wnz_r, zx), count, nxt, fin, regs, outs]
+    insts = [resize(q_r, qx), resize(pi, pix), resize(focc, fx), resize(pj, pjx), resize(wnz_r, zx), count, nxt, fin, regs, outs]
     if jn_unused is None:
-        insts.append(fit(pjn, jnq))
+        insts.append(resize(pjn, jnq))
     else:
         insts.append(_split(pjn, jnq, jn_unused))
     insts.append(wire(jnq, w_next))
@@ -606,7 +606,7 @@ def _s2_slot(focc, pi, n1, n2, s: int, is_fifo, is_new, ent, wsel, fmt: SparsePa
         ent.next = e[wd.qb:]
         e_unused.next = e[cw:wd.qb]
 
-    return fit(focc, fx), fit(pi, pix), fit(n1, nx1), fit(n2, nx2), sel
+    return resize(focc, fx), resize(pi, pix), resize(n1, nx1), resize(n2, nx2), sel
 
 
 @block
@@ -648,7 +648,7 @@ def _s2_fetch(ent, gab, lrow, lcol, lval, lvld, brow, bcol, bval, bvld, row, col
             val.next = 0
             vld.next = 0
 
-    return fit(ent, ex), off, get, fit(d, dl), fit(ent, bi)  # d < p is checked on all of d
+    return resize(ent, ex), off, get, resize(d, dl), resize(ent, bi)  # d < p is checked on all of d
 
 
 @block
@@ -801,7 +801,7 @@ def _s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fd_, focc, ndef, fifo_ovf,
                 fa[k].next = nfa[k]
                 fd_[k].next = nfd[k]
 
-    return cnt, regs, fit(ndef, nf)
+    return cnt, regs, resize(ndef, nf)
 
 
 @block
@@ -849,7 +849,7 @@ def _buf_lane(round2, gab, l: int, we, wa, depth: int):
     def le():
         we.next = round2 and a < depth
 
-    return lw, le, fit(a, wa)  # the write index is below depth when we is set
+    return lw, le, resize(a, wa)  # the write index is below depth when we is set
 
 
 # ---------------------------------------------------------------------------------------
@@ -972,7 +972,7 @@ def _drain_addr(rr, rc, pool_r, a00, a01, a10, a11, fmt: SparseParams):
             c[:] = c + c
         base.next = r * fw + c
 
-    return fit(rr, rx), fit(rc, cx), b, [one(base, offs[i], outs[i], hi_unused[i]) for i in range(4)]
+    return resize(rr, rx), resize(rc, cx), b, [one(base, offs[i], outs[i], hi_unused[i]) for i in range(4)]
 
 
 @block
@@ -1287,7 +1287,7 @@ def _counters(clk, rst, start, state, nzm, ndef, o_valid, o_ready, cyc_compute, 
             elif state == s_comp:
                 n_deferred.next = n_deferred + dx
 
-        insts += [fit(ndef, dx), deferred]
+        insts += [resize(ndef, dx), deferred]
     else:
         insts.append(_zero(state, n_deferred))
     return clear, pop, regs, insts
@@ -1392,7 +1392,7 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
                       _lane_addr(lrow[l], lcol[l], wa[0], wb[0], km1, laddr[l], lok[l], fmt),
                       wire(v_conv[l], cv[l]), wire(laddr[l], ca[l]), wire(prod[l], cd[l]),
                       wire(nzm1[l], nzm[l])]
-        insts += [wire(g_next, rd_group), fit(j_next, w_rd_idx)]
+        insts += [wire(g_next, rd_group), resize(j_next, w_rd_idx)]
     else:
         insts.append(_u2(clk, rst, go, state, round1, fc_r, dense_r, q_r, wnz_r, km1, rlast1, rlast,
                      lrow, lcol, lval, lvld, wa, wb, wwv, wv, w1, nzm1, mx, mw_, prod, cv, ca, cd, nzm, ndef, fa,
@@ -1401,9 +1401,9 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
 
     # FC: gather by the lane's column, adder tree, output o at address o
     tsum, oaddr = new_vec(accw), new_vec(wd.ab)
-    insts += [_tree(v_fc, prod, tsum, fmt), fit(j1, oaddr), fit(j1, fc_rd_row)]
+    insts += [_tree(v_fc, prod, tsum, fmt), resize(j1, oaddr), resize(j1, fc_rd_row)]
     fcidx = [new_vec(wd.ib) for _ in range(p)]
-    insts += [fit(lcol[l], fcidx[l]) for l in range(p)]
+    insts += [resize(lcol[l], fcidx[l]) for l in range(p)]
     insts.append(_cat(fcidx, fc_rd_idx))
 
     # the lane registers and the accumulator
@@ -1415,7 +1415,7 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
     insts.append(_rmw(clk, rst, clr, pv, pa, pd, acc, acc_ovf, fmt))
     insts += [_cat(pv, acc_we), _cat(pa, acc_addr)]
     if u == 2:
-        insts.append(fit(focc, fifo_occ))
+        insts.append(resize(focc, fifo_occ))
 
     # drain
     rr, rc = new_vec(rb), new_vec(cb)
@@ -1483,7 +1483,7 @@ def _u2(clk, rst, go, state, round1, fc_r, dense_r, q_r, wnz_r, km1, rlast1, rla
     insts.append(_s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fdv, focc, ndef, fifo_ovf, fmt))
     # read addresses: the scheduler's in CONV rounds, else the walker's (0 and 1 in idle)
     gq = new_vec(wd.gb)
-    insts.append(fit(gnext, gq))
+    insts.append(resize(gnext, gq))
     insts.append(_read_addr(round2, gq, g_next, w_next, j_next, rd_group, w_rd_idx, fmt))
     return insts
 
@@ -1534,9 +1534,9 @@ def _read_addr(round2, gq, g_next, w_next, j_next, rd_group, w_rd_idx, fmt: Spar
 def _cat(sigs, y):
     """``y = {sigs[n-1], .., sigs[0]}`` (lane 0 in the low bits)."""
     if len(sigs) == 1:
-        return fit(sigs[0], y)
+        return resize(sigs[0], y)
     cat = ConcatSignal(*reversed(sigs))
-    return fit(cat, y)
+    return resize(cat, y)
 
 
 def stu_ports(fmt: SparseParams) -> dict[str, dict]:

@@ -22,9 +22,8 @@ from myhdl import Signal, always, always_comb, block
 
 from lockstep.models.formats import SparseParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, lane
+from ..common import Emitted, emit_stream_unit, lane, resize
 from ..sched.parts import new_bool, new_vec, wire
-from .stream import fit
 from .stu import _acc_read, _cat as _bus
 from .stu import stu, stu_check, stu_ports, stu_timing, stu_widths
 
@@ -64,7 +63,7 @@ def _ram(clk, rst, we, addr, din, mem):
 def _ld_decode(ld_we, ld_sel, ld_addr, ld_data, sel: int, size: int, we, addr, din):
     """Load-port write enable and fields of memory ``sel`` (``size`` words)."""
     ab = len(ld_addr)
-    insts = [fit(ld_addr, addr), fit(ld_data, din)]
+    insts = [resize(ld_addr, addr), resize(ld_data, din)]
     sc = sel
     if size == 1 << ab:
 
@@ -120,7 +119,7 @@ def _data_lane(mem, rd_group, cfg_nnz, l: int, row, col, val, valid, fmt: Sparse
             word.next = 0
             valid.next = 0
 
-    return (fit(rd_group, gx), fit(cfg_nnz, qx), addr, fit(e, ei), rd, lane(word, cb + dw, rb, row),
+    return (resize(rd_group, gx), resize(cfg_nnz, qx), addr, resize(e, ei), rd, lane(word, cb + dw, rb, row),
             lane(word, dw, cb, col), lane(word, 0, dw, val))
 
 
@@ -137,7 +136,7 @@ def _weight_lane(mem, idx, cfg_wnz, a, b, w, valid, fmt: SparseParams):
     def ok():
         valid.next = inr and jx < zx
 
-    return (fit(idx, jx), fit(cfg_wnz, zx), _acc_read(mem, idx, word, len(mem), inr), ok,
+    return (resize(idx, jx), resize(cfg_wnz, zx), _acc_read(mem, idx, word, len(mem), inr), ok,
             lane(word, kb + ww, kb, a), lane(word, ww, kb, b), lane(word, 0, ww, w))
 
 
@@ -161,7 +160,7 @@ def _fc_lane(mem, row, idx, w, fmt: SparseParams):
         else:
             w.next = 0
 
-    return fit(row, rx), fit(idx, ix), addr, fit(a, ai), rd
+    return resize(row, rx), resize(idx, ix), addr, resize(a, ai), rd
 
 
 @block

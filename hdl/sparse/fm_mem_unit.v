@@ -128,10 +128,10 @@ reg [15:0] _fm_bank0__lane_mem3_rdata;
 wire [3:0] _fm_bank0_part17_out;
 wire [3:0] _fm_bank0_part18_out;
 wire [7:0] _fm_bank0_part19_out;
-wire [15:0] _fm_bank0_fit4_src;
-wire [15:0] _fm_bank0_fit5_src;
-wire [31:0] _fm_bank0_fit6_src;
-wire [3:0] _fm_bank0_fit7_src;
+wire [15:0] _fm_bank0_resize4_src;
+wire [15:0] _fm_bank0_resize5_src;
+wire [31:0] _fm_bank0_resize6_src;
+wire [3:0] _fm_bank0_resize7_src;
 wire [3:0] _fm_bank1_wa_g;
 wire [4:0] _fm_bank1_g_ext;
 reg [4:0] _fm_bank1_wa;
@@ -160,10 +160,10 @@ reg [15:0] _fm_bank1__lane_mem7_rdata;
 wire [3:0] _fm_bank1_part29_out;
 wire [3:0] _fm_bank1_part30_out;
 wire [7:0] _fm_bank1_part31_out;
-wire [15:0] _fm_bank1_fit10_src;
-wire [15:0] _fm_bank1_fit11_src;
-wire [31:0] _fm_bank1_fit12_src;
-wire [3:0] _fm_bank1_fit13_src;
+wire [15:0] _fm_bank1_resize10_src;
+wire [15:0] _fm_bank1_resize11_src;
+wire [31:0] _fm_bank1_resize12_src;
+wire [3:0] _fm_bank1_resize13_src;
 wire clears [0:2-1];
 wire stores [0:2-1];
 reg [15:0] _fm_bank0__lane_mem0_mem [0:16-1];
@@ -175,38 +175,38 @@ reg [15:0] _fm_bank1__lane_mem5_mem [0:16-1];
 reg [15:0] _fm_bank1__lane_mem6_mem [0:16-1];
 reg [15:0] _fm_bank1__lane_mem7_mem [0:16-1];
 
-assign _fm_bank0_fit4_src[16-1:12] = _fm_bank0_part17_out;
-assign _fm_bank0_fit4_src[12-1:8] = _fm_bank0_part14_out;
-assign _fm_bank0_fit4_src[8-1:4] = _fm_bank0_part11_out;
-assign _fm_bank0_fit4_src[4-1:0] = _fm_bank0_part8_out;
-assign _fm_bank0_fit5_src[16-1:12] = _fm_bank0_part18_out;
-assign _fm_bank0_fit5_src[12-1:8] = _fm_bank0_part15_out;
-assign _fm_bank0_fit5_src[8-1:4] = _fm_bank0_part12_out;
-assign _fm_bank0_fit5_src[4-1:0] = _fm_bank0_part9_out;
-assign _fm_bank0_fit6_src[32-1:24] = _fm_bank0_part19_out;
-assign _fm_bank0_fit6_src[24-1:16] = _fm_bank0_part16_out;
-assign _fm_bank0_fit6_src[16-1:8] = _fm_bank0_part13_out;
-assign _fm_bank0_fit6_src[8-1:0] = _fm_bank0_part10_out;
-assign _fm_bank0_fit7_src[3] = _fm_bank0__fm_lane_ctl3_valid;
-assign _fm_bank0_fit7_src[2] = _fm_bank0__fm_lane_ctl2_valid;
-assign _fm_bank0_fit7_src[1] = _fm_bank0__fm_lane_ctl1_valid;
-assign _fm_bank0_fit7_src[0] = _fm_bank0__fm_lane_ctl0_valid;
-assign _fm_bank1_fit10_src[16-1:12] = _fm_bank1_part29_out;
-assign _fm_bank1_fit10_src[12-1:8] = _fm_bank1_part26_out;
-assign _fm_bank1_fit10_src[8-1:4] = _fm_bank1_part23_out;
-assign _fm_bank1_fit10_src[4-1:0] = _fm_bank1_part20_out;
-assign _fm_bank1_fit11_src[16-1:12] = _fm_bank1_part30_out;
-assign _fm_bank1_fit11_src[12-1:8] = _fm_bank1_part27_out;
-assign _fm_bank1_fit11_src[8-1:4] = _fm_bank1_part24_out;
-assign _fm_bank1_fit11_src[4-1:0] = _fm_bank1_part21_out;
-assign _fm_bank1_fit12_src[32-1:24] = _fm_bank1_part31_out;
-assign _fm_bank1_fit12_src[24-1:16] = _fm_bank1_part28_out;
-assign _fm_bank1_fit12_src[16-1:8] = _fm_bank1_part25_out;
-assign _fm_bank1_fit12_src[8-1:0] = _fm_bank1_part22_out;
-assign _fm_bank1_fit13_src[3] = _fm_bank1__fm_lane_ctl7_valid;
-assign _fm_bank1_fit13_src[2] = _fm_bank1__fm_lane_ctl6_valid;
-assign _fm_bank1_fit13_src[1] = _fm_bank1__fm_lane_ctl5_valid;
-assign _fm_bank1_fit13_src[0] = _fm_bank1__fm_lane_ctl4_valid;
+assign _fm_bank0_resize4_src[16-1:12] = _fm_bank0_part17_out;
+assign _fm_bank0_resize4_src[12-1:8] = _fm_bank0_part14_out;
+assign _fm_bank0_resize4_src[8-1:4] = _fm_bank0_part11_out;
+assign _fm_bank0_resize4_src[4-1:0] = _fm_bank0_part8_out;
+assign _fm_bank0_resize5_src[16-1:12] = _fm_bank0_part18_out;
+assign _fm_bank0_resize5_src[12-1:8] = _fm_bank0_part15_out;
+assign _fm_bank0_resize5_src[8-1:4] = _fm_bank0_part12_out;
+assign _fm_bank0_resize5_src[4-1:0] = _fm_bank0_part9_out;
+assign _fm_bank0_resize6_src[32-1:24] = _fm_bank0_part19_out;
+assign _fm_bank0_resize6_src[24-1:16] = _fm_bank0_part16_out;
+assign _fm_bank0_resize6_src[16-1:8] = _fm_bank0_part13_out;
+assign _fm_bank0_resize6_src[8-1:0] = _fm_bank0_part10_out;
+assign _fm_bank0_resize7_src[3] = _fm_bank0__fm_lane_ctl3_valid;
+assign _fm_bank0_resize7_src[2] = _fm_bank0__fm_lane_ctl2_valid;
+assign _fm_bank0_resize7_src[1] = _fm_bank0__fm_lane_ctl1_valid;
+assign _fm_bank0_resize7_src[0] = _fm_bank0__fm_lane_ctl0_valid;
+assign _fm_bank1_resize10_src[16-1:12] = _fm_bank1_part29_out;
+assign _fm_bank1_resize10_src[12-1:8] = _fm_bank1_part26_out;
+assign _fm_bank1_resize10_src[8-1:4] = _fm_bank1_part23_out;
+assign _fm_bank1_resize10_src[4-1:0] = _fm_bank1_part20_out;
+assign _fm_bank1_resize11_src[16-1:12] = _fm_bank1_part30_out;
+assign _fm_bank1_resize11_src[12-1:8] = _fm_bank1_part27_out;
+assign _fm_bank1_resize11_src[8-1:4] = _fm_bank1_part24_out;
+assign _fm_bank1_resize11_src[4-1:0] = _fm_bank1_part21_out;
+assign _fm_bank1_resize12_src[32-1:24] = _fm_bank1_part31_out;
+assign _fm_bank1_resize12_src[24-1:16] = _fm_bank1_part28_out;
+assign _fm_bank1_resize12_src[16-1:8] = _fm_bank1_part25_out;
+assign _fm_bank1_resize12_src[8-1:0] = _fm_bank1_part22_out;
+assign _fm_bank1_resize13_src[3] = _fm_bank1__fm_lane_ctl7_valid;
+assign _fm_bank1_resize13_src[2] = _fm_bank1__fm_lane_ctl6_valid;
+assign _fm_bank1_resize13_src[1] = _fm_bank1__fm_lane_ctl5_valid;
+assign _fm_bank1_resize13_src[0] = _fm_bank1__fm_lane_ctl4_valid;
 
 
 
@@ -454,19 +454,19 @@ assign _fm_bank0_part19_out = _fm_bank0__lane_mem3_rdata[0+:8];
 
 
 
-assign mux20_a = _fm_bank0_fit4_src;
+assign mux20_a = _fm_bank0_resize4_src;
 
 
 
-assign mux21_a = _fm_bank0_fit5_src;
+assign mux21_a = _fm_bank0_resize5_src;
 
 
 
-assign mux22_a = _fm_bank0_fit6_src;
+assign mux22_a = _fm_bank0_resize6_src;
 
 
 
-assign mux23_a = _fm_bank0_fit7_src;
+assign mux23_a = _fm_bank0_resize7_src;
 
 
 always @(posedge clk) begin: _fm_bank0_count
@@ -642,19 +642,19 @@ assign _fm_bank1_part31_out = _fm_bank1__lane_mem7_rdata[0+:8];
 
 
 
-assign mux20_b = _fm_bank1_fit10_src;
+assign mux20_b = _fm_bank1_resize10_src;
 
 
 
-assign mux21_b = _fm_bank1_fit11_src;
+assign mux21_b = _fm_bank1_resize11_src;
 
 
 
-assign mux22_b = _fm_bank1_fit12_src;
+assign mux22_b = _fm_bank1_resize12_src;
 
 
 
-assign mux23_b = _fm_bank1_fit13_src;
+assign mux23_b = _fm_bank1_resize13_src;
 
 
 always @(posedge clk) begin: _fm_bank1_count

@@ -276,11 +276,11 @@ wire wire25_y;
 wire [6:0] wire26_y;
 wire [31:0] wire27_y;
 reg [31:0] _tree0_tsum;
-wire [6:0] fit34_dst;
-wire [2:0] fit36_dst;
-wire [2:0] fit37_dst;
-wire [2:0] fit38_dst;
-wire [2:0] fit39_dst;
+wire [6:0] resize34_dst;
+wire [2:0] resize36_dst;
+wire [2:0] resize37_dst;
+wire [2:0] resize38_dst;
+wire [2:0] resize39_dst;
 wire [11:0] _cat0_cat;
 localparam _stage_p1_fc_on = 1'd0;
 wire [3:0] _cat1_cat;
@@ -328,10 +328,10 @@ reg [31:0] _drain_ctl0_rd [0:4-1];
 reg [31:0] _drain_ctl0_rq [0:4-1];
 wire _counters0_nzm [0:4-1];
 
-assign _cat0_cat[12-1:9] = fit39_dst;
-assign _cat0_cat[9-1:6] = fit38_dst;
-assign _cat0_cat[6-1:3] = fit37_dst;
-assign _cat0_cat[3-1:0] = fit36_dst;
+assign _cat0_cat[12-1:9] = resize39_dst;
+assign _cat0_cat[9-1:6] = resize38_dst;
+assign _cat0_cat[6-1:3] = resize37_dst;
+assign _cat0_cat[3-1:0] = resize36_dst;
 assign _cat1_cat[3] = _rmw0_pv[3];
 assign _cat1_cat[2] = _rmw0_pv[2];
 assign _cat1_cat[1] = _rmw0_pv[1];
@@ -1361,7 +1361,7 @@ end
 
 
 
-assign fit34_dst = {2'h0, _walker0_j1};
+assign resize34_dst = {2'h0, _walker0_j1};
 
 
 
@@ -1369,19 +1369,19 @@ assign fc_rd_row = _walker0_j1[4-1:0];
 
 
 
-assign fit36_dst = _capture1__reg4_q[3-1:0];
+assign resize36_dst = _capture1__reg4_q[3-1:0];
 
 
 
-assign fit37_dst = _capture1__reg5_q[3-1:0];
+assign resize37_dst = _capture1__reg5_q[3-1:0];
 
 
 
-assign fit38_dst = _capture1__reg6_q[3-1:0];
+assign resize38_dst = _capture1__reg6_q[3-1:0];
 
 
 
-assign fit39_dst = _capture1__reg7_q[3-1:0];
+assign resize39_dst = _capture1__reg7_q[3-1:0];
 
 
 
@@ -1397,7 +1397,7 @@ always @(posedge clk) begin: _stage_p0_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[0] <= round1;
-            _rmw0_pa[0] <= fit34_dst;
+            _rmw0_pa[0] <= resize34_dst;
             _rmw0_pd[0] <= _tree0_tsum;
         end
         else begin
@@ -1418,7 +1418,7 @@ always @(posedge clk) begin: _stage_p1_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[1] <= _stage_p1_fc_on;
-            _rmw0_pa[1] <= fit34_dst;
+            _rmw0_pa[1] <= resize34_dst;
             _rmw0_pd[1] <= _tree0_tsum;
         end
         else begin
@@ -1439,7 +1439,7 @@ always @(posedge clk) begin: _stage_p2_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[2] <= _stage_p1_fc_on;
-            _rmw0_pa[2] <= fit34_dst;
+            _rmw0_pa[2] <= resize34_dst;
             _rmw0_pd[2] <= _tree0_tsum;
         end
         else begin
@@ -1460,7 +1460,7 @@ always @(posedge clk) begin: _stage_p3_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[3] <= _stage_p1_fc_on;
-            _rmw0_pa[3] <= fit34_dst;
+            _rmw0_pa[3] <= resize34_dst;
             _rmw0_pd[3] <= _tree0_tsum;
         end
         else begin

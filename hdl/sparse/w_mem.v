@@ -83,7 +83,7 @@ reg st;
 wire [3:0] wr_j;
 wire [7:0] wv;
 wire [3:0] part5_out;
-wire [3:0] fit4_dst;
+wire [3:0] resize4_dst;
 reg [11:0] _w_read0_word;
 reg _w_read0_valid;
 wire [1:0] part6_out;
@@ -101,14 +101,14 @@ wire [7:0] _fc_read2_w;
 wire [2:0] part12_out;
 wire [6:0] _fc_addr3_addr;
 wire [7:0] _fc_read3_w;
-wire [31:0] fit9_src;
+wire [31:0] resize9_src;
 reg [7:0] fc_mem [0:128-1];
 reg [11:0] mem [0:16-1];
 
-assign fit9_src[32-1:24] = _fc_read3_w;
-assign fit9_src[24-1:16] = _fc_read2_w;
-assign fit9_src[16-1:8] = _fc_read1_w;
-assign fit9_src[8-1:0] = _fc_read0_w;
+assign resize9_src[32-1:24] = _fc_read3_w;
+assign resize9_src[24-1:16] = _fc_read2_w;
+assign resize9_src[16-1:8] = _fc_read1_w;
+assign resize9_src[8-1:0] = _fc_read0_w;
 
 
 
@@ -148,12 +148,12 @@ assign part5_out = rd_idx;
 
 
 
-assign fit4_dst = part5_out;
+assign resize4_dst = part5_out;
 
 
-always @(fit4_dst, wnz, mem[0], mem[1], mem[2], mem[3], mem[4], mem[5], mem[6], mem[7], mem[8], mem[9], mem[10], mem[11], mem[12], mem[13], mem[14], mem[15], part5_out) begin: _w_read0_read
-    _w_read0_valid = (fit4_dst < wnz);
-    if ((fit4_dst < wnz)) begin
+always @(resize4_dst, wnz, mem[0], mem[1], mem[2], mem[3], mem[4], mem[5], mem[6], mem[7], mem[8], mem[9], mem[10], mem[11], mem[12], mem[13], mem[14], mem[15], part5_out) begin: _w_read0_read
+    _w_read0_valid = (resize4_dst < wnz);
+    if ((resize4_dst < wnz)) begin
         _w_read0_word = mem[part5_out];
     end
     else begin
@@ -243,7 +243,7 @@ assign rd_valid = _w_read0_valid;
 
 
 
-assign fc_rd_w = fit9_src;
+assign fc_rd_w = resize9_src;
 
 
 always @(wv, b_ext, wr_valid, dense, seen, opened, wr_start, ab, n_rx, a_ext, lim_k) begin: check
