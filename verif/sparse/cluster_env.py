@@ -252,8 +252,8 @@ class ClusterUnit(JobUnit):
             self.sticky |= CL_ERR["ROUTE"]
             if d != 1 or rd["cluster_cycles"] != 1:
                 errs.append(f"refused pass: cluster_done at +{d}, cluster_cycles {rd['cluster_cycles']} (expected 1)")
-            if tr["unit_done"].any() or rd["unit_active"] or any(outs):
-                errs.append("refused pass: a unit started, finished or emitted")
+            if tr["unit_done"].any() or rd["unit_active"] or rd["unit_desc"] or any(outs):
+                errs.append("refused pass: a unit started, finished, emitted or reports a descriptor")
             if tr["busy"].any():
                 errs.append("refused pass: busy went high")
         else:
