@@ -17,11 +17,11 @@ SEEDS ?= $(if $(filter full,$(TIER)),3,1)
 TESTS ?=
 REPORTS := build/reports
 
-.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench clean
+.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench sparse-report clean
 
 help: ## this list
 	@echo "lockstep make targets:"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  %-14s %s\n", $$1, $$2}'
 	@echo ""
 	@echo "  make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [RTL=path.v]"
 	@echo "      RTL= swaps in another implementation of the same block (same ports);"
@@ -80,6 +80,9 @@ precision: $(SETUP_STAMP) ## BFP SQNR table + PNG (W=4..16, N=4..64), RTL cross-
 
 bench: $(SETUP_STAMP) ## simulated cycles/s per testbench and simulator -> build/reports/bench
 	@$(RUN) python ci/bench.py
+
+sparse-report: $(SETUP_STAMP) ## sparse speedup vs sparsity and cluster makespan, measured in simulation -> build/reports/sparse
+	@$(RUN) python ci/sparse_report.py $(if $(SIM),--sims $(SIM))
 
 clean: ## remove build/ (simulator builds, results); keeps .venv
 	rm -rf build

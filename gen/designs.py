@@ -11,7 +11,7 @@ from lockstep.models.formats import PATENT, FabricParams, MxParams, SparseParams
 from .bfp import emit_dot, emit_mx_quantizer, emit_quantizer, emit_renorm, emit_stats, emit_to_float
 from .common import Emitted
 from .sched import emit_counter, emit_mesh, emit_ring, emit_tile
-from .sparse import emit_decoder, emit_encoder, emit_fm_mem, emit_profiler, emit_stu, emit_w_mem
+from .sparse import emit_cluster, emit_decoder, emit_encoder, emit_fm_mem, emit_profiler, emit_stu, emit_w_mem
 
 __all__ = ["Design", "DEFAULT_DESIGNS"]
 
@@ -47,4 +47,5 @@ DEFAULT_DESIGNS: list[Design] = [
     Design("sparse", "fm_mem_unit", emit_fm_mem, SparseParams()),
     Design("sparse", "w_mem", emit_w_mem, SparseParams()),
     Design("sparse", "stu", emit_stu, SparseParams()),
+    Design("sparse", "stc_cluster", emit_cluster, SparseParams()),
 ]

@@ -423,3 +423,28 @@ _sparse_stu("sparse_stu_u2_wide", SparseParams(**{**_STU_WIDE.to_dict(), "u": 2}
 _sparse_stu("sparse_stu_sweep", SparseParams(), "sweep",
             "STU u = 1: 8 x 8 maps at 0..95% zeros, 3 x 3 dense and half-sparse kernels, each next to dense mode")
 _sparse_stu("sparse_stu_u2_sweep", _STU_U2, "sweep", "STU 1400 (u = 2): the same sweep (rounds against u = 1's)")
+
+
+def _sparse_cluster(name: str, params: SparseParams, scenario: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="sparse", toplevel="stc_cluster", params=params,
+                        generator="lockstep.gen.sparse:emit_cluster", test_module="lockstep.verif.sparse.test_cluster",
+                        doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
+
+
+# the cluster: whole maps no larger than one memory unit's cell limits (any partition fits), ow = 20
+# keeps full-correlation partial sums unsaturated for overlap-add
+_CL = SparseParams(hmax=10, wmax=10, depth=100, ow=20)
+_CL_M3 = SparseParams(p=3, u=2, m=3, hmax=9, wmax=9, depth=81, ow=20)
+_sparse_cluster("sparse_cluster_balance", _CL, "balance",
+                "cluster, 4 units: skewed maps on the balanced partition and on the equal grid, overlap-add, ping-pong")
+_sparse_cluster("sparse_cluster_route", _CL, "route",
+                "cluster route_sel: identity, rotation, idle memory units, refused pass, start while busy, FC, maps")
+_sparse_cluster("sparse_cluster_route_m3", _CL_M3, "route",
+                "cluster of 3 STU 1400 units (p = 3, u = 2): route_sel, refusals, FC and independent maps")
+_sparse_cluster("sparse_cluster_halo", SparseParams(hmax=10, wmax=10, depth=100), "halo",
+                "cluster halo stitching: cells extended by K - 1, ReLU, 2x2 max/sum/avg pool, shift, 8-bit saturation")
+_sparse_cluster("sparse_cluster_wide", SparseParams(p=8, u=2, m=4, kmax=5, hmax=16, wmax=16, depth=256, ow=24,
+                                                    nmax_out=32), "random", tier="full",
+                doc="cluster extremes: 4 STU 1400 units with p = 8, K up to 5, 16 x 16 maps, every scenario mixed")
+_sparse_cluster("sparse_cluster_mutant", _CL, "balance", tb_params=SparseParams(**{**_CL.to_dict(), "u": 2}),
+                expect_fail=True, doc="negative: a cluster of STU 1300 units checked as STU 1400 units must fail")

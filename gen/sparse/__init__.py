@@ -14,6 +14,7 @@ from .stream import (
     sp_encoder,
 )
 
-# ---- compute: the sparse tensor compute unit (stu) and its unit-test top (stu_top)
+# ---- compute: the sparse tensor compute unit (stu), its unit-test top (stu_top) and the cluster (stc_cluster)
+from .cluster import cluster_ports, emit_cluster, stc_cluster
 from .stu import emit_stu, stu, stu_ports
 from .stu_top import emit_stu_top, stu_top, stu_top_ports

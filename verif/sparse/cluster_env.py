@@ -1,0 +1,428 @@
+"""Testbench knowledge of the sparse tensor compute cluster ``stc_cluster`` (docs/sparse.md
+sections 6 and 9; behaviour in :mod:`lockstep.gen.sparse.cluster`).
+
+The shared job environment (:mod:`.job_env`) runs the passes of a scenario
+(:mod:`.cluster_jobs`, the ``scenario`` option) one after the other. For each pass
+:meth:`ClusterUnit.drive` does what the host does: loads the broadcast weights (``w_*``
+stream, or the FC matrix through ``fc_*``), loads each active memory unit's cell
+(``wr_unit``, descriptor, data words) unless it was loaded into that bank during the
+pass before, drives ``route_sel``/``cfg_active``/``cfg_bank``/``cfg_*``, pulses
+``start`` (a second one while busy when the pass says so), writes the next pass's cells
+into the other bank while this one runs, and waits for ``cluster_done``. The ``m``
+output streams are taken with the pass's back-pressure (:class:`UnitSinks`).
+
+:meth:`ClusterUnit.check` holds each pass to the golden model and to numpy:
+
+* (a) every running unit's output words, bit-exact, against ``stu_job`` of the cell of
+  the memory unit routed to it (``cluster_run``), and its counters and sticky ``err``;
+* (b) the combined map, never computed from the hardware's own logic: the units'
+  decoded outputs placed by the ORG fields of the descriptor the cluster reports per
+  unit (``unit_desc``), overlap-added (``overlap_add``) against numpy's
+  ``correlate_full`` of the whole map, or halo-stitched (``halo_stitch``) against the
+  drained (ReLU, pool, shift, saturation) valid crop of it; independent maps and FC
+  vectors against ``drain(correlate_full(X, Wk))`` and ``drain(W @ x)``;
+* (c) ``cluster_done`` exactly ``max_u cycles(job_u, stalls_u)`` after ``start`` (the
+  golden ``cluster_cycles`` without back-pressure), each unit's ``done`` at its own
+  ``cycles``, ``cluster_cycles`` equal to it, ``busy`` high exactly in between, and the
+  largest ``cyc_compute`` equal to the model's makespan;
+* (d) routing: ``unit_active`` marks exactly the units ``route_sel`` feeds, and
+  ``unit_desc`` is the descriptor loaded into the memory unit meant for each; two memory
+  units on one unit refuse the pass (ROUTE, ``cluster_done`` in the next cycle, no unit
+  starts), a start while busy raises START_BUSY, the memories' and the weight memory's
+  sticky errors are the models' (``load_data``: DESC for a refused descriptor, whose
+  unit then refuses with CFG).
+
+Every pass's measured counters go to ``summary.json`` (``perf``): ``make sparse-report``
+reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, ReadOnly, ReadWrite, RisingEdge
+
+from lockstep.models import sparse
+from lockstep.models.formats import SparseParams
+
+from ..coverage import Covergroup
+from .cluster_jobs import ClusterJob, make_jobs
+from .job_env import JobBfm, JobTest, JobUnit, Observation, Pauses
+
+__all__ = ["ClusterTest", "ClusterUnit", "UnitSinks"]
+
+#: The STU counters the cluster reports per unit (32 bits each).
+COUNTERS = ("cyc_compute", "n_rounds", "n_mults", "n_deferred", "cyc_drain", "nnz_out")
+#: The cluster's own sticky error bits (gen/sparse/cluster.py CL_ERR_NAMES).
+CL_ERR = {"ROUTE": 1, "START_BUSY": 2}
+
+
+def _lanes(bus: int, width: int, n: int) -> list[int]:
+    mask = (1 << width) - 1
+    return [(bus >> (i * width)) & mask for i in range(n)]
+
+
+class UnitSinks:
+    """The ``m`` per-unit output streams (packed ``o_valid``/``o_ready``/``o_data``):
+    ``o_ready`` bit ``u`` from unit ``u``'s own pause generator, the beats taken per unit.
+
+    Args:
+        dut: the cluster.
+        m: units.
+        width: one unit's ``o_data`` width.
+        seed: seed of the pause generators.
+    """
+
+    def __init__(self, dut: Any, m: int, width: int, seed: int) -> None:
+        self.dut, self.m, self.width = dut, m, width
+        self.pauses = [Pauses(seed * 53 + u) for u in range(m)]
+        self.beats: list[list[int]] = [[] for _ in range(m)]
+        dut.o_ready.value = (1 << m) - 1
+        self.task = cocotb.start_soon(self._run())
+
+    def set_rate(self, bp: float) -> None:
+        for pz in self.pauses:
+            pz.rate = bp
+
+    async def _run(self) -> None:
+        dut, m, w = self.dut, self.m, self.width
+        while True:
+            await RisingEdge(dut.clk)
+            rst = dut.rst.value
+            if not rst.is_resolvable or int(rst):
+                continue
+            hs = int(dut.o_valid.value) & int(dut.o_ready.value)
+            if hs:
+                words = _lanes(int(dut.o_data.value), w, m)
+                for u in range(m):
+                    if hs >> u & 1:
+                        self.beats[u].append(words[u])
+            dut.o_ready.value = sum((0 if next(pz) else 1) << u for u, pz in enumerate(self.pauses))
+
+    def take(self) -> list[list[int]]:
+        """The words each unit emitted since the last call."""
+        out, self.beats = self.beats, [[] for _ in range(self.m)]
+        return out
+
+
+class ClusterUnit(JobUnit):
+    """``stc_cluster``: load, route, run, combine, check (module docstring)."""
+
+    sources: ClassVar[dict[str, list[str]]] = {"wr_desc": ["data"], "wr": ["data"], "w": ["data"]}
+    controls: ClassVar[list[str]] = ["start", "busy", "cluster_done", "unit_done", "unit_busy", "o_valid", "o_ready"]
+    idle_inputs: ClassVar[dict[str, int]] = {
+        "wr_unit": 0, "wr_bank": 0, "wr_dense": 0, "w_cfg_k": 0, "w_cfg_dense": 0, "w_start": 0, "fc_we": 0,
+        "fc_row": 0, "fc_col": 0, "fc_data": 0, "start": 0, "route_sel": 0, "cfg_active": 0, "cfg_bank": 0,
+        "cfg_k": 0, "cfg_mode": 0, "cfg_n_out": 0, "cfg_emit": 0, "cfg_relu": 0, "cfg_pool": 0, "cfg_shift": 0,
+        "cfg_dense": 0,
+    }
+    covergroup = "sparse.cluster"
+    default_jobs = 24
+
+    def __init__(self, ctx: Any, params: SparseParams) -> None:
+        super().__init__(ctx, params)
+        self.widths = {n: int(v["width"]) for n, v in ctx.record["ports"].items()}
+        self.m = params.m
+        self.idle_inputs = {**self.idle_inputs, "o_ready": (1 << self.m) - 1}  # taken by UnitSinks later
+        self.unit_sinks: UnitSinks | None = None
+        self.sticky = 0
+        self.unit_sticky = [0] * self.m
+        self.mem_sticky = [0] * self.m
+        self.perf: list[dict[str, Any]] = []
+
+    # ---- stimulus -------------------------------------------------------------------
+    def jobs(self, rng: np.random.Generator, count: int) -> list[ClusterJob]:
+        return make_jobs(str(self.ctx.opt("scenario", "balance")), self.params, rng, count, self.widths)
+
+    def budget(self, job: ClusterJob) -> int:
+        load = sum(len(w) + 2 for w in job.words) + len(job.weights) + 8
+        if job.cfg.mode == sparse.FC:
+            load = sum(len(w) + 2 for w in job.words) + int(np.size(job.weights)) + 8
+        load = int(load / (1 - job.idle))
+        g = job.golden
+        run = 2 if g is None else max((sparse.cycles(j) for j in g.units if j is not None), default=1)
+        nnz = 0 if g is None else max((j.nnz_out for j in g.units if j is not None), default=0)
+        stalls = int((nnz + 1) * 16 * job.bp / (1 - job.bp)) if job.bp else 0
+        shadow = sum(len(w) + 2 for _, _, w in job.shadow) * 2
+        return load + run + stalls + shadow + 16
+
+    # ---- driving --------------------------------------------------------------------
+    async def load_weights(self, bfm: JobBfm, job: ClusterJob) -> None:
+        dut, p = bfm.dut, self.params
+        if job.cfg.mode == sparse.FC:
+            mask = (1 << p.ww) - 1
+            for o, row in enumerate(np.asarray(job.weights)):
+                for i, v in enumerate(row):
+                    dut.fc_we.value, dut.fc_row.value, dut.fc_col.value, dut.fc_data.value = 1, o, i, int(v) & mask
+                    await RisingEdge(dut.clk)
+            dut.fc_we.value = 0
+            return
+        dut.w_cfg_k.value = job.cfg.k
+        dut.w_cfg_dense.value = job.cfg.dense
+        dut.w_start.value = 1
+        await RisingEdge(dut.clk)
+        dut.w_start.value = 0
+        await bfm.send("w", [{"data": w} for w in sparse.pack_weights(job.weights, p)])
+
+    async def load_data(self, bfm: JobBfm, bank: int, dense: int, cells: list[tuple[int, int, list[int]]]) -> None:
+        """Each ``(memory unit, descriptor, words)`` into ``bank``."""
+        dut = bfm.dut
+        for i, desc, words in cells:
+            dut.wr_unit.value = i
+            dut.wr_bank.value = bank
+            dut.wr_dense.value = dense
+            await bfm.send("wr_desc", [{"data": desc}])
+            if words:
+                await bfm.send("wr", [{"data": w} for w in words])
+
+    def cfg(self, job: ClusterJob) -> dict[str, int]:
+        c = job.cfg
+        bits = lambda xs: sum(int(x) << i for i, x in enumerate(xs))  # noqa: E731
+        return {"cfg_k": c.k, "cfg_mode": int(c.mode == sparse.FC), "cfg_n_out": c.n_out, "cfg_emit": 1,
+                "cfg_relu": c.relu, "cfg_pool": SparseParams.POOL_MODES.index(c.pool_name), "cfg_shift": c.shift,
+                "cfg_dense": c.dense, "route_sel": bits(job.route_sel),
+                "cfg_active": bits(d is not None for d in job.descs), "cfg_bank": job.bank}
+
+    async def drive(self, bfm: JobBfm, job: ClusterJob) -> tuple[int, int, dict[str, Any]]:
+        dut = bfm.dut
+        if self.unit_sinks is None:
+            self.unit_sinks = UnitSinks(dut, self.m, self.widths["o_data"] // self.m, self.ctx.seed)
+        await RisingEdge(dut.clk)
+        bfm.set_rates(job.idle, 0.0)
+        self.unit_sinks.set_rate(job.bp)
+        await self.load_weights(bfm, job)
+        if not job.preloaded:
+            await self.load_data(bfm, job.bank, job.cfg.dense, [(i, job.descs[i], job.words[i]) for i in job.active])
+        await RisingEdge(dut.clk)
+        for name, value in self.cfg(job).items():
+            getattr(dut, name).value = value
+        first = bfm.now
+        dut.start.value = 1
+        await RisingEdge(dut.clk)
+        dut.start.value = 0
+        done = cocotb.start_soon(bfm.wait_high("cluster_done"))
+        shadow = None
+        if job.shadow:  # the next pass's cells into the other bank, while this one runs
+            nxt_dense = job.cfg.dense
+            shadow = cocotb.start_soon(self.load_data(bfm, 1 - job.bank, nxt_dense, job.shadow))
+        read: dict[str, Any] = {}
+        if job.poke is not None:
+            await ClockCycles(dut.clk, job.poke - 1)
+            await ReadWrite()
+            if not done.done():
+                dut.start.value = 1
+                read["poked"] = int(dut.busy.value)
+                await RisingEdge(dut.clk)
+                dut.start.value = 0
+        last = await done
+        read.update({n: int(getattr(dut, n).value) for n in (
+            "cluster_cycles", "err", "unit_active", "unit_desc", "unit_err", "w_err", "w_wnz", *COUNTERS)})
+        if shadow is not None:
+            await shadow
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+        read["mem_err"] = int(dut.mem_err.value)
+        read["outputs"] = self.unit_sinks.take()
+        return first, last, read
+
+    # ---- checks ---------------------------------------------------------------------
+    def _unit_reads(self, rd: dict[str, Any]) -> list[dict[str, int]]:
+        m, w = self.m, self.widths
+        cols = {n: _lanes(rd[n], w[n] // m, m) for n in (*COUNTERS, "unit_desc", "unit_err")}
+        return [{n: cols[n][u] for n in cols} for u in range(m)]
+
+    def check(self, job: ClusterJob, obs: Observation) -> list[str]:
+        p, m, tr, rd = self.params, self.m, obs.trace, obs.read
+        d = len(tr["cluster_done"]) - 1
+        errs: list[str] = []
+        for i, load in enumerate(job.loads):
+            if load is not None:
+                self.mem_sticky[i] |= load.err
+        for i, desc, words in job.shadow:
+            self.mem_sticky[i] |= sparse.load_data(desc, words, p, dense=bool(job.cfg.dense)).err
+        if job.poke is not None:
+            if not rd.get("poked"):
+                errs.append("the second start did not come while busy (stimulus)")
+            self.sticky |= CL_ERR["START_BUSY"]
+        units = self._unit_reads(rd)
+        outs = rd["outputs"]
+        if job.refused:
+            self.sticky |= CL_ERR["ROUTE"]
+            if d != 1 or rd["cluster_cycles"] != 1:
+                errs.append(f"refused pass: cluster_done at +{d}, cluster_cycles {rd['cluster_cycles']} (expected 1)")
+            if tr["unit_done"].any() or rd["unit_active"] or rd["unit_desc"] or any(outs):
+                errs.append("refused pass: a unit started, finished, emitted or reports a descriptor")
+            if tr["busy"].any():
+                errs.append("refused pass: busy went high")
+        else:
+            errs += self._check_pass(job, obs, units, outs, d)
+        if rd["err"] != self.sticky:
+            errs.append(f"err = {rd['err']:#x}, expected {self.sticky:#x} (bit 0 ROUTE, bit 1 START_BUSY)")
+        mem = _lanes(rd["mem_err"], self.widths["mem_err"] // m, m)
+        if mem != self.mem_sticky:
+            errs.append(f"mem_err per memory unit {mem}, load_data says {self.mem_sticky}")
+        if rd["w_err"]:
+            errs.append(f"w_err = {rd['w_err']:#x} after clean weight loads")
+        return errs
+
+    def _check_pass(self, job: ClusterJob, obs: Observation, units: list[dict[str, int]], outs: list[list[int]],
+                    d: int) -> list[str]:
+        p, m, tr, rd, g = self.params, self.m, obs.trace, obs.read, job.golden
+        errs: list[str] = []
+        want_active = sum(1 << u for u in range(m) if g.units[u] is not None)
+        if rd["unit_active"] != want_active:
+            errs.append(f"unit_active = {rd['unit_active']:0{m}b}, route_sel gives {want_active:0{m}b}")
+        cyc = {}
+        for u in range(m):
+            gu = g.units[u]
+            done_at = np.flatnonzero(tr["unit_done"] >> u & 1)
+            if gu is None:
+                if len(done_at) or outs[u]:
+                    errs.append(f"unit {u} has no memory unit routed to it but finished or emitted")
+                continue
+            src = g.source[u]
+            if units[u]["unit_desc"] != job.descs[src]:
+                errs.append(f"unit {u}: unit_desc {units[u]['unit_desc']:#x} is not memory unit {src}'s descriptor "
+                            f"{job.descs[src]:#x}")
+            stalls = int(np.sum((tr["o_valid"] >> u & 1) & (1 - (tr["o_ready"] >> u & 1))))
+            cyc[u] = sparse.cycles(gu, stalls)
+            if list(done_at) != [cyc[u]]:
+                errs.append(f"unit {u} (memory unit {src}): done at {list(done_at)}, the cycle model says "
+                            f"+{cyc[u]} (cyc_compute {gu.cyc_compute}, cyc_drain {gu.cyc_drain}, stalls {stalls})")
+            want = sparse.pack_out(gu.out_entries, p)
+            if outs[u] != want:
+                k = next((i for i, (a, b) in enumerate(zip(outs[u], want)) if a != b), min(len(outs[u]), len(want)))
+                errs.append(f"unit {u} (memory unit {src}): {len(outs[u])} output words, stu_job {len(want)}; first "
+                            f"difference at word {k}")
+            for n in COUNTERS:
+                exp = getattr(gu, n) + (stalls if n == "cyc_drain" else 0)
+                if units[u][n] != exp:
+                    errs.append(f"unit {u}: {n} = {units[u][n]}, golden {exp}")
+            self.unit_sticky[u] |= gu.errors
+        got_err = [units[u]["unit_err"] for u in range(m)]
+        if got_err != self.unit_sticky:
+            errs.append(f"unit_err {got_err}, expected {self.unit_sticky}")
+        want_d = max(cyc.values(), default=1)
+        if d != want_d or rd["cluster_cycles"] != want_d:
+            errs.append(f"cluster_done at +{d}, cluster_cycles {rd['cluster_cycles']}: max over the units is {want_d}")
+        if not job.bp and want_d != g.cluster_cycles:
+            errs.append(f"the golden cluster_cycles {g.cluster_cycles} differs from max over units {want_d}")
+        if tr["cluster_done"][:d].any() or not tr["busy"][1:d].all() or tr["busy"][0] or tr["busy"][d]:
+            errs.append(f"busy not high exactly from +1 to +{d - 1} (or cluster_done early)")
+        ms = max((units[u]["cyc_compute"] for u in cyc), default=0)
+        if ms != g.makespan:
+            errs.append(f"makespan (largest cyc_compute) {ms}, model {g.makespan}")
+        errs += self._check_combined(job, units, outs)
+        self._record(job, units, cyc, d, ms)
+        return errs
+
+    def _map(self, words: list[int], shape: tuple[int, int]) -> np.ndarray:
+        out = np.zeros(shape, dtype=np.int64)
+        for r, c, v, _ in sparse.unpack_out(words, self.params):
+            if r >= shape[0] or c >= shape[1]:
+                raise ValueError(f"output entry ({r}, {c}) outside {shape}")
+            out[r, c] = v
+        return out
+
+    def _check_combined(self, job: ClusterJob, units: list[dict[str, int]], outs: list[list[int]]) -> list[str]:
+        """(b): the units' outputs combined, against numpy on the whole map."""
+        p, g, c = self.params, job.golden, job.cfg
+        run = [u for u in range(self.m) if g.units[u] is not None]
+        if job.bad:
+            return []  # a unit refused its cell: nothing to combine
+        try:
+            if job.kind in ("maps", "fc"):
+                for u in run:
+                    M = job.maps[g.source[u]]
+                    if job.kind == "fc":
+                        full = (np.asarray(job.weights, dtype=np.int64) @ M[0])[None, :]
+                    else:
+                        full = sparse.correlate_full(M, job.Wk)
+                    ref = sparse.drain(full, c, p)
+                    if not np.array_equal(self._map(outs[u], ref.shape), ref):
+                        return [f"unit {u}: the output differs from numpy's drain of its map's "
+                                f"{'W @ x' if job.kind == 'fc' else 'correlate_full'}"]
+                return []
+            K = job.Wk.shape[0]
+            descs = [sparse.unpack_desc(units[u]["unit_desc"]) for u in run]
+            full = sparse.correlate_full(job.X, job.Wk)
+            if job.kind == "overlap":
+                cells = [(d.org_row, d.org_row + d.h, d.org_col, d.org_col + d.w) for d in descs]
+                maps = [self._map(outs[u], (d.h + K - 1, d.w + K - 1)) for u, d in zip(run, descs)]
+                got = sparse.overlap_add(cells, maps, job.X.shape, K)
+                ref = full
+            else:
+                pooled = c.pool_name != "none"
+                f = 2 if pooled else 1
+                by_org = {(cl[0], cl[2]): cl for cl in job.cells if cl is not None}
+                cells = [by_org[(d.org_row, d.org_col)] for d in descs]
+                maps = [self._map(outs[u], ((d.h + K - 1) // f, (d.w + K - 1) // f)) for u, d in zip(run, descs)]
+                got = sparse.halo_stitch(cells, maps, job.X.shape, K, pooled=pooled)
+                ref = sparse.drain(sparse.valid(full, K), c, p)
+        except (ValueError, KeyError) as exc:
+            return [f"combining the units' outputs failed: {exc!r}"]
+        if got.shape != ref.shape or not np.array_equal(got, ref):
+            bad = np.argwhere(got != ref) if got.shape == ref.shape else None
+            where = f"first at {tuple(bad[0])}" if bad is not None and len(bad) else f"shapes {got.shape}, {ref.shape}"
+            return [f"{job.kind}: the combined map differs from numpy's whole-map reference ({where})"]
+        return []
+
+    def _record(self, job: ClusterJob, units: list[dict[str, int]], cyc: dict[int, int], d: int, ms: int) -> None:
+        g = job.golden
+        rows = []
+        for u, gu in enumerate(g.units):
+            if gu is None:
+                continue
+            cu = gu.cfg
+            rows.append({"unit": u, "src": g.source[u], "q": len(job.loads[g.source[u]].entries), "hw": cu.h * cu.w,
+                         "wnz": len(job.weights) if cu.mode != sparse.FC else None, "k": cu.k, "dense": cu.dense,
+                         "cyc_compute": units[u]["cyc_compute"], "cycles": cyc[u],
+                         "cyc_compute_model": gu.cyc_compute})
+        self.perf.append({"kind": job.kind, "part": job.part, "tag": job.tag, "bp": job.bp, "units": rows,
+                          "makespan": ms, "makespan_model": g.makespan, "cluster_cycles": d,
+                          "cluster_cycles_model": g.cluster_cycles,
+                          "loads": [len(x.entries) for x in job.loads if x is not None]})
+
+    # ---- coverage -------------------------------------------------------------------
+    def define_coverage(self, cg: Covergroup) -> None:
+        cg.point("kind", lambda s: s["kind"], ["overlap", "halo", "maps", "fc", "refused"])
+        cg.point("partition", lambda s: s["part"], ["balanced", "equal"])
+        cg.point("route", lambda s: s["route"], ["identity", "rotation", "mixed"] if self.m > 1 else ["identity"])
+        cg.point("active", lambda s: s["active"], ["all", "some"])
+        cg.point("bank", lambda s: s["bank"], [0, 1])
+        cg.point("backpressure", lambda s: s["bp"], [False, True])
+        cg.point("ping_pong", lambda s: s["pp"], [False, True])
+        cg.point("start_busy", lambda s: s["poke"], [False, True])
+        cg.point("unit_refused", lambda s: s["bad"], [False, True])
+        cg.point("pool", lambda s: s["pool"], list(SparseParams.POOL_MODES))
+
+    def sample(self, job: ClusterJob, obs: Observation) -> dict[str, Any]:
+        m = self.m
+        sel = job.route_sel
+        route = "identity" if not any(sel) else "rotation" if all(sel) else "mixed"
+        return {
+            "kind": "refused" if job.refused else job.kind,
+            "part": job.part if job.part in ("balanced", "equal") else None,
+            "route": route,
+            "active": "all" if len(job.active) == m else "some",
+            "bank": job.bank,
+            "bp": bool(np.any(obs.trace["o_valid"] & ~obs.trace["o_ready"])),
+            "pp": bool(job.shadow or job.preloaded),
+            "poke": job.poke is not None,
+            "bad": bool(job.bad),
+            "pool": job.cfg.pool_name if job.kind == "halo" else None,
+        }
+
+
+class ClusterTest(JobTest):
+    """Every pass of the scenario against the golden model; also reports the measured
+    counters of every pass (``perf``)."""
+
+    UNIT = ClusterUnit
+
+    def report_phase(self) -> None:
+        super().report_phase()
+        self.ctx.summary["perf"] = self.unit.perf
+        self.ctx.write_summary()
