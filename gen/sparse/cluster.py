@@ -48,10 +48,10 @@ from myhdl import always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, emit_stream_unit
+from ..common import Emitted, emit_stream_unit, resize
 from ..sched.parts import bit_of, new_bool, new_vec, wire
 from .memory import DESC_BITS, check_fm_layout, desc_lsb, fm_mem_ports, fm_mem_unit, w_mem, w_mem_ports
-from .stream import fit, mux2, part
+from .stream import mux2, part
 from .stu import CNT_BITS, _cat, stu, stu_check, stu_ports, stu_timing, stu_widths
 
 __all__ = ["CL_ERR_NAMES", "cluster_check", "cluster_ports", "emit_cluster", "stc_cluster", "unit_bits"]
@@ -420,7 +420,7 @@ def stc_cluster(clk, rst, wr_unit, wr_desc_valid, wr_desc_ready, wr_desc_data, w
     taps = {n: per_unit(sp, n) for n in ("acc_we", "acc_addr", "fifo_occ") if n in sp}
     for u in range(m):
         dh, dw_ = new_vec(f["h"][1]), new_vec(f["w"][1])
-        insts += [bit_of(ustart, u, s_start[u]) if m > 1 else fit(ustart, s_start[u]),
+        insts += [bit_of(ustart, u, s_start[u]) if m > 1 else resize(ustart, s_start[u]),
                   part(r_desc[u], f["h"][0], f["h"][1], dh), part(r_desc[u], f["w"][0], f["w"][1], dw_),
                   _size_cfg(dh, fmt.hmax, s_h[u]), _size_cfg(dw_, fmt.wmax, s_w[u]),
                   _desc_reg(clk, rst, go, s_start[u], r_desc[u], s_desc[u]),

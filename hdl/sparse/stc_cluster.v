@@ -237,10 +237,10 @@ reg [15:0] fm_mem_unit0__fm_bank0__lane_mem3_rdata;
 wire [3:0] fm_mem_unit0__fm_bank0_part17_out;
 wire [3:0] fm_mem_unit0__fm_bank0_part18_out;
 wire [7:0] fm_mem_unit0__fm_bank0_part19_out;
-wire [15:0] fm_mem_unit0__fm_bank0_fit8_src;
-wire [15:0] fm_mem_unit0__fm_bank0_fit9_src;
-wire [31:0] fm_mem_unit0__fm_bank0_fit10_src;
-wire [3:0] fm_mem_unit0__fm_bank0_fit11_src;
+wire [15:0] fm_mem_unit0__fm_bank0_resize8_src;
+wire [15:0] fm_mem_unit0__fm_bank0_resize9_src;
+wire [31:0] fm_mem_unit0__fm_bank0_resize10_src;
+wire [3:0] fm_mem_unit0__fm_bank0_resize11_src;
 wire [3:0] fm_mem_unit0__fm_bank1_wa_g;
 wire [4:0] fm_mem_unit0__fm_bank1_g_ext;
 reg [4:0] fm_mem_unit0__fm_bank1_wa;
@@ -269,10 +269,10 @@ reg [15:0] fm_mem_unit0__fm_bank1__lane_mem7_rdata;
 wire [3:0] fm_mem_unit0__fm_bank1_part29_out;
 wire [3:0] fm_mem_unit0__fm_bank1_part30_out;
 wire [7:0] fm_mem_unit0__fm_bank1_part31_out;
-wire [15:0] fm_mem_unit0__fm_bank1_fit14_src;
-wire [15:0] fm_mem_unit0__fm_bank1_fit15_src;
-wire [31:0] fm_mem_unit0__fm_bank1_fit16_src;
-wire [3:0] fm_mem_unit0__fm_bank1_fit17_src;
+wire [15:0] fm_mem_unit0__fm_bank1_resize14_src;
+wire [15:0] fm_mem_unit0__fm_bank1_resize15_src;
+wire [31:0] fm_mem_unit0__fm_bank1_resize16_src;
+wire [3:0] fm_mem_unit0__fm_bank1_resize17_src;
 wire _wr_hit1_dv;
 wire _wr_hit1_rv;
 reg fm_mem_unit1_wr_desc_ready;
@@ -352,10 +352,10 @@ reg [15:0] fm_mem_unit1__fm_bank2__lane_mem11_rdata;
 wire [3:0] fm_mem_unit1__fm_bank2_part49_out;
 wire [3:0] fm_mem_unit1__fm_bank2_part50_out;
 wire [7:0] fm_mem_unit1__fm_bank2_part51_out;
-wire [15:0] fm_mem_unit1__fm_bank2_fit22_src;
-wire [15:0] fm_mem_unit1__fm_bank2_fit23_src;
-wire [31:0] fm_mem_unit1__fm_bank2_fit24_src;
-wire [3:0] fm_mem_unit1__fm_bank2_fit25_src;
+wire [15:0] fm_mem_unit1__fm_bank2_resize22_src;
+wire [15:0] fm_mem_unit1__fm_bank2_resize23_src;
+wire [31:0] fm_mem_unit1__fm_bank2_resize24_src;
+wire [3:0] fm_mem_unit1__fm_bank2_resize25_src;
 wire [3:0] fm_mem_unit1__fm_bank3_wa_g;
 wire [4:0] fm_mem_unit1__fm_bank3_g_ext;
 reg [4:0] fm_mem_unit1__fm_bank3_wa;
@@ -384,10 +384,10 @@ reg [15:0] fm_mem_unit1__fm_bank3__lane_mem15_rdata;
 wire [3:0] fm_mem_unit1__fm_bank3_part61_out;
 wire [3:0] fm_mem_unit1__fm_bank3_part62_out;
 wire [7:0] fm_mem_unit1__fm_bank3_part63_out;
-wire [15:0] fm_mem_unit1__fm_bank3_fit28_src;
-wire [15:0] fm_mem_unit1__fm_bank3_fit29_src;
-wire [31:0] fm_mem_unit1__fm_bank3_fit30_src;
-wire [3:0] fm_mem_unit1__fm_bank3_fit31_src;
+wire [15:0] fm_mem_unit1__fm_bank3_resize28_src;
+wire [15:0] fm_mem_unit1__fm_bank3_resize29_src;
+wire [31:0] fm_mem_unit1__fm_bank3_resize30_src;
+wire [3:0] fm_mem_unit1__fm_bank3_resize31_src;
 wire _wr_hit2_dv;
 wire _wr_hit2_rv;
 reg fm_mem_unit2_wr_desc_ready;
@@ -467,10 +467,10 @@ reg [15:0] fm_mem_unit2__fm_bank4__lane_mem19_rdata;
 wire [3:0] fm_mem_unit2__fm_bank4_part81_out;
 wire [3:0] fm_mem_unit2__fm_bank4_part82_out;
 wire [7:0] fm_mem_unit2__fm_bank4_part83_out;
-wire [15:0] fm_mem_unit2__fm_bank4_fit36_src;
-wire [15:0] fm_mem_unit2__fm_bank4_fit37_src;
-wire [31:0] fm_mem_unit2__fm_bank4_fit38_src;
-wire [3:0] fm_mem_unit2__fm_bank4_fit39_src;
+wire [15:0] fm_mem_unit2__fm_bank4_resize36_src;
+wire [15:0] fm_mem_unit2__fm_bank4_resize37_src;
+wire [31:0] fm_mem_unit2__fm_bank4_resize38_src;
+wire [3:0] fm_mem_unit2__fm_bank4_resize39_src;
 wire [3:0] fm_mem_unit2__fm_bank5_wa_g;
 wire [4:0] fm_mem_unit2__fm_bank5_g_ext;
 reg [4:0] fm_mem_unit2__fm_bank5_wa;
@@ -499,10 +499,10 @@ reg [15:0] fm_mem_unit2__fm_bank5__lane_mem23_rdata;
 wire [3:0] fm_mem_unit2__fm_bank5_part93_out;
 wire [3:0] fm_mem_unit2__fm_bank5_part94_out;
 wire [7:0] fm_mem_unit2__fm_bank5_part95_out;
-wire [15:0] fm_mem_unit2__fm_bank5_fit42_src;
-wire [15:0] fm_mem_unit2__fm_bank5_fit43_src;
-wire [31:0] fm_mem_unit2__fm_bank5_fit44_src;
-wire [3:0] fm_mem_unit2__fm_bank5_fit45_src;
+wire [15:0] fm_mem_unit2__fm_bank5_resize42_src;
+wire [15:0] fm_mem_unit2__fm_bank5_resize43_src;
+wire [31:0] fm_mem_unit2__fm_bank5_resize44_src;
+wire [3:0] fm_mem_unit2__fm_bank5_resize45_src;
 wire _wr_hit3_dv;
 wire _wr_hit3_rv;
 reg fm_mem_unit3_wr_desc_ready;
@@ -582,10 +582,10 @@ reg [15:0] fm_mem_unit3__fm_bank6__lane_mem27_rdata;
 wire [3:0] fm_mem_unit3__fm_bank6_part113_out;
 wire [3:0] fm_mem_unit3__fm_bank6_part114_out;
 wire [7:0] fm_mem_unit3__fm_bank6_part115_out;
-wire [15:0] fm_mem_unit3__fm_bank6_fit50_src;
-wire [15:0] fm_mem_unit3__fm_bank6_fit51_src;
-wire [31:0] fm_mem_unit3__fm_bank6_fit52_src;
-wire [3:0] fm_mem_unit3__fm_bank6_fit53_src;
+wire [15:0] fm_mem_unit3__fm_bank6_resize50_src;
+wire [15:0] fm_mem_unit3__fm_bank6_resize51_src;
+wire [31:0] fm_mem_unit3__fm_bank6_resize52_src;
+wire [3:0] fm_mem_unit3__fm_bank6_resize53_src;
 wire [3:0] fm_mem_unit3__fm_bank7_wa_g;
 wire [4:0] fm_mem_unit3__fm_bank7_g_ext;
 reg [4:0] fm_mem_unit3__fm_bank7_wa;
@@ -614,10 +614,10 @@ reg [15:0] fm_mem_unit3__fm_bank7__lane_mem31_rdata;
 wire [3:0] fm_mem_unit3__fm_bank7_part125_out;
 wire [3:0] fm_mem_unit3__fm_bank7_part126_out;
 wire [7:0] fm_mem_unit3__fm_bank7_part127_out;
-wire [15:0] fm_mem_unit3__fm_bank7_fit56_src;
-wire [15:0] fm_mem_unit3__fm_bank7_fit57_src;
-wire [31:0] fm_mem_unit3__fm_bank7_fit58_src;
-wire [3:0] fm_mem_unit3__fm_bank7_fit59_src;
+wire [15:0] fm_mem_unit3__fm_bank7_resize56_src;
+wire [15:0] fm_mem_unit3__fm_bank7_resize57_src;
+wire [31:0] fm_mem_unit3__fm_bank7_resize58_src;
+wire [3:0] fm_mem_unit3__fm_bank7_resize59_src;
 reg w_mem0_wr_ready;
 reg w_mem0_wr_done;
 reg [3:0] w_mem0_wnz;
@@ -647,7 +647,7 @@ reg w_mem0_st;
 wire [3:0] w_mem0_wr_j;
 wire [7:0] w_mem0_wv;
 wire [3:0] w_mem0_part133_out;
-wire [3:0] w_mem0_fit64_dst;
+wire [3:0] w_mem0_resize64_dst;
 reg [11:0] w_mem0__w_read0_word;
 reg w_mem0__w_read0_valid;
 wire [1:0] w_mem0_part134_out;
@@ -665,7 +665,7 @@ wire [7:0] w_mem0__fc_read2_w;
 wire [2:0] w_mem0_part140_out;
 wire [6:0] w_mem0__fc_addr3_addr;
 wire [7:0] w_mem0__fc_read3_w;
-wire [31:0] w_mem0_fit69_src;
+wire [31:0] w_mem0_resize69_src;
 reg w_mem1_wr_ready;
 reg w_mem1_wr_done;
 reg [3:0] w_mem1_wnz;
@@ -695,7 +695,7 @@ reg w_mem1_st;
 wire [3:0] w_mem1_wr_j;
 wire [7:0] w_mem1_wv;
 wire [3:0] w_mem1_part146_out;
-wire [3:0] w_mem1_fit74_dst;
+wire [3:0] w_mem1_resize74_dst;
 reg [11:0] w_mem1__w_read1_word;
 reg w_mem1__w_read1_valid;
 wire [1:0] w_mem1_part147_out;
@@ -713,7 +713,7 @@ wire [7:0] w_mem1__fc_read6_w;
 wire [2:0] w_mem1_part153_out;
 wire [6:0] w_mem1__fc_addr8_addr;
 wire [7:0] w_mem1__fc_read7_w;
-wire [31:0] w_mem1_fit79_src;
+wire [31:0] w_mem1_resize79_src;
 reg w_mem2_wr_ready;
 reg w_mem2_wr_done;
 reg [3:0] w_mem2_wnz;
@@ -743,7 +743,7 @@ reg w_mem2_st;
 wire [3:0] w_mem2_wr_j;
 wire [7:0] w_mem2_wv;
 wire [3:0] w_mem2_part159_out;
-wire [3:0] w_mem2_fit84_dst;
+wire [3:0] w_mem2_resize84_dst;
 reg [11:0] w_mem2__w_read2_word;
 reg w_mem2__w_read2_valid;
 wire [1:0] w_mem2_part160_out;
@@ -761,7 +761,7 @@ wire [7:0] w_mem2__fc_read10_w;
 wire [2:0] w_mem2_part166_out;
 wire [6:0] w_mem2__fc_addr13_addr;
 wire [7:0] w_mem2__fc_read11_w;
-wire [31:0] w_mem2_fit89_src;
+wire [31:0] w_mem2_resize89_src;
 reg w_mem3_wr_ready;
 reg w_mem3_wr_done;
 reg [3:0] w_mem3_wnz;
@@ -791,7 +791,7 @@ reg w_mem3_st;
 wire [3:0] w_mem3_wr_j;
 wire [7:0] w_mem3_wv;
 wire [3:0] w_mem3_part172_out;
-wire [3:0] w_mem3_fit94_dst;
+wire [3:0] w_mem3_resize94_dst;
 reg [11:0] w_mem3__w_read3_word;
 reg w_mem3__w_read3_valid;
 wire [1:0] w_mem3_part173_out;
@@ -809,7 +809,7 @@ wire [7:0] w_mem3__fc_read14_w;
 wire [2:0] w_mem3_part179_out;
 wire [6:0] w_mem3__fc_addr18_addr;
 wire [7:0] w_mem3__fc_read15_w;
-wire [31:0] w_mem3_fit99_src;
+wire [31:0] w_mem3_resize99_src;
 wire [3:0] _cat4_y;
 wire [3:0] _cat4_cat;
 wire [3:0] _cat5_y;
@@ -1048,11 +1048,11 @@ wire stu0_wire26_y;
 wire [6:0] stu0_wire27_y;
 wire [31:0] stu0_wire28_y;
 reg [31:0] stu0__tree0_tsum;
-wire [6:0] stu0_fit137_dst;
-wire [2:0] stu0_fit139_dst;
-wire [2:0] stu0_fit140_dst;
-wire [2:0] stu0_fit141_dst;
-wire [2:0] stu0_fit142_dst;
+wire [6:0] stu0_resize137_dst;
+wire [2:0] stu0_resize139_dst;
+wire [2:0] stu0_resize140_dst;
+wire [2:0] stu0_resize141_dst;
+wire [2:0] stu0_resize142_dst;
 wire [11:0] stu0__cat7_cat;
 localparam stu0__stage_p1_fc_on = 1'd0;
 wire [3:0] stu0__cat8_cat;
@@ -1269,11 +1269,11 @@ wire stu1_wire60_y;
 wire [6:0] stu1_wire61_y;
 wire [31:0] stu1_wire62_y;
 reg [31:0] stu1__tree1_tsum;
-wire [6:0] stu1_fit182_dst;
-wire [2:0] stu1_fit184_dst;
-wire [2:0] stu1_fit185_dst;
-wire [2:0] stu1_fit186_dst;
-wire [2:0] stu1_fit187_dst;
+wire [6:0] stu1_resize182_dst;
+wire [2:0] stu1_resize184_dst;
+wire [2:0] stu1_resize185_dst;
+wire [2:0] stu1_resize186_dst;
+wire [2:0] stu1_resize187_dst;
 wire [11:0] stu1__cat10_cat;
 localparam stu1__stage_p5_fc_on = 1'd0;
 wire [3:0] stu1__cat11_cat;
@@ -1490,11 +1490,11 @@ wire stu2_wire94_y;
 wire [6:0] stu2_wire95_y;
 wire [31:0] stu2_wire96_y;
 reg [31:0] stu2__tree2_tsum;
-wire [6:0] stu2_fit227_dst;
-wire [2:0] stu2_fit229_dst;
-wire [2:0] stu2_fit230_dst;
-wire [2:0] stu2_fit231_dst;
-wire [2:0] stu2_fit232_dst;
+wire [6:0] stu2_resize227_dst;
+wire [2:0] stu2_resize229_dst;
+wire [2:0] stu2_resize230_dst;
+wire [2:0] stu2_resize231_dst;
+wire [2:0] stu2_resize232_dst;
 wire [11:0] stu2__cat13_cat;
 localparam stu2__stage_p9_fc_on = 1'd0;
 wire [3:0] stu2__cat14_cat;
@@ -1711,11 +1711,11 @@ wire stu3_wire128_y;
 wire [6:0] stu3_wire129_y;
 wire [31:0] stu3_wire130_y;
 reg [31:0] stu3__tree3_tsum;
-wire [6:0] stu3_fit272_dst;
-wire [2:0] stu3_fit274_dst;
-wire [2:0] stu3_fit275_dst;
-wire [2:0] stu3_fit276_dst;
-wire [2:0] stu3_fit277_dst;
+wire [6:0] stu3_resize272_dst;
+wire [2:0] stu3_resize274_dst;
+wire [2:0] stu3_resize275_dst;
+wire [2:0] stu3_resize276_dst;
+wire [2:0] stu3_resize277_dst;
 wire [11:0] stu3__cat16_cat;
 localparam stu3__stage_p13_fc_on = 1'd0;
 wire [3:0] stu3__cat17_cat;
@@ -1885,150 +1885,150 @@ assign _cat3_cat[24-1:18] = fm_mem_unit3_err;
 assign _cat3_cat[18-1:12] = fm_mem_unit2_err;
 assign _cat3_cat[12-1:6] = fm_mem_unit1_err;
 assign _cat3_cat[6-1:0] = fm_mem_unit0_err;
-assign fm_mem_unit0__fm_bank0_fit8_src[16-1:12] = fm_mem_unit0__fm_bank0_part17_out;
-assign fm_mem_unit0__fm_bank0_fit8_src[12-1:8] = fm_mem_unit0__fm_bank0_part14_out;
-assign fm_mem_unit0__fm_bank0_fit8_src[8-1:4] = fm_mem_unit0__fm_bank0_part11_out;
-assign fm_mem_unit0__fm_bank0_fit8_src[4-1:0] = fm_mem_unit0__fm_bank0_part8_out;
-assign fm_mem_unit0__fm_bank0_fit9_src[16-1:12] = fm_mem_unit0__fm_bank0_part18_out;
-assign fm_mem_unit0__fm_bank0_fit9_src[12-1:8] = fm_mem_unit0__fm_bank0_part15_out;
-assign fm_mem_unit0__fm_bank0_fit9_src[8-1:4] = fm_mem_unit0__fm_bank0_part12_out;
-assign fm_mem_unit0__fm_bank0_fit9_src[4-1:0] = fm_mem_unit0__fm_bank0_part9_out;
-assign fm_mem_unit0__fm_bank0_fit10_src[32-1:24] = fm_mem_unit0__fm_bank0_part19_out;
-assign fm_mem_unit0__fm_bank0_fit10_src[24-1:16] = fm_mem_unit0__fm_bank0_part16_out;
-assign fm_mem_unit0__fm_bank0_fit10_src[16-1:8] = fm_mem_unit0__fm_bank0_part13_out;
-assign fm_mem_unit0__fm_bank0_fit10_src[8-1:0] = fm_mem_unit0__fm_bank0_part10_out;
-assign fm_mem_unit0__fm_bank0_fit11_src[3] = fm_mem_unit0__fm_bank0__fm_lane_ctl3_valid;
-assign fm_mem_unit0__fm_bank0_fit11_src[2] = fm_mem_unit0__fm_bank0__fm_lane_ctl2_valid;
-assign fm_mem_unit0__fm_bank0_fit11_src[1] = fm_mem_unit0__fm_bank0__fm_lane_ctl1_valid;
-assign fm_mem_unit0__fm_bank0_fit11_src[0] = fm_mem_unit0__fm_bank0__fm_lane_ctl0_valid;
-assign fm_mem_unit0__fm_bank1_fit14_src[16-1:12] = fm_mem_unit0__fm_bank1_part29_out;
-assign fm_mem_unit0__fm_bank1_fit14_src[12-1:8] = fm_mem_unit0__fm_bank1_part26_out;
-assign fm_mem_unit0__fm_bank1_fit14_src[8-1:4] = fm_mem_unit0__fm_bank1_part23_out;
-assign fm_mem_unit0__fm_bank1_fit14_src[4-1:0] = fm_mem_unit0__fm_bank1_part20_out;
-assign fm_mem_unit0__fm_bank1_fit15_src[16-1:12] = fm_mem_unit0__fm_bank1_part30_out;
-assign fm_mem_unit0__fm_bank1_fit15_src[12-1:8] = fm_mem_unit0__fm_bank1_part27_out;
-assign fm_mem_unit0__fm_bank1_fit15_src[8-1:4] = fm_mem_unit0__fm_bank1_part24_out;
-assign fm_mem_unit0__fm_bank1_fit15_src[4-1:0] = fm_mem_unit0__fm_bank1_part21_out;
-assign fm_mem_unit0__fm_bank1_fit16_src[32-1:24] = fm_mem_unit0__fm_bank1_part31_out;
-assign fm_mem_unit0__fm_bank1_fit16_src[24-1:16] = fm_mem_unit0__fm_bank1_part28_out;
-assign fm_mem_unit0__fm_bank1_fit16_src[16-1:8] = fm_mem_unit0__fm_bank1_part25_out;
-assign fm_mem_unit0__fm_bank1_fit16_src[8-1:0] = fm_mem_unit0__fm_bank1_part22_out;
-assign fm_mem_unit0__fm_bank1_fit17_src[3] = fm_mem_unit0__fm_bank1__fm_lane_ctl7_valid;
-assign fm_mem_unit0__fm_bank1_fit17_src[2] = fm_mem_unit0__fm_bank1__fm_lane_ctl6_valid;
-assign fm_mem_unit0__fm_bank1_fit17_src[1] = fm_mem_unit0__fm_bank1__fm_lane_ctl5_valid;
-assign fm_mem_unit0__fm_bank1_fit17_src[0] = fm_mem_unit0__fm_bank1__fm_lane_ctl4_valid;
-assign fm_mem_unit1__fm_bank2_fit22_src[16-1:12] = fm_mem_unit1__fm_bank2_part49_out;
-assign fm_mem_unit1__fm_bank2_fit22_src[12-1:8] = fm_mem_unit1__fm_bank2_part46_out;
-assign fm_mem_unit1__fm_bank2_fit22_src[8-1:4] = fm_mem_unit1__fm_bank2_part43_out;
-assign fm_mem_unit1__fm_bank2_fit22_src[4-1:0] = fm_mem_unit1__fm_bank2_part40_out;
-assign fm_mem_unit1__fm_bank2_fit23_src[16-1:12] = fm_mem_unit1__fm_bank2_part50_out;
-assign fm_mem_unit1__fm_bank2_fit23_src[12-1:8] = fm_mem_unit1__fm_bank2_part47_out;
-assign fm_mem_unit1__fm_bank2_fit23_src[8-1:4] = fm_mem_unit1__fm_bank2_part44_out;
-assign fm_mem_unit1__fm_bank2_fit23_src[4-1:0] = fm_mem_unit1__fm_bank2_part41_out;
-assign fm_mem_unit1__fm_bank2_fit24_src[32-1:24] = fm_mem_unit1__fm_bank2_part51_out;
-assign fm_mem_unit1__fm_bank2_fit24_src[24-1:16] = fm_mem_unit1__fm_bank2_part48_out;
-assign fm_mem_unit1__fm_bank2_fit24_src[16-1:8] = fm_mem_unit1__fm_bank2_part45_out;
-assign fm_mem_unit1__fm_bank2_fit24_src[8-1:0] = fm_mem_unit1__fm_bank2_part42_out;
-assign fm_mem_unit1__fm_bank2_fit25_src[3] = fm_mem_unit1__fm_bank2__fm_lane_ctl11_valid;
-assign fm_mem_unit1__fm_bank2_fit25_src[2] = fm_mem_unit1__fm_bank2__fm_lane_ctl10_valid;
-assign fm_mem_unit1__fm_bank2_fit25_src[1] = fm_mem_unit1__fm_bank2__fm_lane_ctl9_valid;
-assign fm_mem_unit1__fm_bank2_fit25_src[0] = fm_mem_unit1__fm_bank2__fm_lane_ctl8_valid;
-assign fm_mem_unit1__fm_bank3_fit28_src[16-1:12] = fm_mem_unit1__fm_bank3_part61_out;
-assign fm_mem_unit1__fm_bank3_fit28_src[12-1:8] = fm_mem_unit1__fm_bank3_part58_out;
-assign fm_mem_unit1__fm_bank3_fit28_src[8-1:4] = fm_mem_unit1__fm_bank3_part55_out;
-assign fm_mem_unit1__fm_bank3_fit28_src[4-1:0] = fm_mem_unit1__fm_bank3_part52_out;
-assign fm_mem_unit1__fm_bank3_fit29_src[16-1:12] = fm_mem_unit1__fm_bank3_part62_out;
-assign fm_mem_unit1__fm_bank3_fit29_src[12-1:8] = fm_mem_unit1__fm_bank3_part59_out;
-assign fm_mem_unit1__fm_bank3_fit29_src[8-1:4] = fm_mem_unit1__fm_bank3_part56_out;
-assign fm_mem_unit1__fm_bank3_fit29_src[4-1:0] = fm_mem_unit1__fm_bank3_part53_out;
-assign fm_mem_unit1__fm_bank3_fit30_src[32-1:24] = fm_mem_unit1__fm_bank3_part63_out;
-assign fm_mem_unit1__fm_bank3_fit30_src[24-1:16] = fm_mem_unit1__fm_bank3_part60_out;
-assign fm_mem_unit1__fm_bank3_fit30_src[16-1:8] = fm_mem_unit1__fm_bank3_part57_out;
-assign fm_mem_unit1__fm_bank3_fit30_src[8-1:0] = fm_mem_unit1__fm_bank3_part54_out;
-assign fm_mem_unit1__fm_bank3_fit31_src[3] = fm_mem_unit1__fm_bank3__fm_lane_ctl15_valid;
-assign fm_mem_unit1__fm_bank3_fit31_src[2] = fm_mem_unit1__fm_bank3__fm_lane_ctl14_valid;
-assign fm_mem_unit1__fm_bank3_fit31_src[1] = fm_mem_unit1__fm_bank3__fm_lane_ctl13_valid;
-assign fm_mem_unit1__fm_bank3_fit31_src[0] = fm_mem_unit1__fm_bank3__fm_lane_ctl12_valid;
-assign fm_mem_unit2__fm_bank4_fit36_src[16-1:12] = fm_mem_unit2__fm_bank4_part81_out;
-assign fm_mem_unit2__fm_bank4_fit36_src[12-1:8] = fm_mem_unit2__fm_bank4_part78_out;
-assign fm_mem_unit2__fm_bank4_fit36_src[8-1:4] = fm_mem_unit2__fm_bank4_part75_out;
-assign fm_mem_unit2__fm_bank4_fit36_src[4-1:0] = fm_mem_unit2__fm_bank4_part72_out;
-assign fm_mem_unit2__fm_bank4_fit37_src[16-1:12] = fm_mem_unit2__fm_bank4_part82_out;
-assign fm_mem_unit2__fm_bank4_fit37_src[12-1:8] = fm_mem_unit2__fm_bank4_part79_out;
-assign fm_mem_unit2__fm_bank4_fit37_src[8-1:4] = fm_mem_unit2__fm_bank4_part76_out;
-assign fm_mem_unit2__fm_bank4_fit37_src[4-1:0] = fm_mem_unit2__fm_bank4_part73_out;
-assign fm_mem_unit2__fm_bank4_fit38_src[32-1:24] = fm_mem_unit2__fm_bank4_part83_out;
-assign fm_mem_unit2__fm_bank4_fit38_src[24-1:16] = fm_mem_unit2__fm_bank4_part80_out;
-assign fm_mem_unit2__fm_bank4_fit38_src[16-1:8] = fm_mem_unit2__fm_bank4_part77_out;
-assign fm_mem_unit2__fm_bank4_fit38_src[8-1:0] = fm_mem_unit2__fm_bank4_part74_out;
-assign fm_mem_unit2__fm_bank4_fit39_src[3] = fm_mem_unit2__fm_bank4__fm_lane_ctl19_valid;
-assign fm_mem_unit2__fm_bank4_fit39_src[2] = fm_mem_unit2__fm_bank4__fm_lane_ctl18_valid;
-assign fm_mem_unit2__fm_bank4_fit39_src[1] = fm_mem_unit2__fm_bank4__fm_lane_ctl17_valid;
-assign fm_mem_unit2__fm_bank4_fit39_src[0] = fm_mem_unit2__fm_bank4__fm_lane_ctl16_valid;
-assign fm_mem_unit2__fm_bank5_fit42_src[16-1:12] = fm_mem_unit2__fm_bank5_part93_out;
-assign fm_mem_unit2__fm_bank5_fit42_src[12-1:8] = fm_mem_unit2__fm_bank5_part90_out;
-assign fm_mem_unit2__fm_bank5_fit42_src[8-1:4] = fm_mem_unit2__fm_bank5_part87_out;
-assign fm_mem_unit2__fm_bank5_fit42_src[4-1:0] = fm_mem_unit2__fm_bank5_part84_out;
-assign fm_mem_unit2__fm_bank5_fit43_src[16-1:12] = fm_mem_unit2__fm_bank5_part94_out;
-assign fm_mem_unit2__fm_bank5_fit43_src[12-1:8] = fm_mem_unit2__fm_bank5_part91_out;
-assign fm_mem_unit2__fm_bank5_fit43_src[8-1:4] = fm_mem_unit2__fm_bank5_part88_out;
-assign fm_mem_unit2__fm_bank5_fit43_src[4-1:0] = fm_mem_unit2__fm_bank5_part85_out;
-assign fm_mem_unit2__fm_bank5_fit44_src[32-1:24] = fm_mem_unit2__fm_bank5_part95_out;
-assign fm_mem_unit2__fm_bank5_fit44_src[24-1:16] = fm_mem_unit2__fm_bank5_part92_out;
-assign fm_mem_unit2__fm_bank5_fit44_src[16-1:8] = fm_mem_unit2__fm_bank5_part89_out;
-assign fm_mem_unit2__fm_bank5_fit44_src[8-1:0] = fm_mem_unit2__fm_bank5_part86_out;
-assign fm_mem_unit2__fm_bank5_fit45_src[3] = fm_mem_unit2__fm_bank5__fm_lane_ctl23_valid;
-assign fm_mem_unit2__fm_bank5_fit45_src[2] = fm_mem_unit2__fm_bank5__fm_lane_ctl22_valid;
-assign fm_mem_unit2__fm_bank5_fit45_src[1] = fm_mem_unit2__fm_bank5__fm_lane_ctl21_valid;
-assign fm_mem_unit2__fm_bank5_fit45_src[0] = fm_mem_unit2__fm_bank5__fm_lane_ctl20_valid;
-assign fm_mem_unit3__fm_bank6_fit50_src[16-1:12] = fm_mem_unit3__fm_bank6_part113_out;
-assign fm_mem_unit3__fm_bank6_fit50_src[12-1:8] = fm_mem_unit3__fm_bank6_part110_out;
-assign fm_mem_unit3__fm_bank6_fit50_src[8-1:4] = fm_mem_unit3__fm_bank6_part107_out;
-assign fm_mem_unit3__fm_bank6_fit50_src[4-1:0] = fm_mem_unit3__fm_bank6_part104_out;
-assign fm_mem_unit3__fm_bank6_fit51_src[16-1:12] = fm_mem_unit3__fm_bank6_part114_out;
-assign fm_mem_unit3__fm_bank6_fit51_src[12-1:8] = fm_mem_unit3__fm_bank6_part111_out;
-assign fm_mem_unit3__fm_bank6_fit51_src[8-1:4] = fm_mem_unit3__fm_bank6_part108_out;
-assign fm_mem_unit3__fm_bank6_fit51_src[4-1:0] = fm_mem_unit3__fm_bank6_part105_out;
-assign fm_mem_unit3__fm_bank6_fit52_src[32-1:24] = fm_mem_unit3__fm_bank6_part115_out;
-assign fm_mem_unit3__fm_bank6_fit52_src[24-1:16] = fm_mem_unit3__fm_bank6_part112_out;
-assign fm_mem_unit3__fm_bank6_fit52_src[16-1:8] = fm_mem_unit3__fm_bank6_part109_out;
-assign fm_mem_unit3__fm_bank6_fit52_src[8-1:0] = fm_mem_unit3__fm_bank6_part106_out;
-assign fm_mem_unit3__fm_bank6_fit53_src[3] = fm_mem_unit3__fm_bank6__fm_lane_ctl27_valid;
-assign fm_mem_unit3__fm_bank6_fit53_src[2] = fm_mem_unit3__fm_bank6__fm_lane_ctl26_valid;
-assign fm_mem_unit3__fm_bank6_fit53_src[1] = fm_mem_unit3__fm_bank6__fm_lane_ctl25_valid;
-assign fm_mem_unit3__fm_bank6_fit53_src[0] = fm_mem_unit3__fm_bank6__fm_lane_ctl24_valid;
-assign fm_mem_unit3__fm_bank7_fit56_src[16-1:12] = fm_mem_unit3__fm_bank7_part125_out;
-assign fm_mem_unit3__fm_bank7_fit56_src[12-1:8] = fm_mem_unit3__fm_bank7_part122_out;
-assign fm_mem_unit3__fm_bank7_fit56_src[8-1:4] = fm_mem_unit3__fm_bank7_part119_out;
-assign fm_mem_unit3__fm_bank7_fit56_src[4-1:0] = fm_mem_unit3__fm_bank7_part116_out;
-assign fm_mem_unit3__fm_bank7_fit57_src[16-1:12] = fm_mem_unit3__fm_bank7_part126_out;
-assign fm_mem_unit3__fm_bank7_fit57_src[12-1:8] = fm_mem_unit3__fm_bank7_part123_out;
-assign fm_mem_unit3__fm_bank7_fit57_src[8-1:4] = fm_mem_unit3__fm_bank7_part120_out;
-assign fm_mem_unit3__fm_bank7_fit57_src[4-1:0] = fm_mem_unit3__fm_bank7_part117_out;
-assign fm_mem_unit3__fm_bank7_fit58_src[32-1:24] = fm_mem_unit3__fm_bank7_part127_out;
-assign fm_mem_unit3__fm_bank7_fit58_src[24-1:16] = fm_mem_unit3__fm_bank7_part124_out;
-assign fm_mem_unit3__fm_bank7_fit58_src[16-1:8] = fm_mem_unit3__fm_bank7_part121_out;
-assign fm_mem_unit3__fm_bank7_fit58_src[8-1:0] = fm_mem_unit3__fm_bank7_part118_out;
-assign fm_mem_unit3__fm_bank7_fit59_src[3] = fm_mem_unit3__fm_bank7__fm_lane_ctl31_valid;
-assign fm_mem_unit3__fm_bank7_fit59_src[2] = fm_mem_unit3__fm_bank7__fm_lane_ctl30_valid;
-assign fm_mem_unit3__fm_bank7_fit59_src[1] = fm_mem_unit3__fm_bank7__fm_lane_ctl29_valid;
-assign fm_mem_unit3__fm_bank7_fit59_src[0] = fm_mem_unit3__fm_bank7__fm_lane_ctl28_valid;
-assign w_mem0_fit69_src[32-1:24] = w_mem0__fc_read3_w;
-assign w_mem0_fit69_src[24-1:16] = w_mem0__fc_read2_w;
-assign w_mem0_fit69_src[16-1:8] = w_mem0__fc_read1_w;
-assign w_mem0_fit69_src[8-1:0] = w_mem0__fc_read0_w;
-assign w_mem1_fit79_src[32-1:24] = w_mem1__fc_read7_w;
-assign w_mem1_fit79_src[24-1:16] = w_mem1__fc_read6_w;
-assign w_mem1_fit79_src[16-1:8] = w_mem1__fc_read5_w;
-assign w_mem1_fit79_src[8-1:0] = w_mem1__fc_read4_w;
-assign w_mem2_fit89_src[32-1:24] = w_mem2__fc_read11_w;
-assign w_mem2_fit89_src[24-1:16] = w_mem2__fc_read10_w;
-assign w_mem2_fit89_src[16-1:8] = w_mem2__fc_read9_w;
-assign w_mem2_fit89_src[8-1:0] = w_mem2__fc_read8_w;
-assign w_mem3_fit99_src[32-1:24] = w_mem3__fc_read15_w;
-assign w_mem3_fit99_src[24-1:16] = w_mem3__fc_read14_w;
-assign w_mem3_fit99_src[16-1:8] = w_mem3__fc_read13_w;
-assign w_mem3_fit99_src[8-1:0] = w_mem3__fc_read12_w;
+assign fm_mem_unit0__fm_bank0_resize8_src[16-1:12] = fm_mem_unit0__fm_bank0_part17_out;
+assign fm_mem_unit0__fm_bank0_resize8_src[12-1:8] = fm_mem_unit0__fm_bank0_part14_out;
+assign fm_mem_unit0__fm_bank0_resize8_src[8-1:4] = fm_mem_unit0__fm_bank0_part11_out;
+assign fm_mem_unit0__fm_bank0_resize8_src[4-1:0] = fm_mem_unit0__fm_bank0_part8_out;
+assign fm_mem_unit0__fm_bank0_resize9_src[16-1:12] = fm_mem_unit0__fm_bank0_part18_out;
+assign fm_mem_unit0__fm_bank0_resize9_src[12-1:8] = fm_mem_unit0__fm_bank0_part15_out;
+assign fm_mem_unit0__fm_bank0_resize9_src[8-1:4] = fm_mem_unit0__fm_bank0_part12_out;
+assign fm_mem_unit0__fm_bank0_resize9_src[4-1:0] = fm_mem_unit0__fm_bank0_part9_out;
+assign fm_mem_unit0__fm_bank0_resize10_src[32-1:24] = fm_mem_unit0__fm_bank0_part19_out;
+assign fm_mem_unit0__fm_bank0_resize10_src[24-1:16] = fm_mem_unit0__fm_bank0_part16_out;
+assign fm_mem_unit0__fm_bank0_resize10_src[16-1:8] = fm_mem_unit0__fm_bank0_part13_out;
+assign fm_mem_unit0__fm_bank0_resize10_src[8-1:0] = fm_mem_unit0__fm_bank0_part10_out;
+assign fm_mem_unit0__fm_bank0_resize11_src[3] = fm_mem_unit0__fm_bank0__fm_lane_ctl3_valid;
+assign fm_mem_unit0__fm_bank0_resize11_src[2] = fm_mem_unit0__fm_bank0__fm_lane_ctl2_valid;
+assign fm_mem_unit0__fm_bank0_resize11_src[1] = fm_mem_unit0__fm_bank0__fm_lane_ctl1_valid;
+assign fm_mem_unit0__fm_bank0_resize11_src[0] = fm_mem_unit0__fm_bank0__fm_lane_ctl0_valid;
+assign fm_mem_unit0__fm_bank1_resize14_src[16-1:12] = fm_mem_unit0__fm_bank1_part29_out;
+assign fm_mem_unit0__fm_bank1_resize14_src[12-1:8] = fm_mem_unit0__fm_bank1_part26_out;
+assign fm_mem_unit0__fm_bank1_resize14_src[8-1:4] = fm_mem_unit0__fm_bank1_part23_out;
+assign fm_mem_unit0__fm_bank1_resize14_src[4-1:0] = fm_mem_unit0__fm_bank1_part20_out;
+assign fm_mem_unit0__fm_bank1_resize15_src[16-1:12] = fm_mem_unit0__fm_bank1_part30_out;
+assign fm_mem_unit0__fm_bank1_resize15_src[12-1:8] = fm_mem_unit0__fm_bank1_part27_out;
+assign fm_mem_unit0__fm_bank1_resize15_src[8-1:4] = fm_mem_unit0__fm_bank1_part24_out;
+assign fm_mem_unit0__fm_bank1_resize15_src[4-1:0] = fm_mem_unit0__fm_bank1_part21_out;
+assign fm_mem_unit0__fm_bank1_resize16_src[32-1:24] = fm_mem_unit0__fm_bank1_part31_out;
+assign fm_mem_unit0__fm_bank1_resize16_src[24-1:16] = fm_mem_unit0__fm_bank1_part28_out;
+assign fm_mem_unit0__fm_bank1_resize16_src[16-1:8] = fm_mem_unit0__fm_bank1_part25_out;
+assign fm_mem_unit0__fm_bank1_resize16_src[8-1:0] = fm_mem_unit0__fm_bank1_part22_out;
+assign fm_mem_unit0__fm_bank1_resize17_src[3] = fm_mem_unit0__fm_bank1__fm_lane_ctl7_valid;
+assign fm_mem_unit0__fm_bank1_resize17_src[2] = fm_mem_unit0__fm_bank1__fm_lane_ctl6_valid;
+assign fm_mem_unit0__fm_bank1_resize17_src[1] = fm_mem_unit0__fm_bank1__fm_lane_ctl5_valid;
+assign fm_mem_unit0__fm_bank1_resize17_src[0] = fm_mem_unit0__fm_bank1__fm_lane_ctl4_valid;
+assign fm_mem_unit1__fm_bank2_resize22_src[16-1:12] = fm_mem_unit1__fm_bank2_part49_out;
+assign fm_mem_unit1__fm_bank2_resize22_src[12-1:8] = fm_mem_unit1__fm_bank2_part46_out;
+assign fm_mem_unit1__fm_bank2_resize22_src[8-1:4] = fm_mem_unit1__fm_bank2_part43_out;
+assign fm_mem_unit1__fm_bank2_resize22_src[4-1:0] = fm_mem_unit1__fm_bank2_part40_out;
+assign fm_mem_unit1__fm_bank2_resize23_src[16-1:12] = fm_mem_unit1__fm_bank2_part50_out;
+assign fm_mem_unit1__fm_bank2_resize23_src[12-1:8] = fm_mem_unit1__fm_bank2_part47_out;
+assign fm_mem_unit1__fm_bank2_resize23_src[8-1:4] = fm_mem_unit1__fm_bank2_part44_out;
+assign fm_mem_unit1__fm_bank2_resize23_src[4-1:0] = fm_mem_unit1__fm_bank2_part41_out;
+assign fm_mem_unit1__fm_bank2_resize24_src[32-1:24] = fm_mem_unit1__fm_bank2_part51_out;
+assign fm_mem_unit1__fm_bank2_resize24_src[24-1:16] = fm_mem_unit1__fm_bank2_part48_out;
+assign fm_mem_unit1__fm_bank2_resize24_src[16-1:8] = fm_mem_unit1__fm_bank2_part45_out;
+assign fm_mem_unit1__fm_bank2_resize24_src[8-1:0] = fm_mem_unit1__fm_bank2_part42_out;
+assign fm_mem_unit1__fm_bank2_resize25_src[3] = fm_mem_unit1__fm_bank2__fm_lane_ctl11_valid;
+assign fm_mem_unit1__fm_bank2_resize25_src[2] = fm_mem_unit1__fm_bank2__fm_lane_ctl10_valid;
+assign fm_mem_unit1__fm_bank2_resize25_src[1] = fm_mem_unit1__fm_bank2__fm_lane_ctl9_valid;
+assign fm_mem_unit1__fm_bank2_resize25_src[0] = fm_mem_unit1__fm_bank2__fm_lane_ctl8_valid;
+assign fm_mem_unit1__fm_bank3_resize28_src[16-1:12] = fm_mem_unit1__fm_bank3_part61_out;
+assign fm_mem_unit1__fm_bank3_resize28_src[12-1:8] = fm_mem_unit1__fm_bank3_part58_out;
+assign fm_mem_unit1__fm_bank3_resize28_src[8-1:4] = fm_mem_unit1__fm_bank3_part55_out;
+assign fm_mem_unit1__fm_bank3_resize28_src[4-1:0] = fm_mem_unit1__fm_bank3_part52_out;
+assign fm_mem_unit1__fm_bank3_resize29_src[16-1:12] = fm_mem_unit1__fm_bank3_part62_out;
+assign fm_mem_unit1__fm_bank3_resize29_src[12-1:8] = fm_mem_unit1__fm_bank3_part59_out;
+assign fm_mem_unit1__fm_bank3_resize29_src[8-1:4] = fm_mem_unit1__fm_bank3_part56_out;
+assign fm_mem_unit1__fm_bank3_resize29_src[4-1:0] = fm_mem_unit1__fm_bank3_part53_out;
+assign fm_mem_unit1__fm_bank3_resize30_src[32-1:24] = fm_mem_unit1__fm_bank3_part63_out;
+assign fm_mem_unit1__fm_bank3_resize30_src[24-1:16] = fm_mem_unit1__fm_bank3_part60_out;
+assign fm_mem_unit1__fm_bank3_resize30_src[16-1:8] = fm_mem_unit1__fm_bank3_part57_out;
+assign fm_mem_unit1__fm_bank3_resize30_src[8-1:0] = fm_mem_unit1__fm_bank3_part54_out;
+assign fm_mem_unit1__fm_bank3_resize31_src[3] = fm_mem_unit1__fm_bank3__fm_lane_ctl15_valid;
+assign fm_mem_unit1__fm_bank3_resize31_src[2] = fm_mem_unit1__fm_bank3__fm_lane_ctl14_valid;
+assign fm_mem_unit1__fm_bank3_resize31_src[1] = fm_mem_unit1__fm_bank3__fm_lane_ctl13_valid;
+assign fm_mem_unit1__fm_bank3_resize31_src[0] = fm_mem_unit1__fm_bank3__fm_lane_ctl12_valid;
+assign fm_mem_unit2__fm_bank4_resize36_src[16-1:12] = fm_mem_unit2__fm_bank4_part81_out;
+assign fm_mem_unit2__fm_bank4_resize36_src[12-1:8] = fm_mem_unit2__fm_bank4_part78_out;
+assign fm_mem_unit2__fm_bank4_resize36_src[8-1:4] = fm_mem_unit2__fm_bank4_part75_out;
+assign fm_mem_unit2__fm_bank4_resize36_src[4-1:0] = fm_mem_unit2__fm_bank4_part72_out;
+assign fm_mem_unit2__fm_bank4_resize37_src[16-1:12] = fm_mem_unit2__fm_bank4_part82_out;
+assign fm_mem_unit2__fm_bank4_resize37_src[12-1:8] = fm_mem_unit2__fm_bank4_part79_out;
+assign fm_mem_unit2__fm_bank4_resize37_src[8-1:4] = fm_mem_unit2__fm_bank4_part76_out;
+assign fm_mem_unit2__fm_bank4_resize37_src[4-1:0] = fm_mem_unit2__fm_bank4_part73_out;
+assign fm_mem_unit2__fm_bank4_resize38_src[32-1:24] = fm_mem_unit2__fm_bank4_part83_out;
+assign fm_mem_unit2__fm_bank4_resize38_src[24-1:16] = fm_mem_unit2__fm_bank4_part80_out;
+assign fm_mem_unit2__fm_bank4_resize38_src[16-1:8] = fm_mem_unit2__fm_bank4_part77_out;
+assign fm_mem_unit2__fm_bank4_resize38_src[8-1:0] = fm_mem_unit2__fm_bank4_part74_out;
+assign fm_mem_unit2__fm_bank4_resize39_src[3] = fm_mem_unit2__fm_bank4__fm_lane_ctl19_valid;
+assign fm_mem_unit2__fm_bank4_resize39_src[2] = fm_mem_unit2__fm_bank4__fm_lane_ctl18_valid;
+assign fm_mem_unit2__fm_bank4_resize39_src[1] = fm_mem_unit2__fm_bank4__fm_lane_ctl17_valid;
+assign fm_mem_unit2__fm_bank4_resize39_src[0] = fm_mem_unit2__fm_bank4__fm_lane_ctl16_valid;
+assign fm_mem_unit2__fm_bank5_resize42_src[16-1:12] = fm_mem_unit2__fm_bank5_part93_out;
+assign fm_mem_unit2__fm_bank5_resize42_src[12-1:8] = fm_mem_unit2__fm_bank5_part90_out;
+assign fm_mem_unit2__fm_bank5_resize42_src[8-1:4] = fm_mem_unit2__fm_bank5_part87_out;
+assign fm_mem_unit2__fm_bank5_resize42_src[4-1:0] = fm_mem_unit2__fm_bank5_part84_out;
+assign fm_mem_unit2__fm_bank5_resize43_src[16-1:12] = fm_mem_unit2__fm_bank5_part94_out;
+assign fm_mem_unit2__fm_bank5_resize43_src[12-1:8] = fm_mem_unit2__fm_bank5_part91_out;
+assign fm_mem_unit2__fm_bank5_resize43_src[8-1:4] = fm_mem_unit2__fm_bank5_part88_out;
+assign fm_mem_unit2__fm_bank5_resize43_src[4-1:0] = fm_mem_unit2__fm_bank5_part85_out;
+assign fm_mem_unit2__fm_bank5_resize44_src[32-1:24] = fm_mem_unit2__fm_bank5_part95_out;
+assign fm_mem_unit2__fm_bank5_resize44_src[24-1:16] = fm_mem_unit2__fm_bank5_part92_out;
+assign fm_mem_unit2__fm_bank5_resize44_src[16-1:8] = fm_mem_unit2__fm_bank5_part89_out;
+assign fm_mem_unit2__fm_bank5_resize44_src[8-1:0] = fm_mem_unit2__fm_bank5_part86_out;
+assign fm_mem_unit2__fm_bank5_resize45_src[3] = fm_mem_unit2__fm_bank5__fm_lane_ctl23_valid;
+assign fm_mem_unit2__fm_bank5_resize45_src[2] = fm_mem_unit2__fm_bank5__fm_lane_ctl22_valid;
+assign fm_mem_unit2__fm_bank5_resize45_src[1] = fm_mem_unit2__fm_bank5__fm_lane_ctl21_valid;
+assign fm_mem_unit2__fm_bank5_resize45_src[0] = fm_mem_unit2__fm_bank5__fm_lane_ctl20_valid;
+assign fm_mem_unit3__fm_bank6_resize50_src[16-1:12] = fm_mem_unit3__fm_bank6_part113_out;
+assign fm_mem_unit3__fm_bank6_resize50_src[12-1:8] = fm_mem_unit3__fm_bank6_part110_out;
+assign fm_mem_unit3__fm_bank6_resize50_src[8-1:4] = fm_mem_unit3__fm_bank6_part107_out;
+assign fm_mem_unit3__fm_bank6_resize50_src[4-1:0] = fm_mem_unit3__fm_bank6_part104_out;
+assign fm_mem_unit3__fm_bank6_resize51_src[16-1:12] = fm_mem_unit3__fm_bank6_part114_out;
+assign fm_mem_unit3__fm_bank6_resize51_src[12-1:8] = fm_mem_unit3__fm_bank6_part111_out;
+assign fm_mem_unit3__fm_bank6_resize51_src[8-1:4] = fm_mem_unit3__fm_bank6_part108_out;
+assign fm_mem_unit3__fm_bank6_resize51_src[4-1:0] = fm_mem_unit3__fm_bank6_part105_out;
+assign fm_mem_unit3__fm_bank6_resize52_src[32-1:24] = fm_mem_unit3__fm_bank6_part115_out;
+assign fm_mem_unit3__fm_bank6_resize52_src[24-1:16] = fm_mem_unit3__fm_bank6_part112_out;
+assign fm_mem_unit3__fm_bank6_resize52_src[16-1:8] = fm_mem_unit3__fm_bank6_part109_out;
+assign fm_mem_unit3__fm_bank6_resize52_src[8-1:0] = fm_mem_unit3__fm_bank6_part106_out;
+assign fm_mem_unit3__fm_bank6_resize53_src[3] = fm_mem_unit3__fm_bank6__fm_lane_ctl27_valid;
+assign fm_mem_unit3__fm_bank6_resize53_src[2] = fm_mem_unit3__fm_bank6__fm_lane_ctl26_valid;
+assign fm_mem_unit3__fm_bank6_resize53_src[1] = fm_mem_unit3__fm_bank6__fm_lane_ctl25_valid;
+assign fm_mem_unit3__fm_bank6_resize53_src[0] = fm_mem_unit3__fm_bank6__fm_lane_ctl24_valid;
+assign fm_mem_unit3__fm_bank7_resize56_src[16-1:12] = fm_mem_unit3__fm_bank7_part125_out;
+assign fm_mem_unit3__fm_bank7_resize56_src[12-1:8] = fm_mem_unit3__fm_bank7_part122_out;
+assign fm_mem_unit3__fm_bank7_resize56_src[8-1:4] = fm_mem_unit3__fm_bank7_part119_out;
+assign fm_mem_unit3__fm_bank7_resize56_src[4-1:0] = fm_mem_unit3__fm_bank7_part116_out;
+assign fm_mem_unit3__fm_bank7_resize57_src[16-1:12] = fm_mem_unit3__fm_bank7_part126_out;
+assign fm_mem_unit3__fm_bank7_resize57_src[12-1:8] = fm_mem_unit3__fm_bank7_part123_out;
+assign fm_mem_unit3__fm_bank7_resize57_src[8-1:4] = fm_mem_unit3__fm_bank7_part120_out;
+assign fm_mem_unit3__fm_bank7_resize57_src[4-1:0] = fm_mem_unit3__fm_bank7_part117_out;
+assign fm_mem_unit3__fm_bank7_resize58_src[32-1:24] = fm_mem_unit3__fm_bank7_part127_out;
+assign fm_mem_unit3__fm_bank7_resize58_src[24-1:16] = fm_mem_unit3__fm_bank7_part124_out;
+assign fm_mem_unit3__fm_bank7_resize58_src[16-1:8] = fm_mem_unit3__fm_bank7_part121_out;
+assign fm_mem_unit3__fm_bank7_resize58_src[8-1:0] = fm_mem_unit3__fm_bank7_part118_out;
+assign fm_mem_unit3__fm_bank7_resize59_src[3] = fm_mem_unit3__fm_bank7__fm_lane_ctl31_valid;
+assign fm_mem_unit3__fm_bank7_resize59_src[2] = fm_mem_unit3__fm_bank7__fm_lane_ctl30_valid;
+assign fm_mem_unit3__fm_bank7_resize59_src[1] = fm_mem_unit3__fm_bank7__fm_lane_ctl29_valid;
+assign fm_mem_unit3__fm_bank7_resize59_src[0] = fm_mem_unit3__fm_bank7__fm_lane_ctl28_valid;
+assign w_mem0_resize69_src[32-1:24] = w_mem0__fc_read3_w;
+assign w_mem0_resize69_src[24-1:16] = w_mem0__fc_read2_w;
+assign w_mem0_resize69_src[16-1:8] = w_mem0__fc_read1_w;
+assign w_mem0_resize69_src[8-1:0] = w_mem0__fc_read0_w;
+assign w_mem1_resize79_src[32-1:24] = w_mem1__fc_read7_w;
+assign w_mem1_resize79_src[24-1:16] = w_mem1__fc_read6_w;
+assign w_mem1_resize79_src[16-1:8] = w_mem1__fc_read5_w;
+assign w_mem1_resize79_src[8-1:0] = w_mem1__fc_read4_w;
+assign w_mem2_resize89_src[32-1:24] = w_mem2__fc_read11_w;
+assign w_mem2_resize89_src[24-1:16] = w_mem2__fc_read10_w;
+assign w_mem2_resize89_src[16-1:8] = w_mem2__fc_read9_w;
+assign w_mem2_resize89_src[8-1:0] = w_mem2__fc_read8_w;
+assign w_mem3_resize99_src[32-1:24] = w_mem3__fc_read15_w;
+assign w_mem3_resize99_src[24-1:16] = w_mem3__fc_read14_w;
+assign w_mem3_resize99_src[16-1:8] = w_mem3__fc_read13_w;
+assign w_mem3_resize99_src[8-1:0] = w_mem3__fc_read12_w;
 assign _cat4_cat[3] = w_mem3_wr_ready;
 assign _cat4_cat[2] = w_mem2_wr_ready;
 assign _cat4_cat[1] = w_mem1_wr_ready;
@@ -2041,10 +2041,10 @@ assign _cat6_cat[3] = stu3_done;
 assign _cat6_cat[2] = stu2_done;
 assign _cat6_cat[1] = stu1_done;
 assign _cat6_cat[0] = stu0_done;
-assign stu0__cat7_cat[12-1:9] = stu0_fit142_dst;
-assign stu0__cat7_cat[9-1:6] = stu0_fit141_dst;
-assign stu0__cat7_cat[6-1:3] = stu0_fit140_dst;
-assign stu0__cat7_cat[3-1:0] = stu0_fit139_dst;
+assign stu0__cat7_cat[12-1:9] = stu0_resize142_dst;
+assign stu0__cat7_cat[9-1:6] = stu0_resize141_dst;
+assign stu0__cat7_cat[6-1:3] = stu0_resize140_dst;
+assign stu0__cat7_cat[3-1:0] = stu0_resize139_dst;
 assign stu0__cat8_cat[3] = stu0__rmw0_pv[3];
 assign stu0__cat8_cat[2] = stu0__rmw0_pv[2];
 assign stu0__cat8_cat[1] = stu0__rmw0_pv[1];
@@ -2053,10 +2053,10 @@ assign stu0__cat9_cat[28-1:21] = stu0__rmw0_pa[3];
 assign stu0__cat9_cat[21-1:14] = stu0__rmw0_pa[2];
 assign stu0__cat9_cat[14-1:7] = stu0__rmw0_pa[1];
 assign stu0__cat9_cat[7-1:0] = stu0__rmw0_pa[0];
-assign stu1__cat10_cat[12-1:9] = stu1_fit187_dst;
-assign stu1__cat10_cat[9-1:6] = stu1_fit186_dst;
-assign stu1__cat10_cat[6-1:3] = stu1_fit185_dst;
-assign stu1__cat10_cat[3-1:0] = stu1_fit184_dst;
+assign stu1__cat10_cat[12-1:9] = stu1_resize187_dst;
+assign stu1__cat10_cat[9-1:6] = stu1_resize186_dst;
+assign stu1__cat10_cat[6-1:3] = stu1_resize185_dst;
+assign stu1__cat10_cat[3-1:0] = stu1_resize184_dst;
 assign stu1__cat11_cat[3] = stu1__rmw1_pv[3];
 assign stu1__cat11_cat[2] = stu1__rmw1_pv[2];
 assign stu1__cat11_cat[1] = stu1__rmw1_pv[1];
@@ -2065,10 +2065,10 @@ assign stu1__cat12_cat[28-1:21] = stu1__rmw1_pa[3];
 assign stu1__cat12_cat[21-1:14] = stu1__rmw1_pa[2];
 assign stu1__cat12_cat[14-1:7] = stu1__rmw1_pa[1];
 assign stu1__cat12_cat[7-1:0] = stu1__rmw1_pa[0];
-assign stu2__cat13_cat[12-1:9] = stu2_fit232_dst;
-assign stu2__cat13_cat[9-1:6] = stu2_fit231_dst;
-assign stu2__cat13_cat[6-1:3] = stu2_fit230_dst;
-assign stu2__cat13_cat[3-1:0] = stu2_fit229_dst;
+assign stu2__cat13_cat[12-1:9] = stu2_resize232_dst;
+assign stu2__cat13_cat[9-1:6] = stu2_resize231_dst;
+assign stu2__cat13_cat[6-1:3] = stu2_resize230_dst;
+assign stu2__cat13_cat[3-1:0] = stu2_resize229_dst;
 assign stu2__cat14_cat[3] = stu2__rmw2_pv[3];
 assign stu2__cat14_cat[2] = stu2__rmw2_pv[2];
 assign stu2__cat14_cat[1] = stu2__rmw2_pv[1];
@@ -2077,10 +2077,10 @@ assign stu2__cat15_cat[28-1:21] = stu2__rmw2_pa[3];
 assign stu2__cat15_cat[21-1:14] = stu2__rmw2_pa[2];
 assign stu2__cat15_cat[14-1:7] = stu2__rmw2_pa[1];
 assign stu2__cat15_cat[7-1:0] = stu2__rmw2_pa[0];
-assign stu3__cat16_cat[12-1:9] = stu3_fit277_dst;
-assign stu3__cat16_cat[9-1:6] = stu3_fit276_dst;
-assign stu3__cat16_cat[6-1:3] = stu3_fit275_dst;
-assign stu3__cat16_cat[3-1:0] = stu3_fit274_dst;
+assign stu3__cat16_cat[12-1:9] = stu3_resize277_dst;
+assign stu3__cat16_cat[9-1:6] = stu3_resize276_dst;
+assign stu3__cat16_cat[6-1:3] = stu3_resize275_dst;
+assign stu3__cat16_cat[3-1:0] = stu3_resize274_dst;
 assign stu3__cat17_cat[3] = stu3__rmw3_pv[3];
 assign stu3__cat17_cat[2] = stu3__rmw3_pv[2];
 assign stu3__cat17_cat[1] = stu3__rmw3_pv[1];
@@ -2423,19 +2423,19 @@ assign fm_mem_unit0__fm_bank0_part19_out = fm_mem_unit0__fm_bank0__lane_mem3_rda
 
 
 
-assign fm_mem_unit0_mux20_a = fm_mem_unit0__fm_bank0_fit8_src;
+assign fm_mem_unit0_mux20_a = fm_mem_unit0__fm_bank0_resize8_src;
 
 
 
-assign fm_mem_unit0_mux21_a = fm_mem_unit0__fm_bank0_fit9_src;
+assign fm_mem_unit0_mux21_a = fm_mem_unit0__fm_bank0_resize9_src;
 
 
 
-assign fm_mem_unit0_mux22_a = fm_mem_unit0__fm_bank0_fit10_src;
+assign fm_mem_unit0_mux22_a = fm_mem_unit0__fm_bank0_resize10_src;
 
 
 
-assign fm_mem_unit0_mux23_a = fm_mem_unit0__fm_bank0_fit11_src;
+assign fm_mem_unit0_mux23_a = fm_mem_unit0__fm_bank0_resize11_src;
 
 
 always @(posedge clk) begin: fm_mem_unit0__fm_bank0_count
@@ -2611,19 +2611,19 @@ assign fm_mem_unit0__fm_bank1_part31_out = fm_mem_unit0__fm_bank1__lane_mem7_rda
 
 
 
-assign fm_mem_unit0_mux20_b = fm_mem_unit0__fm_bank1_fit14_src;
+assign fm_mem_unit0_mux20_b = fm_mem_unit0__fm_bank1_resize14_src;
 
 
 
-assign fm_mem_unit0_mux21_b = fm_mem_unit0__fm_bank1_fit15_src;
+assign fm_mem_unit0_mux21_b = fm_mem_unit0__fm_bank1_resize15_src;
 
 
 
-assign fm_mem_unit0_mux22_b = fm_mem_unit0__fm_bank1_fit16_src;
+assign fm_mem_unit0_mux22_b = fm_mem_unit0__fm_bank1_resize16_src;
 
 
 
-assign fm_mem_unit0_mux23_b = fm_mem_unit0__fm_bank1_fit17_src;
+assign fm_mem_unit0_mux23_b = fm_mem_unit0__fm_bank1_resize17_src;
 
 
 always @(posedge clk) begin: fm_mem_unit0__fm_bank1_count
@@ -3007,19 +3007,19 @@ assign fm_mem_unit1__fm_bank2_part51_out = fm_mem_unit1__fm_bank2__lane_mem11_rd
 
 
 
-assign fm_mem_unit1_mux26_a = fm_mem_unit1__fm_bank2_fit22_src;
+assign fm_mem_unit1_mux26_a = fm_mem_unit1__fm_bank2_resize22_src;
 
 
 
-assign fm_mem_unit1_mux27_a = fm_mem_unit1__fm_bank2_fit23_src;
+assign fm_mem_unit1_mux27_a = fm_mem_unit1__fm_bank2_resize23_src;
 
 
 
-assign fm_mem_unit1_mux28_a = fm_mem_unit1__fm_bank2_fit24_src;
+assign fm_mem_unit1_mux28_a = fm_mem_unit1__fm_bank2_resize24_src;
 
 
 
-assign fm_mem_unit1_mux29_a = fm_mem_unit1__fm_bank2_fit25_src;
+assign fm_mem_unit1_mux29_a = fm_mem_unit1__fm_bank2_resize25_src;
 
 
 always @(posedge clk) begin: fm_mem_unit1__fm_bank2_count
@@ -3195,19 +3195,19 @@ assign fm_mem_unit1__fm_bank3_part63_out = fm_mem_unit1__fm_bank3__lane_mem15_rd
 
 
 
-assign fm_mem_unit1_mux26_b = fm_mem_unit1__fm_bank3_fit28_src;
+assign fm_mem_unit1_mux26_b = fm_mem_unit1__fm_bank3_resize28_src;
 
 
 
-assign fm_mem_unit1_mux27_b = fm_mem_unit1__fm_bank3_fit29_src;
+assign fm_mem_unit1_mux27_b = fm_mem_unit1__fm_bank3_resize29_src;
 
 
 
-assign fm_mem_unit1_mux28_b = fm_mem_unit1__fm_bank3_fit30_src;
+assign fm_mem_unit1_mux28_b = fm_mem_unit1__fm_bank3_resize30_src;
 
 
 
-assign fm_mem_unit1_mux29_b = fm_mem_unit1__fm_bank3_fit31_src;
+assign fm_mem_unit1_mux29_b = fm_mem_unit1__fm_bank3_resize31_src;
 
 
 always @(posedge clk) begin: fm_mem_unit1__fm_bank3_count
@@ -3591,19 +3591,19 @@ assign fm_mem_unit2__fm_bank4_part83_out = fm_mem_unit2__fm_bank4__lane_mem19_rd
 
 
 
-assign fm_mem_unit2_mux212_a = fm_mem_unit2__fm_bank4_fit36_src;
+assign fm_mem_unit2_mux212_a = fm_mem_unit2__fm_bank4_resize36_src;
 
 
 
-assign fm_mem_unit2_mux213_a = fm_mem_unit2__fm_bank4_fit37_src;
+assign fm_mem_unit2_mux213_a = fm_mem_unit2__fm_bank4_resize37_src;
 
 
 
-assign fm_mem_unit2_mux214_a = fm_mem_unit2__fm_bank4_fit38_src;
+assign fm_mem_unit2_mux214_a = fm_mem_unit2__fm_bank4_resize38_src;
 
 
 
-assign fm_mem_unit2_mux215_a = fm_mem_unit2__fm_bank4_fit39_src;
+assign fm_mem_unit2_mux215_a = fm_mem_unit2__fm_bank4_resize39_src;
 
 
 always @(posedge clk) begin: fm_mem_unit2__fm_bank4_count
@@ -3779,19 +3779,19 @@ assign fm_mem_unit2__fm_bank5_part95_out = fm_mem_unit2__fm_bank5__lane_mem23_rd
 
 
 
-assign fm_mem_unit2_mux212_b = fm_mem_unit2__fm_bank5_fit42_src;
+assign fm_mem_unit2_mux212_b = fm_mem_unit2__fm_bank5_resize42_src;
 
 
 
-assign fm_mem_unit2_mux213_b = fm_mem_unit2__fm_bank5_fit43_src;
+assign fm_mem_unit2_mux213_b = fm_mem_unit2__fm_bank5_resize43_src;
 
 
 
-assign fm_mem_unit2_mux214_b = fm_mem_unit2__fm_bank5_fit44_src;
+assign fm_mem_unit2_mux214_b = fm_mem_unit2__fm_bank5_resize44_src;
 
 
 
-assign fm_mem_unit2_mux215_b = fm_mem_unit2__fm_bank5_fit45_src;
+assign fm_mem_unit2_mux215_b = fm_mem_unit2__fm_bank5_resize45_src;
 
 
 always @(posedge clk) begin: fm_mem_unit2__fm_bank5_count
@@ -4175,19 +4175,19 @@ assign fm_mem_unit3__fm_bank6_part115_out = fm_mem_unit3__fm_bank6__lane_mem27_r
 
 
 
-assign fm_mem_unit3_mux218_a = fm_mem_unit3__fm_bank6_fit50_src;
+assign fm_mem_unit3_mux218_a = fm_mem_unit3__fm_bank6_resize50_src;
 
 
 
-assign fm_mem_unit3_mux219_a = fm_mem_unit3__fm_bank6_fit51_src;
+assign fm_mem_unit3_mux219_a = fm_mem_unit3__fm_bank6_resize51_src;
 
 
 
-assign fm_mem_unit3_mux220_a = fm_mem_unit3__fm_bank6_fit52_src;
+assign fm_mem_unit3_mux220_a = fm_mem_unit3__fm_bank6_resize52_src;
 
 
 
-assign fm_mem_unit3_mux221_a = fm_mem_unit3__fm_bank6_fit53_src;
+assign fm_mem_unit3_mux221_a = fm_mem_unit3__fm_bank6_resize53_src;
 
 
 always @(posedge clk) begin: fm_mem_unit3__fm_bank6_count
@@ -4363,19 +4363,19 @@ assign fm_mem_unit3__fm_bank7_part127_out = fm_mem_unit3__fm_bank7__lane_mem31_r
 
 
 
-assign fm_mem_unit3_mux218_b = fm_mem_unit3__fm_bank7_fit56_src;
+assign fm_mem_unit3_mux218_b = fm_mem_unit3__fm_bank7_resize56_src;
 
 
 
-assign fm_mem_unit3_mux219_b = fm_mem_unit3__fm_bank7_fit57_src;
+assign fm_mem_unit3_mux219_b = fm_mem_unit3__fm_bank7_resize57_src;
 
 
 
-assign fm_mem_unit3_mux220_b = fm_mem_unit3__fm_bank7_fit58_src;
+assign fm_mem_unit3_mux220_b = fm_mem_unit3__fm_bank7_resize58_src;
 
 
 
-assign fm_mem_unit3_mux221_b = fm_mem_unit3__fm_bank7_fit59_src;
+assign fm_mem_unit3_mux221_b = fm_mem_unit3__fm_bank7_resize59_src;
 
 
 always @(posedge clk) begin: fm_mem_unit3__fm_bank7_count
@@ -4546,12 +4546,12 @@ assign w_mem0_part133_out = w_mem0_rd_idx;
 
 
 
-assign w_mem0_fit64_dst = w_mem0_part133_out;
+assign w_mem0_resize64_dst = w_mem0_part133_out;
 
 
-always @(w_mem0_fit64_dst, w_mem0_wnz, w_mem0_mem[0], w_mem0_mem[1], w_mem0_mem[2], w_mem0_mem[3], w_mem0_mem[4], w_mem0_mem[5], w_mem0_mem[6], w_mem0_mem[7], w_mem0_mem[8], w_mem0_mem[9], w_mem0_mem[10], w_mem0_mem[11], w_mem0_mem[12], w_mem0_mem[13], w_mem0_mem[14], w_mem0_mem[15], w_mem0_part133_out) begin: w_mem0__w_read0_read
-    w_mem0__w_read0_valid = (w_mem0_fit64_dst < w_mem0_wnz);
-    if ((w_mem0_fit64_dst < w_mem0_wnz)) begin
+always @(w_mem0_resize64_dst, w_mem0_wnz, w_mem0_mem[0], w_mem0_mem[1], w_mem0_mem[2], w_mem0_mem[3], w_mem0_mem[4], w_mem0_mem[5], w_mem0_mem[6], w_mem0_mem[7], w_mem0_mem[8], w_mem0_mem[9], w_mem0_mem[10], w_mem0_mem[11], w_mem0_mem[12], w_mem0_mem[13], w_mem0_mem[14], w_mem0_mem[15], w_mem0_part133_out) begin: w_mem0__w_read0_read
+    w_mem0__w_read0_valid = (w_mem0_resize64_dst < w_mem0_wnz);
+    if ((w_mem0_resize64_dst < w_mem0_wnz)) begin
         w_mem0__w_read0_word = w_mem0_mem[w_mem0_part133_out];
     end
     else begin
@@ -4641,7 +4641,7 @@ assign w_mem0_rd_valid = w_mem0__w_read0_valid;
 
 
 
-assign w_mem0_fc_rd_w = w_mem0_fit69_src;
+assign w_mem0_fc_rd_w = w_mem0_resize69_src;
 
 
 always @(w_mem0_wv, w_mem0_b_ext, w_valid, w_mem0_dense, w_mem0_seen, w_mem0_opened, w_start, w_mem0_ab, w_mem0_n_rx, w_mem0_a_ext, w_mem0_lim_k) begin: w_mem0_check
@@ -4768,12 +4768,12 @@ assign w_mem1_part146_out = w_mem1_rd_idx;
 
 
 
-assign w_mem1_fit74_dst = w_mem1_part146_out;
+assign w_mem1_resize74_dst = w_mem1_part146_out;
 
 
-always @(w_mem1_fit74_dst, w_mem1_wnz, w_mem1_mem[0], w_mem1_mem[1], w_mem1_mem[2], w_mem1_mem[3], w_mem1_mem[4], w_mem1_mem[5], w_mem1_mem[6], w_mem1_mem[7], w_mem1_mem[8], w_mem1_mem[9], w_mem1_mem[10], w_mem1_mem[11], w_mem1_mem[12], w_mem1_mem[13], w_mem1_mem[14], w_mem1_mem[15], w_mem1_part146_out) begin: w_mem1__w_read1_read
-    w_mem1__w_read1_valid = (w_mem1_fit74_dst < w_mem1_wnz);
-    if ((w_mem1_fit74_dst < w_mem1_wnz)) begin
+always @(w_mem1_resize74_dst, w_mem1_wnz, w_mem1_mem[0], w_mem1_mem[1], w_mem1_mem[2], w_mem1_mem[3], w_mem1_mem[4], w_mem1_mem[5], w_mem1_mem[6], w_mem1_mem[7], w_mem1_mem[8], w_mem1_mem[9], w_mem1_mem[10], w_mem1_mem[11], w_mem1_mem[12], w_mem1_mem[13], w_mem1_mem[14], w_mem1_mem[15], w_mem1_part146_out) begin: w_mem1__w_read1_read
+    w_mem1__w_read1_valid = (w_mem1_resize74_dst < w_mem1_wnz);
+    if ((w_mem1_resize74_dst < w_mem1_wnz)) begin
         w_mem1__w_read1_word = w_mem1_mem[w_mem1_part146_out];
     end
     else begin
@@ -4863,7 +4863,7 @@ assign w_mem1_rd_valid = w_mem1__w_read1_valid;
 
 
 
-assign w_mem1_fc_rd_w = w_mem1_fit79_src;
+assign w_mem1_fc_rd_w = w_mem1_resize79_src;
 
 
 always @(w_mem1_wv, w_mem1_b_ext, w_valid, w_mem1_dense, w_mem1_seen, w_mem1_opened, w_start, w_mem1_ab, w_mem1_n_rx, w_mem1_a_ext, w_mem1_lim_k) begin: w_mem1_check
@@ -4990,12 +4990,12 @@ assign w_mem2_part159_out = w_mem2_rd_idx;
 
 
 
-assign w_mem2_fit84_dst = w_mem2_part159_out;
+assign w_mem2_resize84_dst = w_mem2_part159_out;
 
 
-always @(w_mem2_fit84_dst, w_mem2_wnz, w_mem2_mem[0], w_mem2_mem[1], w_mem2_mem[2], w_mem2_mem[3], w_mem2_mem[4], w_mem2_mem[5], w_mem2_mem[6], w_mem2_mem[7], w_mem2_mem[8], w_mem2_mem[9], w_mem2_mem[10], w_mem2_mem[11], w_mem2_mem[12], w_mem2_mem[13], w_mem2_mem[14], w_mem2_mem[15], w_mem2_part159_out) begin: w_mem2__w_read2_read
-    w_mem2__w_read2_valid = (w_mem2_fit84_dst < w_mem2_wnz);
-    if ((w_mem2_fit84_dst < w_mem2_wnz)) begin
+always @(w_mem2_resize84_dst, w_mem2_wnz, w_mem2_mem[0], w_mem2_mem[1], w_mem2_mem[2], w_mem2_mem[3], w_mem2_mem[4], w_mem2_mem[5], w_mem2_mem[6], w_mem2_mem[7], w_mem2_mem[8], w_mem2_mem[9], w_mem2_mem[10], w_mem2_mem[11], w_mem2_mem[12], w_mem2_mem[13], w_mem2_mem[14], w_mem2_mem[15], w_mem2_part159_out) begin: w_mem2__w_read2_read
+    w_mem2__w_read2_valid = (w_mem2_resize84_dst < w_mem2_wnz);
+    if ((w_mem2_resize84_dst < w_mem2_wnz)) begin
         w_mem2__w_read2_word = w_mem2_mem[w_mem2_part159_out];
     end
     else begin
@@ -5085,7 +5085,7 @@ assign w_mem2_rd_valid = w_mem2__w_read2_valid;
 
 
 
-assign w_mem2_fc_rd_w = w_mem2_fit89_src;
+assign w_mem2_fc_rd_w = w_mem2_resize89_src;
 
 
 always @(w_mem2_wv, w_mem2_b_ext, w_valid, w_mem2_dense, w_mem2_seen, w_mem2_opened, w_start, w_mem2_ab, w_mem2_n_rx, w_mem2_a_ext, w_mem2_lim_k) begin: w_mem2_check
@@ -5212,12 +5212,12 @@ assign w_mem3_part172_out = w_mem3_rd_idx;
 
 
 
-assign w_mem3_fit94_dst = w_mem3_part172_out;
+assign w_mem3_resize94_dst = w_mem3_part172_out;
 
 
-always @(w_mem3_fit94_dst, w_mem3_wnz, w_mem3_mem[0], w_mem3_mem[1], w_mem3_mem[2], w_mem3_mem[3], w_mem3_mem[4], w_mem3_mem[5], w_mem3_mem[6], w_mem3_mem[7], w_mem3_mem[8], w_mem3_mem[9], w_mem3_mem[10], w_mem3_mem[11], w_mem3_mem[12], w_mem3_mem[13], w_mem3_mem[14], w_mem3_mem[15], w_mem3_part172_out) begin: w_mem3__w_read3_read
-    w_mem3__w_read3_valid = (w_mem3_fit94_dst < w_mem3_wnz);
-    if ((w_mem3_fit94_dst < w_mem3_wnz)) begin
+always @(w_mem3_resize94_dst, w_mem3_wnz, w_mem3_mem[0], w_mem3_mem[1], w_mem3_mem[2], w_mem3_mem[3], w_mem3_mem[4], w_mem3_mem[5], w_mem3_mem[6], w_mem3_mem[7], w_mem3_mem[8], w_mem3_mem[9], w_mem3_mem[10], w_mem3_mem[11], w_mem3_mem[12], w_mem3_mem[13], w_mem3_mem[14], w_mem3_mem[15], w_mem3_part172_out) begin: w_mem3__w_read3_read
+    w_mem3__w_read3_valid = (w_mem3_resize94_dst < w_mem3_wnz);
+    if ((w_mem3_resize94_dst < w_mem3_wnz)) begin
         w_mem3__w_read3_word = w_mem3_mem[w_mem3_part172_out];
     end
     else begin
@@ -5307,7 +5307,7 @@ assign w_mem3_rd_valid = w_mem3__w_read3_valid;
 
 
 
-assign w_mem3_fc_rd_w = w_mem3_fit99_src;
+assign w_mem3_fc_rd_w = w_mem3_resize99_src;
 
 
 always @(w_mem3_wv, w_mem3_b_ext, w_valid, w_mem3_dense, w_mem3_seen, w_mem3_opened, w_start, w_mem3_ab, w_mem3_n_rx, w_mem3_a_ext, w_mem3_lim_k) begin: w_mem3_check
@@ -6933,7 +6933,7 @@ end
 
 
 
-assign stu0_fit137_dst = {2'h0, stu0__walker0_j1};
+assign stu0_resize137_dst = {2'h0, stu0__walker0_j1};
 
 
 
@@ -6941,19 +6941,19 @@ assign w_mem0_fc_rd_row = stu0__walker0_j1[4-1:0];
 
 
 
-assign stu0_fit139_dst = stu0__capture1__reg4_q[3-1:0];
+assign stu0_resize139_dst = stu0__capture1__reg4_q[3-1:0];
 
 
 
-assign stu0_fit140_dst = stu0__capture1__reg5_q[3-1:0];
+assign stu0_resize140_dst = stu0__capture1__reg5_q[3-1:0];
 
 
 
-assign stu0_fit141_dst = stu0__capture1__reg6_q[3-1:0];
+assign stu0_resize141_dst = stu0__capture1__reg6_q[3-1:0];
 
 
 
-assign stu0_fit142_dst = stu0__capture1__reg7_q[3-1:0];
+assign stu0_resize142_dst = stu0__capture1__reg7_q[3-1:0];
 
 
 
@@ -6969,7 +6969,7 @@ always @(posedge clk) begin: stu0__stage_p0_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[0] <= stu0_round1;
-            stu0__rmw0_pa[0] <= stu0_fit137_dst;
+            stu0__rmw0_pa[0] <= stu0_resize137_dst;
             stu0__rmw0_pd[0] <= stu0__tree0_tsum;
         end
         else begin
@@ -6990,7 +6990,7 @@ always @(posedge clk) begin: stu0__stage_p1_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[1] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[1] <= stu0_fit137_dst;
+            stu0__rmw0_pa[1] <= stu0_resize137_dst;
             stu0__rmw0_pd[1] <= stu0__tree0_tsum;
         end
         else begin
@@ -7011,7 +7011,7 @@ always @(posedge clk) begin: stu0__stage_p2_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[2] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[2] <= stu0_fit137_dst;
+            stu0__rmw0_pa[2] <= stu0_resize137_dst;
             stu0__rmw0_pd[2] <= stu0__tree0_tsum;
         end
         else begin
@@ -7032,7 +7032,7 @@ always @(posedge clk) begin: stu0__stage_p3_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[3] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[3] <= stu0_fit137_dst;
+            stu0__rmw0_pa[3] <= stu0_resize137_dst;
             stu0__rmw0_pd[3] <= stu0__tree0_tsum;
         end
         else begin
@@ -8572,7 +8572,7 @@ end
 
 
 
-assign stu1_fit182_dst = {2'h0, stu1__walker1_j1};
+assign stu1_resize182_dst = {2'h0, stu1__walker1_j1};
 
 
 
@@ -8580,19 +8580,19 @@ assign w_mem1_fc_rd_row = stu1__walker1_j1[4-1:0];
 
 
 
-assign stu1_fit184_dst = stu1__capture9__reg24_q[3-1:0];
+assign stu1_resize184_dst = stu1__capture9__reg24_q[3-1:0];
 
 
 
-assign stu1_fit185_dst = stu1__capture9__reg25_q[3-1:0];
+assign stu1_resize185_dst = stu1__capture9__reg25_q[3-1:0];
 
 
 
-assign stu1_fit186_dst = stu1__capture9__reg26_q[3-1:0];
+assign stu1_resize186_dst = stu1__capture9__reg26_q[3-1:0];
 
 
 
-assign stu1_fit187_dst = stu1__capture9__reg27_q[3-1:0];
+assign stu1_resize187_dst = stu1__capture9__reg27_q[3-1:0];
 
 
 
@@ -8608,7 +8608,7 @@ always @(posedge clk) begin: stu1__stage_p4_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[0] <= stu1_round1;
-            stu1__rmw1_pa[0] <= stu1_fit182_dst;
+            stu1__rmw1_pa[0] <= stu1_resize182_dst;
             stu1__rmw1_pd[0] <= stu1__tree1_tsum;
         end
         else begin
@@ -8629,7 +8629,7 @@ always @(posedge clk) begin: stu1__stage_p5_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[1] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[1] <= stu1_fit182_dst;
+            stu1__rmw1_pa[1] <= stu1_resize182_dst;
             stu1__rmw1_pd[1] <= stu1__tree1_tsum;
         end
         else begin
@@ -8650,7 +8650,7 @@ always @(posedge clk) begin: stu1__stage_p6_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[2] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[2] <= stu1_fit182_dst;
+            stu1__rmw1_pa[2] <= stu1_resize182_dst;
             stu1__rmw1_pd[2] <= stu1__tree1_tsum;
         end
         else begin
@@ -8671,7 +8671,7 @@ always @(posedge clk) begin: stu1__stage_p7_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[3] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[3] <= stu1_fit182_dst;
+            stu1__rmw1_pa[3] <= stu1_resize182_dst;
             stu1__rmw1_pd[3] <= stu1__tree1_tsum;
         end
         else begin
@@ -10211,7 +10211,7 @@ end
 
 
 
-assign stu2_fit227_dst = {2'h0, stu2__walker2_j1};
+assign stu2_resize227_dst = {2'h0, stu2__walker2_j1};
 
 
 
@@ -10219,19 +10219,19 @@ assign w_mem2_fc_rd_row = stu2__walker2_j1[4-1:0];
 
 
 
-assign stu2_fit229_dst = stu2__capture17__reg44_q[3-1:0];
+assign stu2_resize229_dst = stu2__capture17__reg44_q[3-1:0];
 
 
 
-assign stu2_fit230_dst = stu2__capture17__reg45_q[3-1:0];
+assign stu2_resize230_dst = stu2__capture17__reg45_q[3-1:0];
 
 
 
-assign stu2_fit231_dst = stu2__capture17__reg46_q[3-1:0];
+assign stu2_resize231_dst = stu2__capture17__reg46_q[3-1:0];
 
 
 
-assign stu2_fit232_dst = stu2__capture17__reg47_q[3-1:0];
+assign stu2_resize232_dst = stu2__capture17__reg47_q[3-1:0];
 
 
 
@@ -10247,7 +10247,7 @@ always @(posedge clk) begin: stu2__stage_p8_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[0] <= stu2_round1;
-            stu2__rmw2_pa[0] <= stu2_fit227_dst;
+            stu2__rmw2_pa[0] <= stu2_resize227_dst;
             stu2__rmw2_pd[0] <= stu2__tree2_tsum;
         end
         else begin
@@ -10268,7 +10268,7 @@ always @(posedge clk) begin: stu2__stage_p9_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[1] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[1] <= stu2_fit227_dst;
+            stu2__rmw2_pa[1] <= stu2_resize227_dst;
             stu2__rmw2_pd[1] <= stu2__tree2_tsum;
         end
         else begin
@@ -10289,7 +10289,7 @@ always @(posedge clk) begin: stu2__stage_p10_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[2] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[2] <= stu2_fit227_dst;
+            stu2__rmw2_pa[2] <= stu2_resize227_dst;
             stu2__rmw2_pd[2] <= stu2__tree2_tsum;
         end
         else begin
@@ -10310,7 +10310,7 @@ always @(posedge clk) begin: stu2__stage_p11_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[3] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[3] <= stu2_fit227_dst;
+            stu2__rmw2_pa[3] <= stu2_resize227_dst;
             stu2__rmw2_pd[3] <= stu2__tree2_tsum;
         end
         else begin
@@ -11850,7 +11850,7 @@ end
 
 
 
-assign stu3_fit272_dst = {2'h0, stu3__walker3_j1};
+assign stu3_resize272_dst = {2'h0, stu3__walker3_j1};
 
 
 
@@ -11858,19 +11858,19 @@ assign w_mem3_fc_rd_row = stu3__walker3_j1[4-1:0];
 
 
 
-assign stu3_fit274_dst = stu3__capture25__reg64_q[3-1:0];
+assign stu3_resize274_dst = stu3__capture25__reg64_q[3-1:0];
 
 
 
-assign stu3_fit275_dst = stu3__capture25__reg65_q[3-1:0];
+assign stu3_resize275_dst = stu3__capture25__reg65_q[3-1:0];
 
 
 
-assign stu3_fit276_dst = stu3__capture25__reg66_q[3-1:0];
+assign stu3_resize276_dst = stu3__capture25__reg66_q[3-1:0];
 
 
 
-assign stu3_fit277_dst = stu3__capture25__reg67_q[3-1:0];
+assign stu3_resize277_dst = stu3__capture25__reg67_q[3-1:0];
 
 
 
@@ -11886,7 +11886,7 @@ always @(posedge clk) begin: stu3__stage_p12_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[0] <= stu3_round1;
-            stu3__rmw3_pa[0] <= stu3_fit272_dst;
+            stu3__rmw3_pa[0] <= stu3_resize272_dst;
             stu3__rmw3_pd[0] <= stu3__tree3_tsum;
         end
         else begin
@@ -11907,7 +11907,7 @@ always @(posedge clk) begin: stu3__stage_p13_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[1] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[1] <= stu3_fit272_dst;
+            stu3__rmw3_pa[1] <= stu3_resize272_dst;
             stu3__rmw3_pd[1] <= stu3__tree3_tsum;
         end
         else begin
@@ -11928,7 +11928,7 @@ always @(posedge clk) begin: stu3__stage_p14_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[2] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[2] <= stu3_fit272_dst;
+            stu3__rmw3_pa[2] <= stu3_resize272_dst;
             stu3__rmw3_pd[2] <= stu3__tree3_tsum;
         end
         else begin
@@ -11949,7 +11949,7 @@ always @(posedge clk) begin: stu3__stage_p15_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[3] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[3] <= stu3_fit272_dst;
+            stu3__rmw3_pa[3] <= stu3_resize272_dst;
             stu3__rmw3_pd[3] <= stu3__tree3_tsum;
         end
         else begin
