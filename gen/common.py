@@ -41,7 +41,9 @@ __all__ = [
     "emit",
     "emit_stream_unit",
     "flat_signal",
+    "mem_read",
     "port_signals",
+    "resize",
 ]
 
 # IEEE 1800-2017 Annex B keywords that are legal Python identifiers; a MyHDL block or
@@ -326,6 +328,17 @@ def lane(bus, lo, width, out):
         out.next = bus[lo + width : lo]
 
     return split
+
+
+@block
+def mem_read(mem, addr, q):
+    """Combinational read port ``q = mem[addr]`` of a register array (a list of Signals)."""
+
+    @always_comb
+    def rd():
+        q.next = mem[addr]
+
+    return rd
 
 
 @block

@@ -77,7 +77,7 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 
 from lockstep.models.formats import FabricParams, _clog2
 
-from ..common import Emitted, emit_stream_unit
+from ..common import Emitted, emit_stream_unit, mem_read
 from .counter import counter_core
 from .fetch import fetch_widths, sched_fetch
 from .comm import comm_classify, comm_port, time_base
@@ -685,17 +685,6 @@ def _alu(clk, rst, go, h_op, h_a, h_b, h_d, h_len, ra, rb, qa, qb, busy, we, wa,
 
 
 @block
-def _mem_read(mem, addr, q):
-    """Combinational read port ``q = mem[addr]``."""
-
-    @always_comb
-    def rd():
-        q.next = mem[addr]
-
-    return rd
-
-
-@block
 def _dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we0, wa0, wd0, we1, wa1, wd1, we2, wa2, wd2, we3, wa3, wd3,
           raddrs, rdatas, e_wconf, fmt: FabricParams):
     """Data memory: ``2**aw`` words, register array.
@@ -730,7 +719,7 @@ def _dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we0, wa0, wd0, we1, wa1, wd1, we2
                         or (we0 and we3 and wa0 == wa3) or (we1 and we2 and wa1 == wa2)
                         or (we1 and we3 and wa1 == wa3) or (we2 and we3 and wa2 == wa3))
 
-    reads = [_mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
+    reads = [mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
     return write, wconf, reads
 
 
@@ -766,7 +755,7 @@ def _dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, wes, was, wds, raddrs, rdatas, 
         e_wconf.next = c
 
     dmem = [Signal(intbv(0)[fmt.dw:]) for _ in range(words)]
-    reads = [_mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
+    reads = [mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
     return copies, write, wconf, reads
 
 

@@ -41,7 +41,7 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, flat_signal, resize
+from ..common import Emitted, flat_signal, mem_read, resize
 from .stream import _emit, _stream, check_sparse, mux2, part
 
 __all__ = [
@@ -388,17 +388,6 @@ def _w_read(mem, idx, idx_ext, wnz, word, valid):
 
 
 @block
-def _fc_read(mem, addr, w):
-    """One FC gather lane: ``w = mem[addr]``."""
-
-    @always_comb
-    def read():
-        w.next = mem[addr]
-
-    return read
-
-
-@block
 def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_done, wnz, rd_idx, rd_a, rd_b,
           rd_w, rd_valid, fc_we, fc_row, fc_col, fc_data, fc_rd_row, fc_rd_idx, fc_rd_w, err, fmt: SparseParams):
     """Weight memory (700). Ports: :func:`w_mem_ports`; behaviour: the module docstring."""
@@ -443,7 +432,7 @@ def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_
     fcw = []
     for lo in range(p):
         idx_l, addr_l, w_l = flat_signal(ib), flat_signal(ob + ib), flat_signal(ww)
-        insts += [part(fc_rd_idx, lo * ib, ib, idx_l), _fc_addr(fc_rd_row, idx_l, addr_l), _fc_read(fc_mem, addr_l, w_l)]
+        insts += [part(fc_rd_idx, lo * ib, ib, idx_l), _fc_addr(fc_rd_row, idx_l, addr_l), mem_read(fc_mem, addr_l, w_l)]
         fcw.append(w_l)
     insts.append(_fc_addr(fc_row, fc_col, fc_wa))
     insts += [resize(_bus(ra), rd_a), resize(_bus(rb_), rd_b), resize(_bus(rw), rd_w), resize(_bus(rv), rd_valid),

@@ -655,16 +655,16 @@ wire [1:0] w_mem0_part135_out;
 wire [7:0] w_mem0_part136_out;
 wire [2:0] w_mem0_part137_out;
 wire [6:0] w_mem0__fc_addr0_addr;
-wire [7:0] w_mem0__fc_read0_w;
+wire [7:0] w_mem0_mem_read0_q;
 wire [2:0] w_mem0_part138_out;
 wire [6:0] w_mem0__fc_addr1_addr;
-wire [7:0] w_mem0__fc_read1_w;
+wire [7:0] w_mem0_mem_read1_q;
 wire [2:0] w_mem0_part139_out;
 wire [6:0] w_mem0__fc_addr2_addr;
-wire [7:0] w_mem0__fc_read2_w;
+wire [7:0] w_mem0_mem_read2_q;
 wire [2:0] w_mem0_part140_out;
 wire [6:0] w_mem0__fc_addr3_addr;
-wire [7:0] w_mem0__fc_read3_w;
+wire [7:0] w_mem0_mem_read3_q;
 wire [31:0] w_mem0_resize69_src;
 reg w_mem1_wr_ready;
 reg w_mem1_wr_done;
@@ -703,16 +703,16 @@ wire [1:0] w_mem1_part148_out;
 wire [7:0] w_mem1_part149_out;
 wire [2:0] w_mem1_part150_out;
 wire [6:0] w_mem1__fc_addr5_addr;
-wire [7:0] w_mem1__fc_read4_w;
+wire [7:0] w_mem1_mem_read4_q;
 wire [2:0] w_mem1_part151_out;
 wire [6:0] w_mem1__fc_addr6_addr;
-wire [7:0] w_mem1__fc_read5_w;
+wire [7:0] w_mem1_mem_read5_q;
 wire [2:0] w_mem1_part152_out;
 wire [6:0] w_mem1__fc_addr7_addr;
-wire [7:0] w_mem1__fc_read6_w;
+wire [7:0] w_mem1_mem_read6_q;
 wire [2:0] w_mem1_part153_out;
 wire [6:0] w_mem1__fc_addr8_addr;
-wire [7:0] w_mem1__fc_read7_w;
+wire [7:0] w_mem1_mem_read7_q;
 wire [31:0] w_mem1_resize79_src;
 reg w_mem2_wr_ready;
 reg w_mem2_wr_done;
@@ -751,16 +751,16 @@ wire [1:0] w_mem2_part161_out;
 wire [7:0] w_mem2_part162_out;
 wire [2:0] w_mem2_part163_out;
 wire [6:0] w_mem2__fc_addr10_addr;
-wire [7:0] w_mem2__fc_read8_w;
+wire [7:0] w_mem2_mem_read8_q;
 wire [2:0] w_mem2_part164_out;
 wire [6:0] w_mem2__fc_addr11_addr;
-wire [7:0] w_mem2__fc_read9_w;
+wire [7:0] w_mem2_mem_read9_q;
 wire [2:0] w_mem2_part165_out;
 wire [6:0] w_mem2__fc_addr12_addr;
-wire [7:0] w_mem2__fc_read10_w;
+wire [7:0] w_mem2_mem_read10_q;
 wire [2:0] w_mem2_part166_out;
 wire [6:0] w_mem2__fc_addr13_addr;
-wire [7:0] w_mem2__fc_read11_w;
+wire [7:0] w_mem2_mem_read11_q;
 wire [31:0] w_mem2_resize89_src;
 reg w_mem3_wr_ready;
 reg w_mem3_wr_done;
@@ -799,16 +799,16 @@ wire [1:0] w_mem3_part174_out;
 wire [7:0] w_mem3_part175_out;
 wire [2:0] w_mem3_part176_out;
 wire [6:0] w_mem3__fc_addr15_addr;
-wire [7:0] w_mem3__fc_read12_w;
+wire [7:0] w_mem3_mem_read12_q;
 wire [2:0] w_mem3_part177_out;
 wire [6:0] w_mem3__fc_addr16_addr;
-wire [7:0] w_mem3__fc_read13_w;
+wire [7:0] w_mem3_mem_read13_q;
 wire [2:0] w_mem3_part178_out;
 wire [6:0] w_mem3__fc_addr17_addr;
-wire [7:0] w_mem3__fc_read14_w;
+wire [7:0] w_mem3_mem_read14_q;
 wire [2:0] w_mem3_part179_out;
 wire [6:0] w_mem3__fc_addr18_addr;
-wire [7:0] w_mem3__fc_read15_w;
+wire [7:0] w_mem3_mem_read15_q;
 wire [31:0] w_mem3_resize99_src;
 wire [3:0] _cat4_y;
 wire [3:0] _cat4_cat;
@@ -2013,22 +2013,22 @@ assign fm_mem_unit3__fm_bank7_resize59_src[3] = fm_mem_unit3__fm_bank7__fm_lane_
 assign fm_mem_unit3__fm_bank7_resize59_src[2] = fm_mem_unit3__fm_bank7__fm_lane_ctl30_valid;
 assign fm_mem_unit3__fm_bank7_resize59_src[1] = fm_mem_unit3__fm_bank7__fm_lane_ctl29_valid;
 assign fm_mem_unit3__fm_bank7_resize59_src[0] = fm_mem_unit3__fm_bank7__fm_lane_ctl28_valid;
-assign w_mem0_resize69_src[32-1:24] = w_mem0__fc_read3_w;
-assign w_mem0_resize69_src[24-1:16] = w_mem0__fc_read2_w;
-assign w_mem0_resize69_src[16-1:8] = w_mem0__fc_read1_w;
-assign w_mem0_resize69_src[8-1:0] = w_mem0__fc_read0_w;
-assign w_mem1_resize79_src[32-1:24] = w_mem1__fc_read7_w;
-assign w_mem1_resize79_src[24-1:16] = w_mem1__fc_read6_w;
-assign w_mem1_resize79_src[16-1:8] = w_mem1__fc_read5_w;
-assign w_mem1_resize79_src[8-1:0] = w_mem1__fc_read4_w;
-assign w_mem2_resize89_src[32-1:24] = w_mem2__fc_read11_w;
-assign w_mem2_resize89_src[24-1:16] = w_mem2__fc_read10_w;
-assign w_mem2_resize89_src[16-1:8] = w_mem2__fc_read9_w;
-assign w_mem2_resize89_src[8-1:0] = w_mem2__fc_read8_w;
-assign w_mem3_resize99_src[32-1:24] = w_mem3__fc_read15_w;
-assign w_mem3_resize99_src[24-1:16] = w_mem3__fc_read14_w;
-assign w_mem3_resize99_src[16-1:8] = w_mem3__fc_read13_w;
-assign w_mem3_resize99_src[8-1:0] = w_mem3__fc_read12_w;
+assign w_mem0_resize69_src[32-1:24] = w_mem0_mem_read3_q;
+assign w_mem0_resize69_src[24-1:16] = w_mem0_mem_read2_q;
+assign w_mem0_resize69_src[16-1:8] = w_mem0_mem_read1_q;
+assign w_mem0_resize69_src[8-1:0] = w_mem0_mem_read0_q;
+assign w_mem1_resize79_src[32-1:24] = w_mem1_mem_read7_q;
+assign w_mem1_resize79_src[24-1:16] = w_mem1_mem_read6_q;
+assign w_mem1_resize79_src[16-1:8] = w_mem1_mem_read5_q;
+assign w_mem1_resize79_src[8-1:0] = w_mem1_mem_read4_q;
+assign w_mem2_resize89_src[32-1:24] = w_mem2_mem_read11_q;
+assign w_mem2_resize89_src[24-1:16] = w_mem2_mem_read10_q;
+assign w_mem2_resize89_src[16-1:8] = w_mem2_mem_read9_q;
+assign w_mem2_resize89_src[8-1:0] = w_mem2_mem_read8_q;
+assign w_mem3_resize99_src[32-1:24] = w_mem3_mem_read15_q;
+assign w_mem3_resize99_src[24-1:16] = w_mem3_mem_read14_q;
+assign w_mem3_resize99_src[16-1:8] = w_mem3_mem_read13_q;
+assign w_mem3_resize99_src[8-1:0] = w_mem3_mem_read12_q;
 assign _cat4_cat[3] = w_mem3_wr_ready;
 assign _cat4_cat[2] = w_mem2_wr_ready;
 assign _cat4_cat[1] = w_mem1_wr_ready;
@@ -4581,7 +4581,7 @@ assign w_mem0__fc_addr0_addr = {w_mem0_fc_rd_row, w_mem0_part137_out};
 
 
 
-assign w_mem0__fc_read0_w = w_mem0_fc_mem[w_mem0__fc_addr0_addr];
+assign w_mem0_mem_read0_q = w_mem0_fc_mem[w_mem0__fc_addr0_addr];
 
 
 
@@ -4593,7 +4593,7 @@ assign w_mem0__fc_addr1_addr = {w_mem0_fc_rd_row, w_mem0_part138_out};
 
 
 
-assign w_mem0__fc_read1_w = w_mem0_fc_mem[w_mem0__fc_addr1_addr];
+assign w_mem0_mem_read1_q = w_mem0_fc_mem[w_mem0__fc_addr1_addr];
 
 
 
@@ -4605,7 +4605,7 @@ assign w_mem0__fc_addr2_addr = {w_mem0_fc_rd_row, w_mem0_part139_out};
 
 
 
-assign w_mem0__fc_read2_w = w_mem0_fc_mem[w_mem0__fc_addr2_addr];
+assign w_mem0_mem_read2_q = w_mem0_fc_mem[w_mem0__fc_addr2_addr];
 
 
 
@@ -4617,7 +4617,7 @@ assign w_mem0__fc_addr3_addr = {w_mem0_fc_rd_row, w_mem0_part140_out};
 
 
 
-assign w_mem0__fc_read3_w = w_mem0_fc_mem[w_mem0__fc_addr3_addr];
+assign w_mem0_mem_read3_q = w_mem0_fc_mem[w_mem0__fc_addr3_addr];
 
 
 
@@ -4803,7 +4803,7 @@ assign w_mem1__fc_addr5_addr = {w_mem1_fc_rd_row, w_mem1_part150_out};
 
 
 
-assign w_mem1__fc_read4_w = w_mem1_fc_mem[w_mem1__fc_addr5_addr];
+assign w_mem1_mem_read4_q = w_mem1_fc_mem[w_mem1__fc_addr5_addr];
 
 
 
@@ -4815,7 +4815,7 @@ assign w_mem1__fc_addr6_addr = {w_mem1_fc_rd_row, w_mem1_part151_out};
 
 
 
-assign w_mem1__fc_read5_w = w_mem1_fc_mem[w_mem1__fc_addr6_addr];
+assign w_mem1_mem_read5_q = w_mem1_fc_mem[w_mem1__fc_addr6_addr];
 
 
 
@@ -4827,7 +4827,7 @@ assign w_mem1__fc_addr7_addr = {w_mem1_fc_rd_row, w_mem1_part152_out};
 
 
 
-assign w_mem1__fc_read6_w = w_mem1_fc_mem[w_mem1__fc_addr7_addr];
+assign w_mem1_mem_read6_q = w_mem1_fc_mem[w_mem1__fc_addr7_addr];
 
 
 
@@ -4839,7 +4839,7 @@ assign w_mem1__fc_addr8_addr = {w_mem1_fc_rd_row, w_mem1_part153_out};
 
 
 
-assign w_mem1__fc_read7_w = w_mem1_fc_mem[w_mem1__fc_addr8_addr];
+assign w_mem1_mem_read7_q = w_mem1_fc_mem[w_mem1__fc_addr8_addr];
 
 
 
@@ -5025,7 +5025,7 @@ assign w_mem2__fc_addr10_addr = {w_mem2_fc_rd_row, w_mem2_part163_out};
 
 
 
-assign w_mem2__fc_read8_w = w_mem2_fc_mem[w_mem2__fc_addr10_addr];
+assign w_mem2_mem_read8_q = w_mem2_fc_mem[w_mem2__fc_addr10_addr];
 
 
 
@@ -5037,7 +5037,7 @@ assign w_mem2__fc_addr11_addr = {w_mem2_fc_rd_row, w_mem2_part164_out};
 
 
 
-assign w_mem2__fc_read9_w = w_mem2_fc_mem[w_mem2__fc_addr11_addr];
+assign w_mem2_mem_read9_q = w_mem2_fc_mem[w_mem2__fc_addr11_addr];
 
 
 
@@ -5049,7 +5049,7 @@ assign w_mem2__fc_addr12_addr = {w_mem2_fc_rd_row, w_mem2_part165_out};
 
 
 
-assign w_mem2__fc_read10_w = w_mem2_fc_mem[w_mem2__fc_addr12_addr];
+assign w_mem2_mem_read10_q = w_mem2_fc_mem[w_mem2__fc_addr12_addr];
 
 
 
@@ -5061,7 +5061,7 @@ assign w_mem2__fc_addr13_addr = {w_mem2_fc_rd_row, w_mem2_part166_out};
 
 
 
-assign w_mem2__fc_read11_w = w_mem2_fc_mem[w_mem2__fc_addr13_addr];
+assign w_mem2_mem_read11_q = w_mem2_fc_mem[w_mem2__fc_addr13_addr];
 
 
 
@@ -5247,7 +5247,7 @@ assign w_mem3__fc_addr15_addr = {w_mem3_fc_rd_row, w_mem3_part176_out};
 
 
 
-assign w_mem3__fc_read12_w = w_mem3_fc_mem[w_mem3__fc_addr15_addr];
+assign w_mem3_mem_read12_q = w_mem3_fc_mem[w_mem3__fc_addr15_addr];
 
 
 
@@ -5259,7 +5259,7 @@ assign w_mem3__fc_addr16_addr = {w_mem3_fc_rd_row, w_mem3_part177_out};
 
 
 
-assign w_mem3__fc_read13_w = w_mem3_fc_mem[w_mem3__fc_addr16_addr];
+assign w_mem3_mem_read13_q = w_mem3_fc_mem[w_mem3__fc_addr16_addr];
 
 
 
@@ -5271,7 +5271,7 @@ assign w_mem3__fc_addr17_addr = {w_mem3_fc_rd_row, w_mem3_part178_out};
 
 
 
-assign w_mem3__fc_read14_w = w_mem3_fc_mem[w_mem3__fc_addr17_addr];
+assign w_mem3_mem_read14_q = w_mem3_fc_mem[w_mem3__fc_addr17_addr];
 
 
 
@@ -5283,7 +5283,7 @@ assign w_mem3__fc_addr18_addr = {w_mem3_fc_rd_row, w_mem3_part179_out};
 
 
 
-assign w_mem3__fc_read15_w = w_mem3_fc_mem[w_mem3__fc_addr18_addr];
+assign w_mem3_mem_read15_q = w_mem3_fc_mem[w_mem3__fc_addr18_addr];
 
 
 

@@ -91,24 +91,24 @@ wire [1:0] part7_out;
 wire [7:0] part8_out;
 wire [2:0] part9_out;
 wire [6:0] _fc_addr0_addr;
-wire [7:0] _fc_read0_w;
+wire [7:0] mem_read0_q;
 wire [2:0] part10_out;
 wire [6:0] _fc_addr1_addr;
-wire [7:0] _fc_read1_w;
+wire [7:0] mem_read1_q;
 wire [2:0] part11_out;
 wire [6:0] _fc_addr2_addr;
-wire [7:0] _fc_read2_w;
+wire [7:0] mem_read2_q;
 wire [2:0] part12_out;
 wire [6:0] _fc_addr3_addr;
-wire [7:0] _fc_read3_w;
+wire [7:0] mem_read3_q;
 wire [31:0] resize9_src;
 reg [7:0] fc_mem [0:128-1];
 reg [11:0] mem [0:16-1];
 
-assign resize9_src[32-1:24] = _fc_read3_w;
-assign resize9_src[24-1:16] = _fc_read2_w;
-assign resize9_src[16-1:8] = _fc_read1_w;
-assign resize9_src[8-1:0] = _fc_read0_w;
+assign resize9_src[32-1:24] = mem_read3_q;
+assign resize9_src[24-1:16] = mem_read2_q;
+assign resize9_src[16-1:8] = mem_read1_q;
+assign resize9_src[8-1:0] = mem_read0_q;
 
 
 
@@ -183,7 +183,7 @@ assign _fc_addr0_addr = {fc_rd_row, part9_out};
 
 
 
-assign _fc_read0_w = fc_mem[_fc_addr0_addr];
+assign mem_read0_q = fc_mem[_fc_addr0_addr];
 
 
 
@@ -195,7 +195,7 @@ assign _fc_addr1_addr = {fc_rd_row, part10_out};
 
 
 
-assign _fc_read1_w = fc_mem[_fc_addr1_addr];
+assign mem_read1_q = fc_mem[_fc_addr1_addr];
 
 
 
@@ -207,7 +207,7 @@ assign _fc_addr2_addr = {fc_rd_row, part11_out};
 
 
 
-assign _fc_read2_w = fc_mem[_fc_addr2_addr];
+assign mem_read2_q = fc_mem[_fc_addr2_addr];
 
 
 
@@ -219,7 +219,7 @@ assign _fc_addr3_addr = {fc_rd_row, part12_out};
 
 
 
-assign _fc_read3_w = fc_mem[_fc_addr3_addr];
+assign mem_read3_q = fc_mem[_fc_addr3_addr];
 
 
 
