@@ -151,6 +151,12 @@ def test_overlapping_rows_count_lines_once():
     assert d.counts[:3] == (1, 1, 1) and d.worst == 1 and d.keep == 4
 
 
+def test_ld_beyond_dimw_bits():
+    """A legal lda may exceed 2**dimw (only lda >= K and lda*eb < 2**aw are required)."""
+    d = G.ld_conflict(0, (1 << 16) + 1024, 8, P)  # 260 KiB: a way multiple
+    assert (d.worst, d.keep) == (8, 6)
+
+
 def test_direct_mapped_budget_1():
     dm = GemmParams(ways=1)
     assert dm.budget == 1
