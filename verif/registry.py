@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, MxParams, SparseParams
+from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, GemmParams, MxParams, SparseParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -448,3 +448,35 @@ _sparse_cluster("sparse_cluster_wide", SparseParams(p=8, u=2, m=4, kmax=5, hmax=
                 doc="cluster extremes: 4 STU 1400 units with p = 8, K up to 5, 16 x 16 maps, every scenario mixed")
 _sparse_cluster("sparse_cluster_mutant", _CL, "balance", tb_params=SparseParams(**{**_CL.to_dict(), "u": 2}),
                 expect_fail=True, doc="negative: a cluster of STU 1300 units checked as STU 1400 units must fail")
+
+
+# ---- gemm family (spec 003, docs/gemm.md) ------------------------------------------------
+def _gemm(name: str, params: GemmParams, scenario: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="gemm", toplevel="gemm_top", params=params,
+                        generator="lockstep.gen.gemm:emit_top", test_module="lockstep.verif.gemm.test_tile",
+                        doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
+
+
+# a small cache (16 sets x 4 ways x 32 B: a 512 B way, 256 int16 elements), so aliasing strides
+# fit a small memory; budget 3 of 4 ways; kernels (2, 4), (6, 2), (10, 1)
+_GS = GemmParams(sets=16, ways=4, line=32, eb=2, v=16, accw=32, m_max=10, z_max=4, r_hw=16, l_hw=3, ncores=2,
+                 miss_pen=4, mem_aw=13)
+# the patent's geometry (64 sets x 8 ways x 64 B, fp32-sized elements, V = 16, 32 registers)
+_GP = GemmParams(mem_aw=16)
+_GDM = GemmParams(sets=32, ways=1, line=16, eb=1, v=16, accw=24, m_max=6, z_max=2, r_hw=10, l_hw=1, ncores=2,
+                  miss_pen=3, mem_aw=13)
+_gemm("gemm_tile_keeps", _GS, "keeps",
+      "GEMM tile, aliasing lda: no copy, then inline copy with every keep 0..m (C identical, trace/counters differ)")
+_gemm("gemm_tile_patent", _GP, "keeps",
+      "GEMM tile, the patent's cache (32 KiB, 8 ways, 64 B lines), lda = 1024 fp32: (14, 2) with every keep")
+_gemm("gemm_tile_random", _GS, "random", "GEMM tile: random explicit kernels, tails, every stride class, shifts")
+_gemm("gemm_tile_random_dm", _GDM, "random",
+      "GEMM tile, direct-mapped 32 x 16 B cache, int8 elements: random explicit kernels")
+_gemm("gemm_tile_auto", _GS, "auto", "GEMM tile, auto mode: the selector's program, m, z and keep, with and without limit_m")
+_gemm("gemm_tile_errors", _GS, "errors",
+      "GEMM tile: every bad configuration refused with its bits, M/N/K = 0, start while busy, reset in a job")
+_gemm("gemm_tile_mutant", _GS, "keeps", tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}), expect_fail=True,
+      doc="negative: a 4-way cache checked as a 2-way one must fail the scoreboard")
+_gemm("gemm_tile_mixed_patent", _GP, "mixed", tier="full",
+      doc="GEMM tile, the patent's geometry: keeps, random, auto and errors mixed")
+_gemm("gemm_tile_mixed_dm", _GDM, "mixed", tier="full", doc="GEMM tile, direct-mapped int8: every scenario mixed")

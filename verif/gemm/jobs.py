@@ -1,0 +1,414 @@
+"""Stimulus of the GEMM tile testbench (verif/gemm/tile_env.py): jobs and the golden
+model's prediction of each (docs/gemm.md).
+
+A job is what a host does once: place A and B in the flat memory (and poison the C and
+buffer regions, so an element the tile fails to write shows), write the registers and
+start. Its prediction is :func:`~lockstep.models.gemm.run` on the golden memory image,
+with the cache model carried from job to job as the tile carries its cache (only ``rst``
+invalidates it).
+
+Scenarios (the ``scenario`` option):
+
+* ``keeps``: one shape with an aliasing ``lda`` (a multiple of the way size), run without
+  copy and then with inline copy for every ``keep`` in ``0..m``: C must be the same every
+  time, only the trace, the counters and the cycles change;
+* ``random``: explicit kernels (any legal ``(m, z)``, ``keep``, copy, shift) on shapes
+  with tails in M, N and K, strides of every class (way multiples, fractions, odd,
+  line-unaligned bases), and direct-mapped or set-associative geometry per build;
+* ``auto``: the selector chooses (``auto``, with and without ``limit_m``) over the same
+  stride classes and ``N`` around the task-balance edge;
+* ``errors``: every bad configuration of section 7 alone and combined (refused, nothing
+  written, ``done`` as predicted), ``M = 0``, ``N = 0``, ``K = 0``, a start while busy,
+  a reset in the middle of a job and the same job again from a cold cache;
+* ``sweep``: the report's jobs (``ld`` list, kernels and modes from the options), no
+  trace capture (the counters and cycles are still checked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lockstep.models import gemm
+from lockstep.models.formats import GemmParams
+
+__all__ = ["GemmJob", "JobBuilder", "make_jobs"]
+
+#: Poison written into C and the buffer before a job (an unwritten element shows).
+POISON = 0x5A
+
+
+@dataclass
+class GemmJob:
+    """One start of the tile and its golden result.
+
+    Attributes:
+        tag: what the job is for (coverage and messages).
+        cfg: the registers.
+        loads: ``(first element, values)`` written through the load port before the job.
+        check: ``(first element, count)`` regions read back and compared after the job.
+        capture: record the trace and ``busy`` cycle by cycle and compare them.
+        busy_at: write a second START in this cycle after the start (START_BUSY).
+        reset_at: assert ``rst`` in this cycle after the start (the job is abandoned).
+        reset_before: pulse ``rst`` before the job (a cold cache, ``err`` cleared).
+        golden: the model's run (``None`` for an abandoned job).
+        sticky: the ``ERR`` register the tile must show after the job.
+        regs: the ``SEL_*``/``DET_*`` registers the tile must show after the job.
+    """
+
+    tag: str
+    cfg: gemm.GemmCfg
+    loads: list[tuple[int, np.ndarray]] = field(default_factory=list, repr=False)
+    check: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    capture: bool = True
+    busy_at: int | None = None
+    reset_at: int | None = None
+    reset_before: bool = False
+    golden: gemm.Run | None = field(default=None, repr=False)
+    sticky: int = 0
+    regs: dict[str, int] = field(default_factory=dict, repr=False)
+    klass: str = ""
+
+    def __repr__(self) -> str:
+        c = self.cfg
+        mode = ("auto" + ("+limit" if c.limit_m else "")) if c.auto else f"m={c.m} z={c.z} keep={c.keep} copy={int(c.copy)}"
+        return (f"{self.tag}: M={c.M} N={c.N} K={c.K} lda={c.lda} ldb={c.ldb} ldc={c.ldc} base_a={c.base_a:#x} "
+                f"{mode} shift={c.shift}")
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class JobBuilder:
+    """Places jobs in the memory and predicts them in order (the golden memory image and
+    cache model are carried from job to job).
+
+    Args:
+        params: the tile's parameters.
+        rng: the run's random generator.
+    """
+
+    def __init__(self, params: GemmParams, rng: np.random.Generator) -> None:
+        self.p = params
+        self.rng = rng
+        self.mem = np.zeros(params.mem_elems, dtype=np.int64)
+        self.cache = gemm.CacheSim(params.sets, params.ways, params.line)
+        self.sticky = 0
+        self.regs = dict.fromkeys(("SEL_M", "SEL_Z", "SEL_KEEP", "SEL_PROG", "DET_WORST", "DET_KEEP", "DET_FLAGS"), 0)
+        self.jobs: list[GemmJob] = []
+        lo, hi = -(1 << (params.ew - 1)), 1 << (params.ew - 1)
+        self.vrange = (max(lo, -100), min(hi, 100))
+
+    # ---- layout -------------------------------------------------------------------
+    def values(self, shape: tuple[int, int], full: bool = False) -> np.ndarray:
+        """Random signed elements (``full``: the whole ``8*eb``-bit range, to reach the
+        accumulator's wrap and the saturation)."""
+        if full:
+            lo, hi = -(1 << (self.p.ew - 1)), 1 << (self.p.ew - 1)
+        else:
+            lo, hi = self.vrange
+        return self.rng.integers(lo, hi, size=shape, dtype=np.int64)
+
+    def layout(self, M: int, N: int, K: int, lda: int, *, ldb: int | None = None, ldc: int | None = None,
+               a_off: int = 0, buf_elems: int = 0) -> dict[str, int] | None:
+        """Byte bases for A, B, C and the buffer, one after the other from element
+        ``a_off`` with a line between them; ``None`` when they do not fit the memory."""
+        p = self.p
+        ldb = N if ldb is None else ldb
+        ldc = N if ldc is None else ldc
+        gap = p.line // p.eb + 1
+        a = a_off
+        a_end = a + ((M - 1) * lda + K if M and K else 0)
+        b = a_end + gap
+        b_end = b + ((K - 1) * ldb + N if K and N else 0)
+        c = b_end + gap
+        c_end = c + ((M - 1) * ldc + N if M and N else 0)
+        buf = c_end + gap
+        end = buf + buf_elems + gap
+        if end > p.mem_elems:
+            return None
+        eb = p.eb
+        return {"base_a": a * eb, "base_b": b * eb, "base_c": c * eb, "base_buf": buf * eb, "ldb": ldb, "ldc": ldc}
+
+    def buf_need(self, K: int, m: int, keep: int) -> int:
+        """Elements of the copy buffer (docs/gemm.md section 4)."""
+        return _ceil(K, self.p.v) * max(0, m - keep) * self.p.v
+
+    # ---- one job ------------------------------------------------------------------
+    def add(self, tag: str, cfg: gemm.GemmCfg, *, full: bool = False, capture: bool = True,
+            busy_at: int | None = None, reset_at: int | None = None, reset_before: bool = False,
+            klass: str = "") -> GemmJob:
+        """Load fresh A and B for ``cfg``, poison C and the buffer, and predict the job."""
+        p, eb = self.p, self.p.eb
+        job = GemmJob(tag, cfg, capture=capture, busy_at=busy_at, reset_at=reset_at, reset_before=reset_before,
+                      klass=klass)
+        if reset_before:
+            self._reset()
+        ok_regs = cfg.lda > 0 and cfg.ldb > 0 and cfg.ldc > 0 and all(
+            b % eb == 0 for b in (cfg.base_a, cfg.base_b, cfg.base_c, cfg.base_buf))
+
+        def rows(base: int, X: np.ndarray, ld: int) -> None:
+            for i in range(X.shape[0]):
+                lo = base // eb + i * ld
+                if 0 <= lo and lo + X.shape[1] <= p.mem_elems and X.shape[1]:
+                    job.loads.append((lo, X[i]))
+
+        def region(base: int, r: int, c: int, ld: int) -> None:
+            for i in range(r):
+                lo = max(0, base // eb + i * ld - 1)  # a guard element on each side
+                hi = min(p.mem_elems, base // eb + i * ld + c + 1)
+                if hi > lo and c:
+                    job.check.append((lo, hi - lo))
+
+        if ok_regs and cfg.M < 1 << p.dimw and cfg.N < 1 << p.dimw and cfg.K < 1 << p.dimw:
+            rows(cfg.base_a, self.values((cfg.M, cfg.K), full), cfg.lda)
+            rows(cfg.base_b, self.values((cfg.K, cfg.N), full), cfg.ldb)
+            poison = np.full((cfg.M, cfg.N), POISON, dtype=np.int64)
+            rows(cfg.base_c, poison, cfg.ldc)
+            nb = min(cfg.buf_len // eb, p.mem_elems - cfg.base_buf // eb)
+            if nb > 0:
+                job.loads.append((cfg.base_buf // eb, np.full(nb, -POISON, dtype=np.int64)))
+                job.check.append((cfg.base_buf // eb, nb))
+            for base, r, c, ld in ((cfg.base_a, cfg.M, cfg.K, cfg.lda), (cfg.base_b, cfg.K, cfg.N, cfg.ldb),
+                                   (cfg.base_c, cfg.M, cfg.N, cfg.ldc)):
+                region(base, r, c, ld)
+        for lo, vals in job.loads:
+            self.mem[lo:lo + len(vals)] = vals
+        if reset_at is not None:
+            job.golden = None
+            self._reset()
+            job.check = []  # an abandoned job leaves C and the buffer partly written
+        else:
+            g = gemm.run(cfg, self.mem, p, cache=self.cache)
+            job.golden = g
+            self.mem = g.mem
+            self.sticky |= g.err | (gemm.ERR["START_BUSY"] if busy_at is not None else 0)
+            if g.regs is not None:
+                self.regs = dict(g.regs)
+        job.sticky = self.sticky
+        job.regs = dict(self.regs)
+        self.jobs.append(job)
+        return job
+
+    def _reset(self) -> None:
+        """What ``rst`` does to the state the model carries: cold cache, ``err`` and the
+        read-only registers 0 (the memory keeps its contents)."""
+        self.cache.reset()
+        self.sticky = 0
+        self.regs = dict.fromkeys(self.regs, 0)
+
+    # ---- kernels ------------------------------------------------------------------
+    def kernels(self) -> list[tuple[int, int]]:
+        """Every legal explicit ``(m, z)``: ``z`` a power of two, registers, ``m_max``."""
+        p = self.p
+        out = []
+        z = 1
+        while z <= p.z_max:
+            for m in range(1, p.m_max + 1):
+                if (m + 1) * z + 1 <= p.r_hw:
+                    out.append((m, z))
+            z *= 2
+        return out
+
+    def aliasing_ld(self, K: int) -> int:
+        """The smallest multiple of the way size (in elements) that holds a row of K."""
+        w = self.p.way_bytes // self.p.eb
+        return max(1, _ceil(max(K, 1), w)) * w
+
+    def stride(self, K: int, klass: str) -> int:
+        """A leading dimension ``>= K`` of a class: ``multiple`` (of the way size),
+        ``fraction`` (way size / 2^k), ``odd`` (anything else)."""
+        p = self.p
+        wel = p.way_bytes // p.eb
+        if klass == "multiple":
+            return self.aliasing_ld(K) * int(self.rng.integers(1, 3))
+        if klass == "fraction":
+            f = wel
+            while f // 2 >= max(K, 1) and self.rng.random() < 0.6:
+                f //= 2
+            return max(f, K, 1)
+        return int(max(K, 1) + self.rng.integers(0, 3 * p.v + 1))
+
+
+def _shape(b: JobBuilder, m: int, z: int, big: bool = False) -> tuple[int, int, int]:
+    """``M, N, K`` around multiples of ``m``, ``z*V`` and ``V`` (tails or not)."""
+    p, rng = b.p, b.rng
+    V = p.v
+    M = int(m * rng.integers(1, 3) + rng.choice([0, 0, 1, m - 1 if m > 1 else 0]))
+    N = int(z * V * rng.integers(1, 2 + int(big)) + rng.choice([0, 0, 1, V - 1, V + 1]))
+    K = int(V * rng.integers(1, 3 + int(big)) + rng.choice([0, 0, 1, V - 1]))
+    return max(1, M), max(1, N), max(1, K)
+
+
+def _explicit(b: JobBuilder, tag: str, M: int, N: int, K: int, lda: int, m: int, z: int, keep: int,
+              copy: bool, *, a_off: int = 0, shift: int = 0, full: bool = False, klass: str = "",
+              capture: bool = True, extra_buf: int = 0) -> GemmJob | None:
+    need = b.buf_need(K, m, keep) if copy else 0
+    lay = b.layout(M, N, K, lda, a_off=a_off, buf_elems=need + extra_buf)
+    if lay is None:
+        return None
+    cfg = gemm.GemmCfg(M=M, N=N, K=K, lda=lda, buf_len=(need + extra_buf) * b.p.eb, m=m, z=z, keep=keep, copy=copy,
+                       shift=shift, **lay)
+    return b.add(tag, cfg, full=full, klass=klass, capture=capture)
+
+
+def _fit(b: JobBuilder, M: int, K: int, lda: int) -> int:
+    """``M`` reduced until the A block fits a quarter of the memory (large strides)."""
+    while M > 1 and (M - 1) * lda + K > b.p.mem_elems // 2:
+        M -= 1
+    return M
+
+
+def _keeps(b: JobBuilder, count: int) -> None:
+    p = b.p
+    cands = [mz for mz in p.candidates if mz[0] > p.budget] or list(p.candidates)
+    m, z = cands[0]
+    M, N, K = m + (m > 1), z * p.v + 1, p.v + 3
+    lda = b.aliasing_ld(K)
+    M = _fit(b, M, K, lda)
+    _explicit(b, "keeps no-copy", M, N, K, lda, m, z, m, False, klass="multiple")
+    for keep in range(0, m + 1):
+        _explicit(b, f"keeps copy keep={keep}", M, N, K, lda, m, z, keep, True, klass="multiple")
+    # the same kernels on a harmless stride (the baseline's C is the same numbers' product)
+    _explicit(b, "keeps odd stride", M, N, K, lda + 1, m, z, m, False, klass="odd")
+
+
+def _random(b: JobBuilder, count: int, capture: bool = True) -> None:
+    rng, p = b.rng, b.p
+    ks = b.kernels()
+    for i in range(count):
+        m, z = ks[int(rng.integers(len(ks)))]
+        M, N, K = _shape(b, m, z)
+        klass = str(rng.choice(["multiple", "fraction", "odd", "unaligned"]))
+        lda = b.stride(K, "odd" if klass == "unaligned" else klass)
+        M = _fit(b, M, K, lda)
+        a_off = int(rng.integers(1, p.line // p.eb)) if klass == "unaligned" and p.line > p.eb else 0
+        copy = bool(rng.random() < 0.6)
+        keep = int(rng.integers(0, m + 1)) if copy else m
+        shift = int(rng.choice([0, 0, 1, p.accw - 1])) if rng.random() < 0.3 else 0
+        full = bool(rng.random() < 0.25)
+        _explicit(b, f"random {i}", M, N, K, lda, m, z, keep, copy, a_off=a_off, shift=shift, full=full,
+                  klass=klass, capture=capture, extra_buf=int(rng.integers(0, 3)))
+
+
+def _auto(b: JobBuilder, count: int) -> None:
+    rng, p = b.rng, b.p
+    V = p.v
+    for i in range(count):
+        klass = str(rng.choice(["multiple", "fraction", "odd", "unaligned"]))
+        K = int(V * rng.integers(1, 3) + rng.choice([0, 1, V - 1]))
+        lda = b.stride(K, "odd" if klass == "unaligned" else klass)
+        # N around the balance edge of the first candidates: ceil(N / (z V)) vs ncores
+        z = p.candidates[int(rng.integers(len(p.candidates)))][1]
+        N = max(1, int(z * V * p.ncores + rng.choice([-V, -1, 0, 1])))
+        N = min(N, (1 << p.dimw) - 1, 4 * p.z_max * V)
+        limit = bool(rng.random() < 0.5)
+        sel = gemm.select_kernel(N, lda, 0, p, limit_m=limit)
+        M = _fit(b, int(sel.m * rng.integers(1, 3) + rng.integers(0, 2)) if sel.m else 1, K, lda)
+        a_off = int(rng.integers(1, p.line // p.eb)) if klass == "unaligned" and p.line > p.eb else 0
+        # the selection depends on base_a: predict with the real layout
+        need = b.buf_need(K, p.m_max, 0)
+        lay = b.layout(M, N, K, lda, a_off=a_off, buf_elems=need)
+        if lay is None:
+            continue
+        cfg = gemm.GemmCfg(M=M, N=N, K=K, lda=lda, buf_len=need * p.eb, auto=True, limit_m=limit, **lay)
+        b.add(f"auto {i}", cfg, klass=klass)
+
+
+def _errors(b: JobBuilder, count: int) -> None:
+    p, rng = b.p, b.rng
+    m, z = p.candidates[0]
+    M, N, K = m + 1, z * p.v, p.v + 1
+    lda = K + 1
+    good = _explicit(b, "errors: a good job first", M, N, K, lda, m, z, m, False)
+    assert good is not None
+    c = good.cfg
+    eb = p.eb
+    bad: list[tuple[str, dict[str, Any]]] = [
+        ("BAD_DIM M", {"M": 1 << p.dimw}), ("BAD_DIM K", {"K": 1 << p.dimw}),
+        ("BAD_LD lda < K", {"lda": K - 1}), ("BAD_LD lda 0", {"lda": 0}), ("BAD_LD lda < 0", {"lda": -lda}),
+        ("BAD_LD ldb < N", {"ldb": N - 1}), ("BAD_LD ldc 0", {"ldc": 0}),
+        *([("BAD_LD lda >= 2**aw", {"lda": 1 << p.aw})] if p.aw < 31 else []),
+        ("MISALIGNED base_a", {"base_a": c.base_a + 1} if eb > 1 else {"lda": 0}),
+        ("BAD_BLOCK m 0", {"m": 0}), ("BAD_BLOCK m > m_max", {"m": p.m_max + 1}), ("BAD_BLOCK z 0", {"z": 0}),
+        ("BAD_BLOCK z not 2^k", {"z": 3} if p.z_max >= 4 else {"z": p.z_max * 2}),
+        ("BAD_BLOCK registers", {"m": p.m_max, "z": p.z_max}), ("BAD_BLOCK keep > m", {"keep": m + 1}),
+        ("BAD_BLOCK shift", {"shift": p.accw}),
+        ("BUF_OVF", {"copy": True, "keep": 0, "buf_len": b.buf_need(K, m, 0) * eb - 1}),
+        ("OOB C", {"base_c": (p.mem_elems - 1) * eb}), ("OOB A", {"base_a": (p.mem_elems - K // 2) * eb}),
+        ("OVERLAP C on A", {"base_c": c.base_a}), ("OVERLAP C on B", {"base_c": c.base_b + eb}),
+        ("OVERLAP buf on C", {"copy": True, "keep": 0, "base_buf": c.base_c, "buf_len": b.buf_need(K, m, 0) * eb}),
+        ("combined BAD_BLOCK + OVERLAP + MISALIGNED", {"m": 0, "base_c": c.base_a, "base_buf": c.base_buf + 1}),
+        ("auto BAD_LD", {"auto": True, "lda": 0}),
+        ("auto BUF_OVF", {"auto": True, "lda": b.aliasing_ld(K), "buf_len": 0}),
+    ]
+    for tag, kw in bad:
+        cfg = c.with_(**kw)
+        if "lda" in kw and kw["lda"] > 0 and (M - 1) * kw["lda"] + K > p.mem_elems:
+            cfg = cfg.with_(M=1) if tag.startswith("auto") else cfg
+        if not 0 <= cfg.base_a < 1 << p.aw:
+            continue
+        b.add(f"errors: {tag}", cfg, klass="error")
+    # legal corner jobs
+    for tag, kw in (("M = 0", {"M": 0}), ("N = 0", {"N": 0}), ("K = 0 (C = 0)", {"K": 0}),
+                    ("copy keep = m (copies nothing)", {"copy": True, "keep": m}),
+                    ("m*z = 1", {"m": 1, "z": 1, "keep": 1}) if (2 * 1 + 1 <= p.r_hw) else ("", {})):
+        if tag:
+            b.add(f"corner: {tag}", c.with_(**kw), klass="corner")
+    # a start while busy, then a reset in the middle and the same job again (cold cache)
+    b.add("start while busy", c, busy_at=3, klass="busy")
+    b.add("reset in a job", c, reset_at=5, klass="reset")
+    b.add("the same job after the reset", c, klass="after_reset")
+
+
+def _sweep(b: JobBuilder, opts: dict[str, Any]) -> None:
+    p = b.p
+    lds = [int(x) for x in opts.get("lds", [1000, 1024])]
+    kernels = [tuple(int(v) for v in mz) for mz in opts.get("kernels", [p.candidates[1]])]
+    M_blocks, N_blocks, K = int(opts.get("m_blocks", 2)), int(opts.get("n_blocks", 2)), int(opts.get("k", 4 * p.v))
+    keep = int(opts.get("keep", p.budget))
+    pad = p.line // p.eb
+    for m, z in kernels:
+        M, N = M_blocks * m, N_blocks * z * p.v
+        for ld in lds:
+            modes = [("nocopy", ld, False, m), ("copy", ld, True, min(keep, m)), ("padded", ld + pad, False, m)]
+            for mode, lda, copy, kp in modes:
+                need = b.buf_need(K, m, kp) if copy else 0
+                lay = b.layout(M, N, K, lda, buf_elems=need)
+                if lay is None:
+                    raise ValueError(f"gemm sweep: ld={lda} with M={M}, K={K} does not fit mem_aw={p.mem_aw}")
+                cfg = gemm.GemmCfg(M=M, N=N, K=K, lda=lda, buf_len=need * p.eb, m=m, z=z, keep=kp, copy=copy,
+                                   **lay)
+                # every measurement from a cold cache: rst before the job
+                b.add(f"sweep {mode} m={m} z={z} ld={ld}", cfg, capture=False, reset_before=True, klass=mode)
+
+
+def make_jobs(scenario: str, params: GemmParams, rng: np.random.Generator, count: int,
+              opts: dict[str, Any] | None = None) -> list[GemmJob]:
+    """The jobs of a scenario (module docstring), each with its golden prediction.
+
+    Raises:
+        ValueError: on an unknown scenario.
+    """
+    b = JobBuilder(params, rng)
+    if scenario == "keeps":
+        _keeps(b, count)
+    elif scenario == "random":
+        _random(b, count)
+    elif scenario == "auto":
+        _auto(b, count)
+    elif scenario == "errors":
+        _errors(b, count)
+    elif scenario == "mixed":
+        _keeps(b, count)
+        _random(b, count // 2)
+        _auto(b, count // 2)
+        _errors(b, count)
+    elif scenario == "sweep":
+        _sweep(b, opts or {})
+    else:
+        raise ValueError(f"gemm testbench: unknown scenario {scenario!r}")
+    return b.jobs
