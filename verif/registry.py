@@ -443,7 +443,7 @@ _sparse_cluster("sparse_cluster_route_m3", _CL_M3, "route",
                 "cluster of 3 STU 1400 units (p = 3, u = 2): route_sel, refusals, FC and independent maps")
 _sparse_cluster("sparse_cluster_halo", SparseParams(hmax=10, wmax=10, depth=100), "halo",
                 "cluster halo stitching: cells extended by K - 1, ReLU, 2x2 max/sum/avg pool, shift, 8-bit saturation")
-_sparse_cluster("sparse_cluster_channels", _CL, "channels", opts={"jobs": 40},
+_sparse_cluster("sparse_cluster_channels", _CL, "channels", opts={"jobs": 60},
                 doc="cluster channel sequences: C = 2..4 passes on one partition (summed non-zeros or equal grid), "
                     "emit = 0 keeps each unit's sum, the last drains; overlap-add and halo; a cell empty in a channel")
 _sparse_cluster("sparse_cluster_dwsep", _CL, "dwsep", opts={"jobs": 60},
