@@ -13,6 +13,11 @@ Decisions where the contract is silent (written into docs/sparse.md section 6):
   wrong on partial sums) and a drained partial sum that saturated at ``ow`` bits.
 * Cluster: memory unit ``i`` feeds unit ``i`` (``route_sel[i] = 0``) or ``(i+1) mod m``
   (``1``); two memory units with a job routed to one unit are refused.
+* Channel passes: the accumulators belong to the units (the STUs), not to the memory
+  units. :func:`cluster_run` takes each unit's accumulator before the pass and returns
+  it after (``ClusterRun.acc``); a unit no job is routed to keeps its own, and so does
+  every unit of a refused pass (the caller keeps the state when ``cluster_run`` raises).
+  An all-zero accumulator is ``None`` and fits a job of any footprint.
 * :func:`depthwise_separable` returns the full footprint ``(H+K-1) x (W+K-1)`` of every
   output channel: ``Y[n] = sat(relu(sum_c Wp[n, c] * Z[c]) >> shift_pw)`` with
   ``Z[c] = sat(correlate_full(X[c], Wd[c]) >> shift_dw)`` (``sat`` to ``ow`` bits; the
@@ -22,7 +27,7 @@ Decisions where the contract is silent (written into docs/sparse.md section 6):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -183,25 +188,47 @@ class ClusterRun:
         source: the memory unit that fed each unit (``None`` if idle).
         cluster_cycles: ``max_i cycles_i`` (start to done).
         makespan: ``max_i cyc_compute_i``.
+        acc: the accumulator each unit holds after the pass, by unit index (``None``: all
+            zero); the next channel pass's ``acc``.
     """
 
     units: list[Job | None]
     source: list[int | None]
     cluster_cycles: int
     makespan: int
+    acc: list[np.ndarray | None] = field(default_factory=list)
+
+
+def _held(acc: np.ndarray | None) -> np.ndarray | None:
+    """``None`` for an all-zero (or no) accumulator, else the array."""
+    return None if acc is None or not np.any(acc) else np.asarray(acc, dtype=np.int64)
 
 
 def cluster_run(jobs: Sequence[tuple[Cfg, Sequence] | None], weights, params: SparseParams,
-                route_sel: Sequence[int] | None = None) -> ClusterRun:
+                route_sel: Sequence[int] | None = None,
+                acc: Sequence[np.ndarray | None] | None = None) -> ClusterRun:
     """Run one pass of the cluster: memory unit ``i`` holds ``jobs[i]`` (``(cfg, data)``
     or ``None``); every unit gets the broadcast ``weights``.
 
+    Args:
+        jobs: each memory unit's job.
+        weights: the broadcast weights (CONV entries, or the FC matrix).
+        params: the cluster's parameters.
+        route_sel: one bit per memory unit (``None``: all 0).
+        acc: each unit's accumulator before the pass, by unit index (``ClusterRun.acc``
+            of the pass before: channel passes with ``emit = 0``); ``None`` (or a
+            ``None`` entry) is the cleared accumulator.
+
     Raises:
-        ValueError: on more than ``m`` jobs or two jobs routed to one unit.
+        ValueError: on more than ``m`` jobs, two jobs routed to one unit, ``acc`` not
+            ``m`` entries, or an accumulator whose shape is not its job's footprint.
     """
     m = params.m
     if len(jobs) > m:
         raise ValueError(f"cluster_run: {len(jobs)} jobs for {m} memory units")
+    held = [None] * m if acc is None else [_held(a) for a in acc]
+    if len(held) != m:
+        raise ValueError(f"cluster_run: acc needs one entry per unit ({m}), got {len(held)}")
     route = route_units(route_sel, m)
     units: list[Job | None] = [None] * m
     source: list[int | None] = [None] * m
@@ -212,10 +239,13 @@ def cluster_run(jobs: Sequence[tuple[Cfg, Sequence] | None], weights, params: Sp
         if source[u] is not None:
             raise ValueError(f"cluster_run: memory units {source[u]} and {i} are both routed to unit {u}")
         source[u] = i
-        units[u] = stu_job(jb[0], jb[1], weights, params)
+    for u, i in enumerate(source):  # every route checked before a unit runs
+        if i is not None:
+            units[u] = stu_job(jobs[i][0], jobs[i][1], weights, params, acc=held[u])
     done = [j for j in units if j is not None]
     return ClusterRun(units, source, max((cycles(j) for j in done), default=0),
-                      max((j.cyc_compute for j in done), default=0))
+                      max((j.cyc_compute for j in done), default=0),
+                      [held[u] if j is None else _held(j.acc) for u, j in enumerate(units)])
 
 
 def makespan(loads: Sequence[int], wnz: int, params: SparseParams) -> int:

@@ -16,6 +16,9 @@ Decisions where the contract is silent (written into docs/sparse.md section 3):
   ``halo``. The fallback and ``met`` are judged on these loads (and ``equal_loads`` on
   the equal grid's with the same halo); the balancing itself uses the cells' own
   line counts.
+* A ``C x H x W`` stack of channel maps is partitioned once for all channels: each
+  position counts its non-zero channels, so the line counts and ``loads`` are the
+  summed non-zeros of a channel sequence (one cell per unit for every channel).
 """
 
 from __future__ import annotations
@@ -158,7 +161,8 @@ def partition(X: np.ndarray, R: int, C: int, t_pct: int, *, min_h: int = 1, min_
     """Partition a map into ``R x C`` cells of balanced non-zero count.
 
     Args:
-        X: the 2-D map (non-zero entries count).
+        X: the 2-D map (non-zero entries count), or a ``C x H x W`` stack of channel
+            maps (each position counts its non-zero channels: the summed load).
         R: row bands.
         C: cells per band.
         t_pct: threshold in percent.
@@ -173,16 +177,16 @@ def partition(X: np.ndarray, R: int, C: int, t_pct: int, *, min_h: int = 1, min_
         The :class:`Partition`.
 
     Raises:
-        ValueError: on a non-2-D map, ``R > H``, ``C > W``, too many segments for
+        ValueError: on a map that is neither 2-D nor a 3-D stack, ``R > H``, ``C > W``, too many segments for
             ``min_h``/``min_w``/``align``, a negative ``halo`` or ``cap``.
     """
     nz = np.asarray(X) != 0
-    if nz.ndim != 2:
-        raise ValueError(f"partition: need a 2-D map, got shape {nz.shape}")
-    H, W = nz.shape
+    if nz.ndim not in (2, 3):
+        raise ValueError(f"partition: need a 2-D map or a C x H x W stack, got shape {nz.shape}")
+    nzi = nz.sum(axis=0, dtype=np.int64) if nz.ndim == 3 else nz.astype(np.int64)
+    H, W = nzi.shape
     if R > H or C > W or halo < 0 or (cap is not None and cap < 0):
         raise ValueError(f"partition: R={R}, C={C} on a {H} x {W} map, halo={halo}, cap={cap}")
-    nzi = nz.astype(np.int64)
     rb, _ = balance_1d(nzi.sum(axis=1), R, t_pct, min_h, align=align)  # stage A: row bands
     cells = []
     for r in range(R):  # stage B: the columns of each band

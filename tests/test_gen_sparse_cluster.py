@@ -168,3 +168,76 @@ def test_scenarios_have_what_they_promise():
     assert {j.part for j in bal} & {"balanced", "fallback"} and "equal" in {j.part for j in bal}
     pre = [(a, b) for a, b in zip(bal, bal[1:]) if b.preloaded]
     assert pre and all(a.shadow and a.bank != b.bank for a, b in pre)
+
+
+def _flows(jobs):
+    flows: dict = {}
+    for j in jobs:
+        if j.flow is not None:
+            flows.setdefault((j.flow.kind, j.flow.id), []).append(j)
+    return flows
+
+
+def test_channel_flows_chain_the_accumulator():
+    """Each channel flow: one partition, route and set of memory units for every pass,
+    emit = 0 but on the last; the golden units of the last pass (cluster_run chained
+    through acc) combine to numpy's sum over the channels."""
+    params, jobs = _jobs("sparse_cluster_channels", 40)
+    flows = [f for (kind, _), f in _flows(jobs).items() if kind == "channels"]
+    assert len(flows) >= 4 and {len(f) for f in flows} == {2, 3, 4}
+    assert {f[0].flow.mode for f in flows} == {"overlap", "halo"}
+    assert {j.part for j in jobs} & {"balanced", "fallback"} and "equal" in {j.part for j in jobs}
+    assert any(j.empty and not j.cfg.emit for j in jobs) and any(j.empty and j.cfg.emit for j in jobs)
+    assert any(j.preloaded for j in jobs) and any(len(j.active) < params.m for j in jobs)
+    for f in flows:
+        flow, last = f[0].flow, f[-1]
+        assert [j.step for j in f] == list(range(flow.C)) and [j.cfg.emit for j in f] == [0] * (flow.C - 1) + [1]
+        assert all(j.cells == f[0].cells and j.route_sel == f[0].route_sel for j in f)
+        for j in f:  # an empty cell: q = 0 in this channel, entries in another
+            for i in j.empty:
+                assert not j.loads[i].entries and any(o.loads[i].entries for o in f)
+        g = last.golden
+        run = [u for u in range(params.m) if g.units[u] is not None]
+        cells = [last.cells[g.source[u]] for u in run]
+        K = flow.K
+        full = sum(sparse.correlate_full(flow.X[c], flow.Wk[c]) for c in range(flow.C))
+        if flow.mode == "overlap":
+            got = sparse.overlap_add(cells, [g.units[u].out for u in run], flow.X.shape[1:], K)
+            assert np.array_equal(got, full), last
+        else:
+            got = sparse.combine(cells, [g.units[u] for u in run], flow.X.shape[1:], K, "halo")
+            assert np.array_equal(got, sparse.drain(sparse.valid(full, K), last.cfg, params)), last
+
+
+def test_dwsep_flows_assemble_to_the_model_and_numpy():
+    """Each depthwise-separable flow: the golden depthwise units overlap-add to numpy's
+    sat(correlate_full >> shift_dw), which fits dw bits; the golden pointwise units,
+    placed by their descriptors' ORG, cover every pixel once and assemble to
+    depthwise_separable; the FC matrix is loaded by the first pointwise pass only."""
+    params, jobs = _jobs("sparse_cluster_dwsep", 40)
+    flows = [f for (kind, _), f in _flows(jobs).items() if kind == "dwsep"]
+    assert len(flows) >= 2 and {f[0].flow.mode for f in flows} == {"partitioned", "whole"}
+    assert any(not j.loads[i].entries for j in jobs if j.kind == "pw" for i in j.active)  # a zero pixel vector
+    lo, hi = sparse.signed_range(params.dw)
+    for f in flows:
+        flow = f[0].flow
+        dw, pw = f[:flow.depthwise], f[flow.depthwise:]
+        assert [j.kind for j in dw] == ["dw"] * flow.C and all(j.kind == "pw" for j in pw)
+        assert all(j.cfg.emit and not j.cfg.relu and j.cfg.shift == flow.shift_dw for j in dw)
+        assert flow.mode == "whole" or flow.shift_dw == 0  # no shift on partial sums
+        Z = np.stack([np.clip(sparse.correlate_full(flow.X[c], flow.Wk[c]) >> flow.shift_dw, *sparse.signed_range(
+            params.ow)) for c in range(flow.C)])
+        assert np.array_equal(flow.Z, Z) and lo <= Z.min() and Z.max() <= hi
+        assert [j.keep_weights for j in pw] == [False] + [True] * (len(pw) - 1)
+        Y, seen = np.zeros_like(flow.Y), np.zeros(flow.Y.shape[1:], dtype=int)
+        for j in pw:
+            assert j.cfg.mode == sparse.FC and j.cfg.relu and j.cfg.shift == flow.shift_pw
+            for u, gu in enumerate(j.golden.units):
+                if gu is not None:
+                    d = sparse.unpack_desc(j.descs[j.golden.source[u]])
+                    Y[:, d.org_row, d.org_col] = gu.out[0]
+                    seen[d.org_row, d.org_col] += 1
+        assert (seen == 1).all()
+        assert np.array_equal(Y, flow.Y)
+        assert np.array_equal(Y, sparse.depthwise_separable(flow.X, flow.Wk, flow.Wp, params,
+                                                            shift_dw=flow.shift_dw, shift_pw=flow.shift_pw))

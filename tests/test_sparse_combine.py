@@ -170,6 +170,76 @@ def test_cluster_run(route_sel, seed):
         assert run.makespan == S.makespan(pt.loads, len(ws), BIG)
 
 
+def full_loops(X: np.ndarray, Wk: np.ndarray) -> np.ndarray:
+    """Full cross-correlation by loops: the valid one of X padded by K - 1 on every side."""
+    K = Wk.shape[0]
+    return valid_loops(np.pad(np.asarray(X, dtype=np.int64), K - 1), Wk)
+
+
+@pytest.mark.parametrize("route_sel", [None, [1, 1, 1, 1], [0, 1, 1, 0]])
+def test_cluster_run_channel_passes(route_sel, seed):
+    """A C-channel convolution on one partition: emit = 0 passes keep each unit's
+    accumulator (also through a cell that is empty in one channel, q = 0), the last pass
+    drains sum_c correlate_full(X_c cell, Wk_c) per unit, and the units overlap-add to the
+    whole map's sum; against explicit loops."""
+    rng = np.random.default_rng(seed + 35)
+    K = 3
+    for C in (2, 3, 4):
+        H, W = (int(x) for x in rng.integers(6, 14, 2))
+        X = np.stack([rand_map(rng, H, W) for _ in range(C)])
+        Wks = rng.integers(-128, 128, (C, K, K))
+        n = 3 if route_sel == [0, 1, 1, 0] else 4  # memory units 0, 1, 2 -> units 0, 2, 3; unit 1 idle
+        cells = S.partition(X, 1, 3, 5).cells if n == 3 else S.partition(X, 2, 2, 5).cells
+        X[0][cells[1][0]:cells[1][1], cells[1][2]:cells[1][3]] = 0  # empty in the first channel
+        X[C - 1][cells[0][0]:cells[0][1], cells[0][2]:cells[0][3]] = 0  # empty in the last (drain) channel
+        route = S.route_units(route_sel, 4)
+        acc, want = None, [np.zeros((r1 - r0 + K - 1, c1 - c0 + K - 1), dtype=np.int64) for r0, r1, c0, c1 in cells]
+        for c in range(C):
+            emit = int(c == C - 1)
+            jobs = [(Cfg(K, r1 - r0, c1 - c0, emit=emit), S.encode(X[c][r0:r1, c0:c1]).entries)
+                    for r0, r1, c0, c1 in cells]
+            run = S.cluster_run(jobs, S.encode_weights(Wks[c], "snake"), BIG, route_sel, acc)
+            for i, (r0, r1, c0, c1) in enumerate(cells):
+                want[i] += full_loops(X[c][r0:r1, c0:c1], Wks[c])
+                u = route[i]
+                assert run.source[u] == i
+                if emit:
+                    assert np.array_equal(run.units[u].out, want[i]) and run.acc[u] is None
+                    assert run.units[u].cyc_drain == want[i].size
+                else:
+                    assert run.units[u].out is None and run.units[u].out_entries == []
+                    assert np.array_equal(run.acc[u], want[i]) if want[i].any() else run.acc[u] is None
+            if n == 3:
+                assert run.units[1] is None and run.acc[1] is None  # the unit nothing feeds
+            acc = run.acc
+        whole = sum(full_loops(X[c], Wks[c]) for c in range(C))
+        outs = [run.units[route[i]].out for i in range(len(cells))]
+        assert np.array_equal(S.overlap_add(cells, outs, (H, W), K), whole)
+
+
+def test_cluster_run_keeps_the_accumulator_of_idle_and_refused_units():
+    P = SparseParams(m=2, hmax=4, wmax=4)
+    X, Wk = np.array([[1, 2], [3, 4]]), np.array([[1, -1], [2, 0]])
+    ws = S.encode_weights(Wk)
+    keep = (Cfg(2, 2, 2, emit=0), S.encode(X).entries)
+    run = S.cluster_run([keep, None], ws, P)
+    assert np.array_equal(run.acc[0], full_loops(X, Wk)) and run.acc[1] is None
+    idle = S.cluster_run([None, keep], ws, P, acc=run.acc)  # unit 0 idle: keeps its sum
+    assert np.array_equal(idle.acc[0], full_loops(X, Wk)) and np.array_equal(idle.acc[1], full_loops(X, Wk))
+    empty = S.cluster_run([(Cfg(2, 2, 2, emit=0), []), None], ws, P, acc=idle.acc)  # q = 0
+    assert empty.units[0].cyc_compute == 0 and np.array_equal(empty.acc[0], full_loops(X, Wk))
+    refused = S.cluster_run([(Cfg(2, 5, 2, emit=0), []), None], ws, P, acc=idle.acc)  # H > hmax: CFG
+    assert refused.units[0].errors == S.STU_ERR["CFG"] and np.array_equal(refused.acc[0], full_loops(X, Wk))
+    last = S.cluster_run([(Cfg(2, 2, 2), S.encode(X).entries), None], ws, P, acc=empty.acc)
+    assert np.array_equal(last.units[0].out, 2 * full_loops(X, Wk)) and last.acc[0] is None
+    with pytest.raises(ValueError):  # a held sum of another footprint
+        S.cluster_run([(Cfg(2, 1, 2), [(0, 0, 1)]), None], ws, P, acc=idle.acc)
+    with pytest.raises(ValueError):
+        S.cluster_run([keep, None], ws, P, acc=[None])
+    other = S.cluster_run([(Cfg(1, 1, 1), [(0, 0, 1)]), None], S.encode_weights(np.array([[1]])), P, acc=last.acc)
+    assert other.units[0].out.tolist() == [[1]]  # a cleared accumulator fits any footprint
+
+
 def test_depthwise_separable(seed):
     rng = np.random.default_rng(seed + 40)
     params = SparseParams(ow=8, dw=8)

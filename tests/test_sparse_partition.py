@@ -163,6 +163,35 @@ def test_align_halo_and_cap():
     assert pt.loads == [9, 6, 6, 4] and pt.over_cap == [0, 1, 2] and pt.met is False
 
 
+def test_channel_stack_balances_the_summed_non_zeros(seed):
+    """A C x H x W stack is partitioned once for all channels, on the summed non-zeros:
+    the same cells as the balancer run on the per-line sums by hand, loads summed over
+    the channels; a one-channel stack is the 2-D map."""
+    rng = np.random.default_rng(seed + 7)
+    for _ in range(40):
+        H, W = (int(x) for x in rng.integers(4, 20, 2))
+        C = int(rng.integers(2, 5))
+        R, Cc = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        stack = np.stack([rng.random((H, W)) < rng.random() * rng.random((H, 1)) for _ in range(C)])
+        t, halo = int(rng.integers(0, 20)), int(rng.integers(0, 3))
+        pt = S.partition(stack, R, Cc, t, halo=halo)
+        assert pt.loads == [sum(count(stack[c], cell, halo=halo) for c in range(C)) for cell in pt.cells]
+        counts = stack.sum(axis=0)  # by hand: stage A on the row sums, stage B per band
+        rb, _ = S.balance_1d(counts.sum(axis=1), R, t)
+        cells = []
+        for r in range(R):
+            cb, _ = S.balance_1d(counts[rb[r]:rb[r + 1]].sum(axis=0), Cc, t)
+            cells += [(rb[r], rb[r + 1], cb[c], cb[c + 1]) for c in range(Cc)]
+        hand = [sum(count(stack[c], cell, halo=halo) for c in range(C)) for cell in cells]
+        assert pt.fallback == (max(hand) > max(pt.equal_loads))
+        er, ec = S.equal_split(H, R), S.equal_split(W, Cc)
+        assert pt.cells == ([(er[r], er[r + 1], ec[c], ec[c + 1]) for r in range(R) for c in range(Cc)]
+                            if pt.fallback else cells)
+        assert S.partition(stack[:1], R, Cc, t, halo=halo) == S.partition(stack[0], R, Cc, t, halo=halo)
+    with pytest.raises(ValueError):
+        S.partition(np.ones((2, 2, 2, 2)), 1, 1, 0)
+
+
 def skewed_map(rng, H: int, W: int) -> np.ndarray:
     """A sparse map with a dense hot spot and a density gradient (ReLU maps are like this)."""
     r, c = np.mgrid[0:H, 0:W]

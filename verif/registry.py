@@ -443,9 +443,16 @@ _sparse_cluster("sparse_cluster_route_m3", _CL_M3, "route",
                 "cluster of 3 STU 1400 units (p = 3, u = 2): route_sel, refusals, FC and independent maps")
 _sparse_cluster("sparse_cluster_halo", SparseParams(hmax=10, wmax=10, depth=100), "halo",
                 "cluster halo stitching: cells extended by K - 1, ReLU, 2x2 max/sum/avg pool, shift, 8-bit saturation")
+_sparse_cluster("sparse_cluster_channels", _CL, "channels", opts={"jobs": 60},
+                doc="cluster channel sequences: C = 2..4 passes on one partition (summed non-zeros or equal grid), "
+                    "emit = 0 keeps each unit's sum, the last drains; overlap-add and halo; a cell empty in a channel")
+_sparse_cluster("sparse_cluster_dwsep", _CL, "dwsep", opts={"jobs": 60},
+                doc="cluster depthwise-separable: a depthwise pass per channel (partitioned, or whole with shift_dw), "
+                    "the host collects Z, pointwise FC passes (a pixel vector per unit, Wp loaded once) with ReLU")
 _sparse_cluster("sparse_cluster_wide", SparseParams(p=8, u=2, m=4, kmax=5, hmax=16, wmax=16, depth=256, ow=24,
                                                     nmax_out=32), "random", tier="full",
-                doc="cluster extremes: 4 STU 1400 units with p = 8, K up to 5, 16 x 16 maps, every scenario mixed")
+                doc="cluster extremes: 4 STU 1400 units with p = 8, K up to 5, 16 x 16 maps, every scenario mixed "
+                    "(channel sequences and depthwise-separable flows too)")
 _sparse_cluster("sparse_cluster_mutant", _CL, "balance", tb_params=SparseParams(**{**_CL.to_dict(), "u": 2}),
                 expect_fail=True, doc="negative: a cluster of STU 1300 units checked as STU 1400 units must fail")
 

@@ -767,7 +767,10 @@ def _compact(dfr, pre, sa, sd, k: int, na, nd):
 @block
 def _s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fd_, focc, ndef, fifo_ovf, fmt: SparseParams):
     """The collision FIFO: the round's deferred items (compacted, in slot order) replace
-    the FIFO's, which the round took; ``fifo_ovf`` if more than ``fifo_d`` defer."""
+    the FIFO's, which the round took; ``fifo_ovf`` if more than ``fifo_d`` defer. ``ndef``
+    counts the deferred items of a scheduler round only: in FC mode the slots still see
+    the stored CONV weights (``cfg_wnz`` is the weight memory's count), and their
+    collisions are no pushes."""
     p, fd = fmt.p, fmt.fifo_d
     nb_ = len(ndef)
     nf = new_vec(len(focc))  # a legal round defers at most fifo_d items
@@ -776,7 +779,7 @@ def _s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fd_, focc, ndef, fifo_ovf,
 
         @always_comb
         def cnt():
-            ndef.next = dfr[0]
+            ndef.next = dfr[0] and round2
             fifo_ovf.next = 0
 
     else:
@@ -785,11 +788,12 @@ def _s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fd_, focc, ndef, fifo_ovf,
         def cnt():
             c = intbv(0)[nb_:]
             c[:] = 0
-            for s in range(p):
-                if dfr[s]:
-                    c[:] = c + 1
+            if round2:
+                for s in range(p):
+                    if dfr[s]:
+                        c[:] = c + 1
             ndef.next = c
-            fifo_ovf.next = round2 and c > fd
+            fifo_ovf.next = c > fd
 
     @always_seq(clk.posedge, reset=rst)
     def regs():

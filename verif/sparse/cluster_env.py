@@ -30,7 +30,16 @@ output streams are taken with the pass's back-pressure (:class:`UnitSinks`).
   units on one unit refuse the pass (ROUTE, ``cluster_done`` in the next cycle, no unit
   starts), a start while busy raises START_BUSY, the memories' and the weight memory's
   sticky errors are the models' (``load_data``: DESC for a refused descriptor, whose
-  unit then refuses with CFG).
+  unit then refuses with CFG);
+* (e) flows (passes the host chains, :class:`~.cluster_jobs.Flow`): a channel pass with
+  ``emit = 0`` emits nothing and leaves each unit's accumulator for the next (the golden
+  ``cluster_run`` carries it); the last one's outputs, combined, equal
+  ``sum_c correlate_full(X_c, Wk_c)`` (overlap-add) or the drain of its valid crop
+  (halo). Depthwise-separable: each depthwise pass's combined output equals numpy's
+  ``sat(correlate_full(X_c, Wd_c) >> shift_dw)``; the pointwise outputs, placed by the
+  ORG of ``unit_desc``, cover every pixel once, and the assembled map equals both
+  ``depthwise_separable`` and an independent numpy computation (and the depthwise maps
+  the host collected equal the data the pointwise passes ran on).
 
 Every pass's measured counters go to ``summary.json`` (``perf``): ``make sparse-report``
 reads them.
@@ -48,7 +57,7 @@ from lockstep.models import sparse
 from lockstep.models.formats import SparseParams
 
 from ..coverage import Covergroup
-from .cluster_jobs import ClusterJob, make_jobs
+from .cluster_jobs import ClusterJob, Flow, make_jobs
 from .job_env import JobBfm, JobTest, JobUnit, Observation, Pauses
 
 __all__ = ["ClusterTest", "ClusterUnit", "UnitSinks"]
@@ -107,6 +116,16 @@ class UnitSinks:
         return out
 
 
+def _differs(got: np.ndarray, ref: np.ndarray, what: str) -> list[str]:
+    """``[what (first difference)]`` when the maps differ, else ``[]``."""
+    if got.shape == ref.shape and np.array_equal(got, ref):
+        return []
+    bad = np.argwhere(got != ref) if got.shape == ref.shape else None
+    where = (f"first at {tuple(int(x) for x in bad[0])}" if bad is not None and len(bad)
+             else f"shapes {got.shape}, {ref.shape}")
+    return [f"{what} ({where})"]
+
+
 class ClusterUnit(JobUnit):
     """``stc_cluster``: load, route, run, combine, check (module docstring)."""
 
@@ -131,6 +150,7 @@ class ClusterUnit(JobUnit):
         self.unit_sticky = [0] * self.m
         self.mem_sticky = [0] * self.m
         self.perf: list[dict[str, Any]] = []
+        self.flows: dict[tuple[str, int], dict[str, np.ndarray]] = {}  # what the host collected per flow
 
     # ---- stimulus -------------------------------------------------------------------
     def jobs(self, rng: np.random.Generator, count: int) -> list[ClusterJob]:
@@ -180,7 +200,7 @@ class ClusterUnit(JobUnit):
     def cfg(self, job: ClusterJob) -> dict[str, int]:
         c = job.cfg
         bits = lambda xs: sum(int(x) << i for i, x in enumerate(xs))  # noqa: E731
-        return {"cfg_k": c.k, "cfg_mode": int(c.mode == sparse.FC), "cfg_n_out": c.n_out, "cfg_emit": 1,
+        return {"cfg_k": c.k, "cfg_mode": int(c.mode == sparse.FC), "cfg_n_out": c.n_out, "cfg_emit": c.emit,
                 "cfg_relu": c.relu, "cfg_pool": SparseParams.POOL_MODES.index(c.pool_name), "cfg_shift": c.shift,
                 "cfg_dense": c.dense, "route_sel": bits(job.route_sel),
                 "cfg_active": bits(d is not None for d in job.descs), "cfg_bank": job.bank}
@@ -192,7 +212,8 @@ class ClusterUnit(JobUnit):
         await RisingEdge(dut.clk)
         bfm.set_rates(job.idle, 0.0)
         self.unit_sinks.set_rate(job.bp)
-        await self.load_weights(bfm, job)
+        if not job.keep_weights:
+            await self.load_weights(bfm, job)
         if not job.preloaded:
             await self.load_data(bfm, job.bank, job.cfg.dense, [(i, job.descs[i], job.words[i]) for i in job.active])
         await RisingEdge(dut.clk)
@@ -332,27 +353,36 @@ class ClusterUnit(JobUnit):
         run = [u for u in range(self.m) if g.units[u] is not None]
         if job.bad:
             return []  # a unit refused its cell: nothing to combine
+        if job.kind == "channels" and not c.emit:
+            return []  # a keeping pass: no output (checked per unit), the sums stay in the units
         try:
-            if job.kind in ("maps", "fc"):
+            if job.kind in ("maps", "fc", "pw"):
                 for u in run:
                     M = job.maps[g.source[u]]
-                    if job.kind == "fc":
+                    if job.kind != "maps":
                         full = (np.asarray(job.weights, dtype=np.int64) @ M[0])[None, :]
                     else:
                         full = sparse.correlate_full(M, job.Wk)
                     ref = sparse.drain(full, c, p)
                     if not np.array_equal(self._map(outs[u], ref.shape), ref):
                         return [f"unit {u}: the output differs from numpy's drain of its map's "
-                                f"{'W @ x' if job.kind == 'fc' else 'correlate_full'}"]
-                return []
+                                f"{'correlate_full' if job.kind == 'maps' else 'W @ x'}"]
+                return self._pointwise(job, units, outs, run) if job.kind == "pw" else []
             K = job.Wk.shape[0]
             descs = [sparse.unpack_desc(units[u]["unit_desc"]) for u in run]
-            full = sparse.correlate_full(job.X, job.Wk)
-            if job.kind == "overlap":
+            if job.kind == "channels":  # the last pass: every channel's sum
+                full = sum(sparse.correlate_full(Xc, Wc) for Xc, Wc in zip(job.flow.X, job.flow.Wk))
+            else:
+                full = sparse.correlate_full(job.X, job.Wk)
+            if job.kind in ("overlap", "dw") or (job.kind == "channels" and job.flow.mode == "overlap"):
                 cells = [(d.org_row, d.org_row + d.h, d.org_col, d.org_col + d.w) for d in descs]
                 maps = [self._map(outs[u], (d.h + K - 1, d.w + K - 1)) for u, d in zip(run, descs)]
                 got = sparse.overlap_add(cells, maps, job.X.shape, K)
-                ref = full
+                # depthwise: Z_c = sat(full >> shift_dw); partitioned passes have no shift and
+                # values that fit dw bits, so their partial sums add up to it exactly
+                ref = sparse.drain(full, c, p) if job.kind == "dw" else full
+                if job.kind == "dw":
+                    self._collected(job.flow)["Z"][job.step] = got
             else:
                 pooled = c.pool_name != "none"
                 f = 2 if pooled else 1
@@ -363,11 +393,47 @@ class ClusterUnit(JobUnit):
                 ref = sparse.drain(sparse.valid(full, K), c, p)
         except (ValueError, KeyError) as exc:
             return [f"combining the units' outputs failed: {exc!r}"]
-        if got.shape != ref.shape or not np.array_equal(got, ref):
-            bad = np.argwhere(got != ref) if got.shape == ref.shape else None
-            where = f"first at {tuple(bad[0])}" if bad is not None and len(bad) else f"shapes {got.shape}, {ref.shape}"
-            return [f"{job.kind}: the combined map differs from numpy's whole-map reference ({where})"]
-        return []
+        return _differs(got, ref, f"{job.kind}: the combined map differs from numpy's whole-map reference")
+
+    def _collected(self, flow: Flow) -> dict[str, np.ndarray]:
+        """What the host collected from a depthwise-separable flow's passes so far."""
+        key = (flow.kind, flow.id)
+        if key not in self.flows:
+            N, Ho, Wo = flow.Y.shape
+            self.flows[key] = {"Z": np.zeros((flow.C, Ho, Wo), dtype=np.int64),
+                               "Y": np.zeros((N, Ho, Wo), dtype=np.int64), "seen": np.zeros((Ho, Wo), dtype=np.int64)}
+        return self.flows[key]
+
+    def _pointwise(self, job: ClusterJob, units: list[dict[str, int]], outs: list[list[int]],
+                   run: list[int]) -> list[str]:
+        """(e): place each unit's pointwise output at the pixel its descriptor names; after
+        the flow's last pass, the assembled map against the model and numpy."""
+        flow, p = job.flow, self.params
+        got = self._collected(flow)
+        N, Ho, Wo = flow.Y.shape
+        for u in run:
+            d = sparse.unpack_desc(units[u]["unit_desc"])
+            if not (d.org_row < Ho and d.org_col < Wo):
+                return [f"unit {u}: pointwise descriptor ORG ({d.org_row}, {d.org_col}) outside {Ho} x {Wo}"]
+            got["Y"][:, d.org_row, d.org_col] = self._map(outs[u], (1, N))[0]
+            got["seen"][d.org_row, d.org_col] += 1
+        if not job.last:
+            return []
+        errs = []
+        if not (got["seen"] == 1).all():
+            errs.append(f"dwsep: the pointwise passes covered pixels {np.argwhere(got['seen'] != 1)[:4].tolist()}... "
+                        "not exactly once")
+        if not np.array_equal(got["Z"], flow.Z):
+            errs.append("dwsep: the depthwise maps the host collected differ from the pointwise passes' data")
+        # independent numpy: depthwise correlation, requantise, 1x1 combination, ReLU, shift
+        lo, hi = sparse.signed_range(p.ow)
+        Z = np.stack([np.clip(sparse.correlate_full(Xc, Wc) >> flow.shift_dw, lo, hi)
+                      for Xc, Wc in zip(flow.X, flow.Wk)])
+        Y = np.clip(np.maximum(np.einsum("nc,chw->nhw", flow.Wp, Z), 0) >> flow.shift_pw, lo, hi)
+        errs += _differs(got["Y"], flow.Y, "dwsep: the assembled output differs from depthwise_separable")
+        errs += _differs(got["Y"], Y, "dwsep: the assembled output differs from numpy's depthwise-separable")
+        del self.flows[(flow.kind, flow.id)]
+        return errs
 
     def _record(self, job: ClusterJob, units: list[dict[str, int]], cyc: dict[int, int], d: int, ms: int) -> None:
         g = job.golden
@@ -380,7 +446,8 @@ class ClusterUnit(JobUnit):
                          "wnz": len(job.weights) if cu.mode != sparse.FC else None, "k": cu.k, "dense": cu.dense,
                          "cyc_compute": units[u]["cyc_compute"], "cycles": cyc[u],
                          "cyc_compute_model": gu.cyc_compute})
-        self.perf.append({"kind": job.kind, "part": job.part, "tag": job.tag, "bp": job.bp, "units": rows,
+        self.perf.append({"kind": job.kind, "part": job.part, "tag": job.tag, "bp": job.bp, "emit": job.cfg.emit,
+                          "units": rows,
                           "makespan": ms, "makespan_model": g.makespan, "cluster_cycles": d,
                           "cluster_cycles_model": g.cluster_cycles,
                           "loads": [len(x.entries) for x in job.loads if x is not None]})
@@ -397,11 +464,20 @@ class ClusterUnit(JobUnit):
         cg.point("start_busy", lambda s: s["poke"], [False, True])
         cg.point("unit_refused", lambda s: s["bad"], [False, True])
         cg.point("pool", lambda s: s["pool"], list(SparseParams.POOL_MODES))
+        # flows: channel sequences and depthwise-separable convolutions
+        cg.point("channels", lambda s: s["channels"], [2, 3, 4])
+        cg.point("channel_pass", lambda s: s["channel_pass"], ["keep", "drain"])
+        cg.point("channel_empty_cell", lambda s: s["channel_empty"], ["keep", "drain"])
+        cg.point("channel_combine", lambda s: s["channel_combine"], ["overlap", "halo"])
+        cg.point("dwsep_pass", lambda s: s["dwsep_pass"], ["depthwise", "pointwise"])
+        cg.point("dwsep_depthwise", lambda s: s["dwsep_depthwise"], ["partitioned", "whole"])
+        cg.point("dwsep_zero_vector", lambda s: s["dwsep_zero_vector"], [False, True])
 
     def sample(self, job: ClusterJob, obs: Observation) -> dict[str, Any]:
         m = self.m
         sel = job.route_sel
         route = "identity" if not any(sel) else "rotation" if all(sel) else "mixed"
+        chan = job.kind == "channels"
         return {
             "kind": "refused" if job.refused else job.kind,
             "part": job.part if job.part in ("balanced", "equal") else None,
@@ -412,7 +488,15 @@ class ClusterUnit(JobUnit):
             "pp": bool(job.shadow or job.preloaded),
             "poke": job.poke is not None,
             "bad": bool(job.bad),
-            "pool": job.cfg.pool_name if job.kind == "halo" else None,
+            "pool": job.cfg.pool_name if job.kind == "halo" or (chan and job.flow.mode == "halo" and job.last)
+            else None,
+            "channels": job.flow.C if chan and job.last else None,
+            "channel_pass": ("drain" if job.cfg.emit else "keep") if chan else None,
+            "channel_empty": ("drain" if job.cfg.emit else "keep") if chan and job.empty else None,
+            "channel_combine": job.flow.mode if chan and job.last else None,
+            "dwsep_pass": {"dw": "depthwise", "pw": "pointwise"}.get(job.kind),
+            "dwsep_depthwise": job.flow.mode if job.kind == "dw" else None,
+            "dwsep_zero_vector": any(not job.loads[i].entries for i in job.active) if job.kind == "pw" else None,
         }
 
 

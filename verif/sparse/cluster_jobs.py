@@ -22,6 +22,22 @@ Scenarios (the ``scenario`` option):
 * ``halo``: halo stitching (cells extended by ``K - 1``) with ReLU, 2x2 max/sum/avg
   pooling (``align = 2``), shifts and saturation, against the drained valid correlation
   of the whole map.
+* ``channels``: C-channel convolutions (C = 2..4), one partition for all channels (the
+  balanced partition of the summed non-zeros, or the equal grid) and one pass per
+  channel: each unit's cell of ``X_c`` into its memory unit (the next channel's into
+  the other bank while a pass runs), ``Wk_c`` as the broadcast weights, ``emit = 0``
+  on every pass but the last, which drains. Overlap-add (no drain options: ``combine``
+  refuses them on partial sums) or halo cells (ReLU, 2x2 pooling, shift on the last
+  pass). A cell empty in one channel (``q = 0``) but not in another, in a keeping pass
+  and in the draining one.
+* ``dwsep``: depthwise-separable convolutions as a host runs them: one depthwise pass
+  per channel (``Wd_c`` broadcast, ``emit = 1``, ``relu = 0``), either partitioned over
+  the units (overlap-add, so ``shift_dw = 0``) or the whole map on one unit (unit
+  ``c mod m``, the drain applies ``shift_dw``); the host overlap-adds each channel's
+  full footprint ``Z_c``, then runs the pointwise passes in FC mode (each unit one
+  pixel vector ``Z[:, r, col]`` of length C, placed by its descriptor's ORG; the
+  ``n_out x C`` matrix ``Wp`` loaded once into the FC region) with ReLU and ``shift_pw``
+  in the drain. Values small enough that every ``Z`` fits ``dw`` bits.
 * ``random``: all of the above mixed (the full tier).
 """
 
@@ -37,12 +53,60 @@ from lockstep.models.formats import SparseParams
 
 from .raster_env import nonzero_values, random_map
 
-__all__ = ["ClusterJob", "equal_cells", "make_jobs", "skewed_map"]
+__all__ = ["ClusterJob", "Flow", "equal_cells", "make_jobs", "skewed_map"]
 
 Cell = tuple[int, int, int, int]
 #: Back-pressure rates and input idle rates a pass draws from.
 BPS = (0.0, 0.0, 0.3, 0.6)
 IDLES = (0.0, 0.0, 0.3)
+
+
+@dataclass
+class Flow:
+    """A sequence of passes that the host runs for one result (``channels``, ``dwsep``).
+
+    Attributes:
+        kind: ``channels`` or ``dwsep``.
+        id: the flow's number in the run.
+        X: the input, ``C x H x W``.
+        Wk: the channel kernels (``channels``) or the depthwise kernels (``dwsep``),
+            ``C x K x K``.
+        mode: ``overlap`` or ``halo`` (``channels``); ``partitioned`` or ``whole``, the
+            depthwise passes (``dwsep``).
+        cfg: the drain of the last channel pass (``channels``).
+        Wp: the pointwise matrix, ``n_out x C`` (``dwsep``).
+        shift_dw: drain shift of the depthwise passes (``dwsep``).
+        shift_pw: drain shift of the pointwise passes (``dwsep``).
+        Z: the depthwise results the pointwise passes are built from, ``C x Ho x Wo``:
+            the golden units' drained outputs overlap-added (``dwsep``).
+        Y: ``depthwise_separable(X, Wk, Wp, params, shift_dw, shift_pw)`` (``dwsep``).
+        passes: the flow's number of passes.
+        depthwise: the number of depthwise passes (``dwsep``).
+    """
+
+    kind: str
+    id: int
+    X: np.ndarray
+    Wk: np.ndarray
+    mode: str = "overlap"
+    cfg: sparse.Cfg | None = None
+    Wp: np.ndarray | None = None
+    shift_dw: int = 0
+    shift_pw: int = 0
+    Z: np.ndarray | None = None
+    Y: np.ndarray | None = None
+    passes: int = 0
+    depthwise: int = 0
+
+    @property
+    def C(self) -> int:
+        """Channels."""
+        return int(self.X.shape[0])
+
+    @property
+    def K(self) -> int:
+        """Kernel size."""
+        return int(self.Wk.shape[1])
 
 
 @dataclass
@@ -74,6 +138,12 @@ class ClusterJob:
             ``grid``: its ``R x C``).
         golden: the :class:`~lockstep.models.sparse.ClusterRun`, or ``None`` if refused.
         loads: memory unit -> the golden :class:`~lockstep.models.sparse.Load` (or None).
+        flow: the :class:`Flow` this pass belongs to (``channels``, ``dw``, ``pw``).
+        step: the pass's number in its flow.
+        keep_weights: the weights are in the weight memory already (an earlier pass of
+            the flow loaded the FC matrix): no weight load.
+        empty: memory units whose cell is empty in this pass but not in every pass of
+            the flow (a channel with ``q = 0``).
     """
 
     kind: str
@@ -97,6 +167,10 @@ class ClusterJob:
     tag: dict[str, Any] = field(default_factory=dict)
     golden: sparse.ClusterRun | None = None
     loads: list[sparse.Load | None] = field(default_factory=list)
+    flow: Flow | None = None
+    step: int = 0
+    keep_weights: bool = False
+    empty: list[int] = field(default_factory=list)
 
     def __repr__(self) -> str:
         act = "".join("1" if d is not None else "." for d in self.descs)
@@ -104,7 +178,15 @@ class ClusterJob:
         return (f"{self.kind} part={self.part} K={c.k} active={act} route={''.join(map(str, self.route_sel))} "
                 f"bank={self.bank} dense={c.dense} relu={c.relu} pool={c.pool_name} shift={c.shift} bp={self.bp} "
                 f"idle={self.idle} poke={self.poke} preloaded={int(self.preloaded)} bad={self.bad}"
+                + (f" emit={c.emit}" if not c.emit else "")
+                + (f" flow={self.flow.kind}#{self.flow.id} step={self.step}/{self.flow.passes}" if self.flow else "")
+                + (f" empty={self.empty}" if self.empty else "")
                 + (f" tag={self.tag}" if self.tag else ""))
+
+    @property
+    def last(self) -> bool:
+        """The last pass of its flow (or a pass without one)."""
+        return self.flow is None or self.step == self.flow.passes - 1
 
     @property
     def active(self) -> list[int]:
@@ -119,8 +201,8 @@ class ClusterJob:
     def unit_cfg(self, i: int) -> sparse.Cfg:
         """Memory unit ``i``'s job configuration (its descriptor's H and W)."""
         d = sparse.unpack_desc(self.descs[i])
-        return sparse.Cfg(self.cfg.k, d.h, d.w, mode=self.cfg.mode, n_out=self.cfg.n_out, relu=self.cfg.relu,
-                          pool=self.cfg.pool, shift=self.cfg.shift, dense=self.cfg.dense)
+        return sparse.Cfg(self.cfg.k, d.h, d.w, mode=self.cfg.mode, n_out=self.cfg.n_out, emit=self.cfg.emit,
+                          relu=self.cfg.relu, pool=self.cfg.pool, shift=self.cfg.shift, dense=self.cfg.dense)
 
 
 # ---- maps and partitions -----------------------------------------------------------------
@@ -190,9 +272,12 @@ class _Builder:
     def base_cfg(self, k: int, **kw: Any) -> sparse.Cfg:
         return sparse.Cfg(k, 1, 1, **kw)
 
-    def finish(self, job: ClusterJob, units: list[tuple[int, int, int, np.ndarray] | None]) -> ClusterJob:
+    def finish(self, job: ClusterJob, units: list[tuple[int, int, int, np.ndarray] | None],
+               acc: list[np.ndarray | None] | None = None) -> ClusterJob:
         """Encode and load each memory unit's map (``units[i] = (org_row, org_col, dense,
-        map)``), then ask the golden model."""
+        map)``), then ask the golden model; ``acc``: the units' accumulators before the
+        pass (``ClusterRun.acc`` of the flow's pass before). A pass of a flow is never
+        refused: any ``ValueError`` of the model is raised."""
         p = self.p
         m = self.m
         job.descs, job.words, job.loads, job.maps = [None] * m, [[] for _ in range(m)], [None] * m, [None] * m
@@ -213,11 +298,27 @@ class _Builder:
             load = sparse.load_data(desc, job.words[i], p, dense=dense)
             job.loads[i] = load
             jobs[i] = (job.unit_cfg(i), list(load.entries))
+        if job.flow is not None:
+            job.golden = sparse.cluster_run(jobs, job.weights, p, job.route_sel, acc)
+            return job
         try:
-            job.golden = sparse.cluster_run(jobs, job.weights, p, job.route_sel)
+            job.golden = sparse.cluster_run(jobs, job.weights, p, job.route_sel, acc)
         except ValueError:
             job.golden = None
         return job
+
+    def grid_cells(self, X: np.ndarray, n: int, halo: int, part: str, align: int = 1,
+                   grid: tuple[int, int] | None = None) -> tuple[list[Cell], str]:
+        """``(cells, label)``: ``X`` (a map, or a ``C x H x W`` channel stack: its summed
+        non-zeros) on ``n`` cells, the golden partition (``balanced``; ``fallback`` when
+        it returned the equal grid) or the equal grid (``equal``); a random ``R x C``
+        grid of ``n`` cells unless ``grid`` is given."""
+        H, W = X.shape[-2:]
+        fits = [(r, c) for r, c in _grids(n) if r <= -(-H // align) and c <= -(-W // align)]
+        R, C = grid or fits[int(self.rng.integers(0, len(fits)))]
+        pt = sparse.partition(X, R, C, 10, align=align, halo=halo)
+        cells = pt.cells if part == "balanced" else equal_cells(H, W, R, C, align)
+        return cells, "fallback" if part == "balanced" and pt.fallback else part
 
     # ---- one map, partitioned
     def partitioned(self, X: np.ndarray, Wk: np.ndarray, n: int, mode: str, part: str, *, relu: int = 0,
@@ -225,39 +326,44 @@ class _Builder:
                     route_sel: list[int] | None = None, active: list[int] | None = None) -> ClusterJob:
         """``X`` on ``n`` cells (``balanced``/``equal``), loaded into memory units
         ``active`` (the first ``n`` by default)."""
-        p, rng = self.p, self.rng
+        rng = self.rng
         K = Wk.shape[0]
         halo = K - 1 if mode == "halo" else 0
-        align = 2 if pool != "none" else 1
-        fits = [(r, c) for r, c in _grids(n) if r <= -(-X.shape[0] // align) and c <= -(-X.shape[1] // align)]
-        R, C = grid or fits[int(rng.integers(0, len(fits)))]
-        pt = sparse.partition(X, R, C, 10, align=align, halo=halo)
-        cells = pt.cells if part == "balanced" else equal_cells(*X.shape, R, C, align)
-        kind = "fallback" if part == "balanced" and pt.fallback else part
+        cells, kind = self.grid_cells(X, n, halo, part, 2 if pool != "none" else 1, grid)
         cfg = self.base_cfg(K, relu=relu, pool=pool, shift=shift, dense=int(dense))
         job = ClusterJob(mode, cfg, _weights(rng, Wk, dense), Wk=Wk, X=X, part=kind,
                          route_sel=list(route_sel or []))
-        active = list(range(n)) if active is None else active
+        return self.load_cells(job, X, cells, list(range(n)) if active is None else active, halo)
+
+    def load_cells(self, job: ClusterJob, X: np.ndarray, cells: list[Cell], active: list[int], halo: int,
+                   acc: list[np.ndarray | None] | None = None) -> ClusterJob:
+        """Memory unit ``active[j]`` takes cell ``cells[j]`` of ``X``, extended by
+        ``halo``; then :meth:`finish`."""
         job.cells = [None] * self.m
         units: list[tuple[int, int, int, np.ndarray] | None] = [None] * self.m
         for i, cell in zip(active, cells, strict=True):
             r0, r1, c0, c1 = _extend(cell, halo, X.shape)
             job.cells[i] = cell
-            units[i] = (r0, c0, dense, X[r0:r1, c0:c1])
-        return self.finish(job, units)
+            units[i] = (r0, c0, job.cfg.dense, X[r0:r1, c0:c1])
+        return self.finish(job, units, acc)
 
     # ---- independent maps / vectors
     def independent(self, maps: list[np.ndarray | None], Wk: np.ndarray | None, *, dense: bool = False,
                     fc: np.ndarray | None = None, route_sel: list[int] | None = None,
-                    relu: int = 0, shift: int = 0) -> ClusterJob:
+                    relu: int = 0, shift: int = 0, orgs: list[tuple[int, int] | None] | None = None,
+                    flow: Flow | None = None) -> ClusterJob:
+        """Each memory unit its own map (or FC vector) at ``orgs[i]`` (``(0, 0)`` by
+        default)."""
         if fc is not None:
             cfg = self.base_cfg(1, mode=sparse.FC, n_out=fc.shape[0], relu=relu, shift=shift)
-            job = ClusterJob("fc", cfg, fc, route_sel=list(route_sel or []))
+            job = ClusterJob("fc", cfg, fc, route_sel=list(route_sel or []), flow=flow)
         else:
             cfg = self.base_cfg(Wk.shape[0], relu=relu, shift=shift, dense=int(dense))
-            job = ClusterJob("maps", cfg, _weights(self.rng, Wk, dense), Wk=Wk, route_sel=list(route_sel or []))
+            job = ClusterJob("maps", cfg, _weights(self.rng, Wk, dense), Wk=Wk, route_sel=list(route_sel or []),
+                             flow=flow)
         job.cells = [None] * self.m
-        return self.finish(job, [None if M is None else (0, 0, dense, M) for M in maps])
+        orgs = orgs or [(0, 0)] * len(maps)
+        return self.finish(job, [None if M is None else (*orgs[i], dense, M) for i, M in enumerate(maps)])
 
     # ---- random parts
     def stalls(self, job: ClusterJob, allow: bool = True) -> ClusterJob:
@@ -340,10 +446,15 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
         return jobs
     if scenario == "route":
         return _route_jobs(b, count)
+    if scenario == "channels":
+        return _channel_jobs(b, count)
+    if scenario == "dwsep":
+        return _dwsep_jobs(b, count)
     if scenario == "random":
-        third = max(2, count // 3)
-        return (make_jobs("balance", params, rng, third, widths) + make_jobs("halo", params, rng, third, widths)
-                + make_jobs("route", params, rng, max(8, count - 2 * third), widths))
+        fifth = max(2, count // 5)
+        return (make_jobs("balance", params, rng, fifth, widths) + make_jobs("halo", params, rng, fifth, widths)
+                + make_jobs("channels", params, rng, fifth, widths) + make_jobs("dwsep", params, rng, fifth, widths)
+                + make_jobs("route", params, rng, max(8, count - 4 * fifth), widths))
     raise ValueError(f"cluster testbench: unknown scenario {scenario!r}")
 
 
@@ -401,3 +512,157 @@ def _unit_of(job: ClusterJob, i: int) -> tuple[int, int, int, np.ndarray]:
     r0, r1, c0, c1 = job.cells[i]
     return r0, c0, job.cfg.dense, job.X[r0:r1, c0:c1]
 
+
+
+# ---- flows: channel sequences and depthwise-separable convolutions -------------------------
+def _chain_preload(jobs: list[ClusterJob], rng: np.random.Generator, rate: float = 0.75) -> None:
+    """Load a pass's data into the other bank while the pass before it runs (most of
+    the time; passes of one dense mode)."""
+    for a, b in zip(jobs, jobs[1:]):
+        if a.refused or b.refused or a.poke is not None or b.bad or a.cfg.dense != b.cfg.dense:
+            continue
+        if rng.random() < rate:
+            b.bank = 1 - a.bank
+            b.preloaded = True
+            a.shadow = [(i, b.descs[i], b.words[i]) for i in b.active]
+
+
+def _mark_empty(jobs: list[ClusterJob]) -> None:
+    """``empty``: the memory units whose cell is empty in a pass but not in the flow."""
+    busy = {i for j in jobs for i in j.active if j.loads[i].entries}
+    for j in jobs:
+        j.empty = [i for i in j.active if not j.loads[i].entries and i in busy]
+
+
+def _routes(b: _Builder, n_seq: int) -> tuple[list[int], list[int]]:
+    """``(route_sel, active memory units)`` of a flow: every unit with the identity or
+    the rotation, or a random pattern without a conflict (idle memory units)."""
+    m = b.m
+    if m == 1 or n_seq % 3 == 0:
+        return [0] * m, list(range(m))
+    if n_seq % 3 == 1:
+        return [1] * m, list(range(m))
+    return b.route_pattern(conflict=False)
+
+
+def _channel_jobs(b: _Builder, count: int) -> list[ClusterJob]:
+    """C-channel convolutions (module docstring: ``channels``)."""
+    p, rng, m = b.p, b.rng, b.m
+    jobs: list[ClusterJob] = []
+    pools = ["max", "avg", "sum", "none"]
+    n_seq = 0
+    while len(jobs) < count:
+        C = 2 + n_seq % 3 if n_seq < 3 else int(rng.integers(2, 5))
+        halo_mode = n_seq % 4 == 3
+        part = "equal" if n_seq % 2 == 0 else "balanced"
+        pool = pools[(n_seq // 4) % len(pools)] if halo_mode else "none"
+        kk = p.kmax if p.kmax % 2 else p.kmax - 1  # pooling needs an even K - 1
+        K = kk if pool != "none" else int(rng.integers(1, p.kmax + 1))
+        halo = K - 1 if halo_mode else 0
+        h = int(rng.integers(max(2, p.hmax // 2), p.hmax + 1))
+        w = int(rng.integers(max(2, p.wmax // 2), p.wmax + 1))
+        X = np.stack([skewed_map(rng, h, w, p.dw) for _ in range(C)])
+        Wks = np.stack([_kernel(rng, K, p.ww) for _ in range(C)])
+        sel, act = _routes(b, n_seq)
+        cells, label = b.grid_cells(X, len(act), halo, part, 2 if pool != "none" else 1)
+        if part == "equal":  # one cell empty in one channel: a keeping pass, or the draining one
+            c_e = int(rng.integers(0, C - 1)) if n_seq % 4 == 0 else C - 1
+            r0, r1, c0, c1 = _extend(cells[int(rng.integers(0, len(cells)))], halo, (h, w))
+            X[c_e, r0:r1, c0:c1] = 0
+        drain = dict(relu=int(rng.integers(0, 2)) if halo_mode else 0, pool=pool,
+                     shift=int(rng.integers(0, 4)) if halo_mode else 0)
+        flow = Flow("channels", n_seq, X, Wks, mode="halo" if halo_mode else "overlap",
+                    cfg=b.base_cfg(K, **drain), passes=C)
+        seq: list[ClusterJob] = []
+        acc = None
+        for c in range(C):
+            last = c == C - 1
+            cfg = b.base_cfg(K, emit=int(last), **(drain if last else {}))
+            job = ClusterJob("channels", cfg, _weights(rng, Wks[c], False), Wk=Wks[c], X=X[c], part=label,
+                             route_sel=list(sel), flow=flow, step=c, bank=int(rng.integers(0, 2)),
+                             tag={"flow": n_seq, "channel": f"{c + 1}/{C}"})
+            b.load_cells(job, X[c], cells, act, halo, acc)
+            acc = job.golden.acc
+            seq.append(b.stalls(job))
+        _mark_empty(seq)
+        jobs += seq
+        n_seq += 1
+    _chain_preload(jobs, rng)
+    return jobs
+
+
+def _bounded(rng: np.random.Generator, shape: tuple[int, ...], amp: int, density: float) -> np.ndarray:
+    """Values in ``[-amp, amp]``, non-zero with probability ``density``; ``+-amp`` now and then."""
+    v = rng.integers(1, amp + 1, size=shape) * rng.choice(np.array([-1, 1]), size=shape)
+    v = np.where(rng.random(shape) < 0.15, np.sign(v) * amp, v)
+    return (v * (rng.random(shape) < density)).astype(np.int64)
+
+
+def _dwsep_jobs(b: _Builder, count: int) -> list[ClusterJob]:
+    """Depthwise-separable convolutions (module docstring: ``dwsep``)."""
+    p, rng, m = b.p, b.rng, b.m
+    jobs: list[ClusterJob] = []
+    lo_d, hi_d = sparse.signed_range(p.dw)
+    hi_w = sparse.signed_range(p.ww)[1]
+    n_seq = 0
+    while len(jobs) < count:
+        whole = n_seq % 2 == 1  # the depthwise passes: the whole map on one unit, or partitioned
+        C = int(rng.integers(2, min(4, p.wmax) + 1))
+        N = int(rng.integers(1, min(6, p.nmax_out) + 1))
+        K = p.kmax if n_seq == 0 else int(rng.integers(1, p.kmax + 1))
+        H = int(rng.integers(2, min(p.hmax, 6) + 1))
+        W = int(rng.integers(2, min(p.wmax, 6) + 1))
+        sd = int(rng.integers(1, 4)) if whole else 0  # a shift on partial sums is wrong: whole maps only
+        sp = int(rng.integers(0, 4))
+        # every Z = (correlate_full >> sd) fits dw bits: K^2 * ax * aw <= hi_d * 2^sd
+        aw = min(hi_w, 3 if not whole else 7)
+        ax = max(1, min(hi_d, (hi_d << sd) // (K * K * aw)))
+        X = np.stack([_bounded(rng, (H, W), ax, float(rng.uniform(0.2, 0.9))) for _ in range(C)])
+        if n_seq % 3 == 0:
+            X[0, : H // 2] = 0  # part of a channel empty: zero pixel vectors, empty cells
+        Wd = np.stack([_bounded(rng, (K, K), aw, 0.7) for _ in range(C)])
+        for c in range(C):
+            if not Wd[c].any():
+                Wd[c, int(rng.integers(0, K)), int(rng.integers(0, K))] = aw
+        Wp = _bounded(rng, (N, C), hi_w, 0.8)
+        Y = sparse.depthwise_separable(X, Wd, Wp, p, shift_dw=sd, shift_pw=sp)
+        Ho, Wo = H + K - 1, W + K - 1
+        flow = Flow("dwsep", n_seq, X, Wd, mode="whole" if whole else "partitioned", Wp=Wp, shift_dw=sd,
+                    shift_pw=sp, Y=Y, depthwise=C)
+        seq: list[ClusterJob] = []
+        Z = np.zeros((C, Ho, Wo), dtype=np.int64)
+        sel, act = _routes(b, n_seq)
+        for c in range(C):  # depthwise: emit = 1, relu = 0
+            if whole:  # channel c on unit c mod m
+                job = b.partitioned(X[c], Wd[c], 1, "overlap", "equal", shift=sd, grid=(1, 1), active=[c % m])
+            else:
+                job = b.partitioned(X[c], Wd[c], len(act), "overlap", str(rng.choice(["balanced", "equal"])),
+                                    route_sel=sel, active=act)
+            job.kind, job.flow, job.step, job.bank = "dw", flow, c, int(rng.integers(0, 2))
+            job.tag = {"flow": n_seq, "channel": f"{c + 1}/{C}"}
+            g = job.golden
+            run = [u for u in range(m) if g.units[u] is not None]
+            # the host: overlap-add the units' drained outputs (placed by their cells)
+            Z[c] = sparse.overlap_add([job.cells[g.source[u]] for u in run], [g.units[u].out for u in run],
+                                      (H, W), K)
+            seq.append(b.stalls(job))
+        flow.Z = Z
+        pixels = [(r, col) for r in range(Ho) for col in range(Wo)]
+        sel, act = _routes(b, n_seq + 1)
+        for k in range(0, len(pixels), len(act)):  # pointwise: one pixel vector per unit, FC mode, ReLU
+            chunk = pixels[k:k + len(act)]
+            vecs: list[np.ndarray | None] = [None] * m
+            orgs: list[tuple[int, int] | None] = [None] * m
+            for i, (r, col) in zip(act, chunk):
+                vecs[i], orgs[i] = Z[None, :, r, col], (r, col)
+            job = b.independent(vecs, None, fc=Wp, route_sel=sel, relu=1, shift=sp, orgs=orgs, flow=flow)
+            job.kind, job.step, job.keep_weights = "pw", len(seq), k > 0
+            job.bank = int(rng.integers(0, 2))
+            job.tag = {"flow": n_seq, "pixels": f"{k}..{k + len(chunk) - 1}/{len(pixels)}"}
+            seq.append(b.stalls(job))
+        flow.passes = len(seq)
+        _mark_empty(seq)
+        jobs += seq
+        n_seq += 1
+    _chain_preload(jobs, rng)
+    return jobs

@@ -30,7 +30,7 @@ Scenarios (the ``scenario`` option of a testbench):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -420,11 +420,25 @@ def sweep(params: SparseParams, rng: np.random.Generator, count: int, widths: di
 
 
 def mixed(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
-    """CONV, FC, dense and channel jobs in one run (a u = 2 unit's three compute paths)."""
+    """CONV, FC, dense and channel jobs in one run (a u = 2 unit's three compute paths).
+    An FC job's ``cfg_wnz`` is the count of the CONV weights left in the weight memory,
+    as the cluster drives it (from ``w_mem``'s ``wnz``); FC mode ignores it."""
     jobs: list[StuJob] = []
+    if params.kmax >= 2 and params.wmax >= 2:  # first, weights (0, 0), (0, 1) left for an FC job whose
+        # vector has non-zeros in columns 0 and 1: read as CONV items they would collide
+        Wk = np.zeros((2, 2), np.int64)
+        Wk[0, 0], Wk[0, 1] = 3, -2
+        jobs += [conv_job(np.array([[1, 2], [3, 4]]), Wk, "stale-weights", order="raster"),
+                 fc_job(np.array([5, -7]), np.array([[1, 2], [-3, 4]]), "fc-after-conv")]
     kinds = (random_conv, fc, dense, channels)
     while len(jobs) < count:
         jobs += kinds[int(rng.integers(0, len(kinds)))](params, rng, 2, widths)
+    stale = 0
+    for j in jobs:
+        if j.cfg.mode == sparse.FC:
+            j.cfg = replace(j.cfg, wnz=stale)
+        else:
+            stale = len(j.weights)
     return jobs
 
 
