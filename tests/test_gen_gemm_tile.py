@@ -38,6 +38,11 @@ LINT_SETS = {
 #: The smoke run's configuration: TINY with two ways (budget 1), so the auto job's
 #: way-multiple lda conflicts and selects OVERFLOW_COPY.
 SMOKE = GemmParams(**{**TINY.to_dict(), "ways": 2})
+#: A second smoke configuration (random jobs only): 1-byte elements wrapping in 12-bit
+#: accumulators, direct-mapped, 4 lanes, 3 miss cycles.
+SMOKE_EB1 = GemmParams(sets=4, ways=1, line=8, eb=1, v=4, accw=12, m_max=5, z_max=4, r_hw=12, l_hw=0, miss_pen=3,
+                       aw=16, dimw=8, mem_aw=9)
+SMOKES = {"smoke": SMOKE, "smoke_eb1": SMOKE_EB1, "smoke_defaults": GemmParams(mem_aw=12)}
 EMITS = {"gemm_agu": (emit_agu, agu_ports), "gemm_tile": (emit_tile, tile_ports), "gemm_top": (emit_top, top_ports)}
 
 
@@ -218,7 +223,48 @@ def _jobs(p: GemmParams, rng: np.random.Generator) -> list[dict]:
                 A=rng.integers(lo, hi, (6, 8)), B=rng.integers(lo, hi, (8, 8)))
     kzero = dict(small, K=0, A=np.zeros((3, 0), int), B=np.zeros((0, 5), int))
     nzero = dict(small, N=0, B=np.zeros((2, 0), int))
-    return [small, tails, auto, kzero, nzero]
+    directed = [small, tails, auto, kzero, nzero] if p == SMOKE else []
+    return directed + [_random_job(p, rng) for _ in range(int(os.environ.get("GEMM_SMOKE_RANDOM", "6")))]
+
+
+def _random_job(p: GemmParams, rng: np.random.Generator) -> dict:
+    """A legal job that fits the memory: random sizes (tails, zeros), kernel, copy, padded
+    or way-multiple leading dimensions, A, B, C and the buffer one after another with
+    random gaps; a quarter in auto mode (buffer room for any kernel)."""
+    lo, hi = -(1 << (p.ew - 1)), 1 << (p.ew - 1)
+    eb, V = p.eb, p.v
+    while True:
+        M, N, K = (int(x) for x in rng.integers(0, max(13, 2 * V + 3), 3))
+        z = int(rng.choice([1 << i for i in range(p.z_max.bit_length()) if (1 << i) <= p.z_max]))
+        mtop = min(p.m_max, (p.r_hw - 1) // z - 1)
+        if mtop < 1:
+            continue
+        m = int(rng.integers(1, mtop + 1))
+        keep, copy = int(rng.integers(0, m + 1)), int(rng.random() < 0.6)
+
+        def ld(d: int) -> int:
+            if rng.random() < 0.3:  # a bad leading dimension: a multiple of the way
+                w = p.way_bytes // eb
+                return -(-max(d, 1) // w) * w
+            return max(d, 1) + int(rng.integers(0, 4))
+
+        lda, ldb, ldc = ld(K), ld(N), ld(N)
+        auto = int(rng.random() < 0.25)  # the selector's kernel: room for any buffer
+        need_buf = -(-K // V) * (p.m_max if auto else (m - keep) * copy) * V * eb
+        sizes = [((M - 1) * lda + K) * eb if M and K else 0, ((K - 1) * ldb + N) * eb if K and N else 0,
+                 ((M - 1) * ldc + N) * eb if M and N else 0, need_buf]
+        cur, bases = 0, []
+        for sz in sizes:
+            cur += int(rng.integers(0, 3)) * p.line + int(rng.integers(0, 4)) * eb
+            bases.append(cur)
+            cur += sz
+        if cur > p.mem_elems * eb:
+            continue
+        return dict(M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=ldc, base_a=bases[0], base_b=bases[1], base_c=bases[2],
+                    base_buf=bases[3], buf_len=need_buf + int(rng.integers(0, 2)) * eb, m=m, z=z, keep=keep,
+                    copy=copy, shift=int(rng.integers(0, min(p.accw, 2 * p.ew))), auto=auto,
+                    limit_m=int(rng.random() < 0.5),
+                    A=rng.integers(lo, hi, (M, K)), B=rng.integers(lo, hi, (K, N)))
 
 
 def _put(mem: dict, base_elem: int, ld: int, X: np.ndarray) -> None:
@@ -230,7 +276,7 @@ def _put(mem: dict, base_elem: int, ld: int, X: np.ndarray) -> None:
 async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
     import cocotb
     from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
+    from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
 
     p = GemmParams.from_dict(json.loads(os.environ["GEMM_SMOKE_PARAMS"]))
     rng = np.random.default_rng(2026)
@@ -243,7 +289,10 @@ async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
     await RisingEdge(dut.clk)
     dut.rst.value = 0
 
+    # Reads wait on timers (combinational ports), so inputs sampled at the clock are driven
+    # after a falling edge: never in a time step that also holds a rising edge.
     async def wr(addr: int, val: int) -> None:
+        await FallingEdge(dut.clk)
         dut.csr_we.value, dut.csr_addr.value, dut.csr_wdata.value = 1, addr, val & 0xFFFFFFFF
         await RisingEdge(dut.clk)
         dut.csr_we.value = 0
@@ -265,6 +314,7 @@ async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
         for n, k in (("MBLK", "m"), ("ZBLK", "z"), ("KEEP", "keep"), ("SHIFT", "shift")):
             await wr(CSR_WRITE[n], cfg[k])
         ctrl = 1 | cfg["auto"] << 1 | cfg["copy"] << 2 | cfg["limit_m"] << 3
+        await FallingEdge(dut.clk)
         dut.csr_we.value, dut.csr_addr.value, dut.csr_wdata.value = 1, 0, ctrl
         await RisingEdge(dut.clk)  # the end of cycle 0
         dut.csr_we.value = 0
@@ -281,6 +331,8 @@ async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
             await RisingEdge(dut.clk)
             if busy_start and cyc == 5:  # a START while busy: ignored, START_BUSY
                 dut.csr_we.value, dut.csr_addr.value, dut.csr_wdata.value = 1, 0, 1
+                nonlocal busy_hits
+                busy_hits += 1
             else:
                 dut.csr_we.value = 0
             cyc += 1
@@ -288,25 +340,30 @@ async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
 
     cache = RefCache(p)
     mem: dict[int, int] = {}
+    busy_hits = 0
+    only = os.environ.get("GEMM_SMOKE_ONLY")
     for ji, cfg in enumerate(_jobs(p, rng)):
+        if only is not None and str(ji) not in only.split(","):
+            continue
         eb = p.eb
         A, B = cfg["A"], cfg["B"]
         _put(mem, cfg["base_a"] // eb, cfg["lda"], A)
         _put(mem, cfg["base_b"] // eb, cfg["ldb"], B)
+        await FallingEdge(dut.clk)
         for e, val in sorted(mem.items()):
             dut.ld_we.value, dut.ld_addr.value, dut.ld_data.value = 1, e, val & mask
             await RisingEdge(dut.clk)
         dut.ld_we.value = 0
         cyc, trace = await run(cfg, busy_start=(ji == 1))
         err = await rd(CSR_READ["ERR"])
-        want_err = (1 << GemmParams.ERR_NAMES.index("START_BUSY")) if ji >= 1 else 0
+        want_err = (1 << GemmParams.ERR_NAMES.index("START_BUSY")) if busy_hits else 0
         assert err == want_err, (ji, bin(err))
         m, z, keep = [await rd(CSR_READ[n]) for n in ("SEL_M", "SEL_Z", "SEL_KEEP")]
         prog = await rd(CSR_READ["SEL_PROG"])
         copy = int(GemmParams.PROGS[prog] == "OVERFLOW_COPY")
         if not cfg["auto"]:
             assert (m, z, keep, copy) == (cfg["m"], cfg["z"], cfg["keep"], cfg["copy"])
-        else:  # lda*eb is a multiple of the way: every row in one set, budget 1; no candidate
+        elif p == SMOKE and ji == 2:  # lda*eb is a multiple of the way: every row in one set, budget 1; no candidate
             # is balanced and both have one N-block: the first in ROM order, (2, 2)
             assert (m, z, keep, copy) == (2, 2, 1, 1), (m, z, keep, copy)
             assert await rd(CSR_READ["DET_KEEP"]) == 1 and await rd(CSR_READ["DET_FLAGS"]) & 1
@@ -323,12 +380,14 @@ async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
         cnt["cycles"], cnt["sel_cycles"] = cyc, sel
         assert got == cnt, (ji, {k: (got[k], cnt[k]) for k in cnt if got[k] != cnt[k]})
         C = np.array([[await peek(cfg["base_c"] // eb + i * cfg["ldc"] + j) for j in range(cfg["N"])]
-                      for i in range(cfg["M"])])
-        assert (C == ref_c(p, A, B, cfg["shift"])).all(), (ji, C, ref_c(p, A, B, cfg["shift"]))
+                      for i in range(cfg["M"])], dtype=int).reshape(cfg["M"], cfg["N"])
+        want_c = ref_c(p, A, B, cfg["shift"])
+        assert (C == want_c).all(), (ji, str({k: cfg[k] for k in cfg if k not in "AB"}), (m, z, keep, copy), str(C), str(want_c),
+                                     [(i, j, C[i, j], want_c[i, j]) for i, j in zip(*np.nonzero(C != want_c))][:8])
         for i in range(cfg["M"]):  # A untouched
             for k in range(cfg["K"]):
                 assert await peek(cfg["base_a"] // eb + i * cfg["lda"] + k) == A[i, k]
-        if copy and keep < m:  # the buffer holds the last M-block's overflow rows
+        if copy and keep < m and cfg["M"] and cfg["N"]:  # the buffer: the last M-block's overflow rows
             m0 = (cfg["M"] - 1) // m * m
             for r in range(keep, min(m, cfg["M"] - m0)):
                 for k in range(cfg["K"]):
@@ -336,7 +395,7 @@ async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
                     assert await peek(cfg["base_buf"] // eb + slot) == A[m0 + r, k]
         dut._log.info("job %d: %d cycles (sel %d), %d requests, C %s ok", ji, cyc, sel, len(trace), C.shape)
     # a refused start: lda = 0 (BAD_LD) -> done in cycle 1, no request, counters 0 but cycles
-    cfg = dict(_jobs(p, rng)[0], lda=0)
+    cfg = dict(_random_job(p, rng), lda=0)
     cyc, trace = await run(cfg)
     assert cyc == 1 and trace == []
     err = await rd(CSR_READ["ERR"])
@@ -354,15 +413,20 @@ except ImportError:  # pragma: no cover
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.skipif(
-    os.environ.get("GEMM_SMOKE_VERILATOR") != "1", reason="slow C++ build: GEMM_SMOKE_VERILATOR=1"))])
-def test_smoke_gemm_top(sim, tmp_path):
-    """Five jobs and a refused start on gemm_top (SMOKE): C, A untouched, the copy buffer,
-    trace, cycles and counters against the reference above."""
+@pytest.mark.parametrize("sim,key", [("icarus", "smoke"), ("icarus", "smoke_eb1"), pytest.param(
+    "verilator", "smoke", marks=pytest.mark.skipif(os.environ.get("GEMM_SMOKE_VERILATOR") != "1",
+                                                   reason="slow C++ build: GEMM_SMOKE_VERILATOR=1")), pytest.param(
+    "icarus", "smoke_defaults", marks=pytest.mark.skipif(os.environ.get("GEMM_SMOKE_DEFAULTS") != "1",
+                                                         reason="the default tile: GEMM_SMOKE_DEFAULTS=1"))])
+def test_smoke_gemm_top(sim, key, tmp_path):
+    """Directed jobs (SMOKE only), six random explicit jobs and a refused start on
+    gemm_top: C, A untouched, the copy buffer, trace, cycles and counters against the
+    reference above."""
     pytest.importorskip("cocotb")
     from cocotb_tools.runner import get_results, get_runner
 
-    em = emit_top(SMOKE, tmp_path / "rtl")
+    p = SMOKES[key]
+    em = emit_top(p, tmp_path / "rtl")
     runner = get_runner(sim)
     args = ["-Wno-fatal", "--x-assign", "unique", "--x-initial", "unique"] if sim == "verilator" else []
     saved = os.environ.get("MAKEFLAGS")
@@ -379,6 +443,6 @@ def test_smoke_gemm_top(sim, tmp_path):
     xml = runner.test(test_module=Path(__file__).stem, hdl_toplevel="gemm_top", hdl_toplevel_lang="verilog",
                       build_dir=tmp_path / "build", test_dir=tmp_path,
                       timescale=("1ns", "1ps") if sim == "icarus" else None,
-                      extra_env={"GEMM_SMOKE_PARAMS": json.dumps(SMOKE.to_dict())}, log_file=tmp_path / "sim.log")
+                      extra_env={"GEMM_SMOKE_PARAMS": json.dumps(p.to_dict())}, log_file=tmp_path / "sim.log")
     total, failed = get_results(xml)
     assert total == 1 and failed == 0, (tmp_path / "sim.log").read_text()[-4000:]
