@@ -402,6 +402,90 @@ async def _smoke(dut) -> None:  # pragma: no cover - runs in the simulator
     assert err >> GemmParams.ERR_NAMES.index("BAD_LD") & 1
     got = {n: await rd(CNT_BASE + i) for i, n in enumerate(GemmParams.COUNTERS)}
     assert got["cycles"] == 1 and sum(got.values()) == 1
+    # the checks of section 7 in explicit mode, one start per configuration after a reset
+    seen, n_run = 0, 0
+    for _ in range(int(os.environ.get("GEMM_SMOKE_CHECKS", "150"))):
+        cfg = _check_cfg(p, rng)
+        want = ref_check(p, cfg)
+        if not want and cfg["M"] * cfg["N"] * max(cfg["K"], 1) > 300:
+            continue  # accepted but long: not worth the cycles here
+        await FallingEdge(dut.clk)
+        dut.rst.value = 1
+        await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        cyc, trace = await run(cfg)
+        err = await rd(CSR_READ["ERR"])
+        names = [n for i, n in enumerate(GemmParams.ERR_NAMES) if err >> i & 1]
+        assert set(names) == want, ({k: cfg[k] for k in cfg if k not in "AB"}, names, sorted(want))
+        if want:
+            assert cyc == 1 and trace == []
+        seen |= err
+        n_run += 1
+    dut._log.info("checks: %d starts, bits seen %s", n_run,
+                  [n for i, n in enumerate(GemmParams.ERR_NAMES) if seen >> i & 1])
+
+
+def ref_check(p: GemmParams, c: dict) -> set[str]:
+    """Section 7 in explicit mode, as docs/gemm.md section 9 settles it: the failing checks."""
+    eb, V, out = p.eb, p.v, set()
+    M, N, K, m, z, keep, copy = c["M"], c["N"], c["K"], c["m"], c["z"], c["keep"], c["copy"]
+    lda, ldb, ldc = (x - (1 << 32) if x >> 31 else x for x in (c["lda"], c["ldb"], c["ldc"]))
+    if max(M, N, K) >= 1 << p.dimw:
+        out.add("BAD_DIM")
+    if (lda < max(K, 1) or ldb < max(N, 1) or ldc < max(N, 1)
+            or any(ld * eb >= 1 << p.aw for ld in (lda, ldb, ldc))):
+        out.add("BAD_LD")
+    bases = [c[k] for k in ("base_a", "base_b", "base_c", "base_buf")]
+    if any(b % eb for b in bases):
+        out.add("MISALIGNED")
+    if (m == 0 or m > p.m_max or z == 0 or z & (z - 1) or z > p.z_max or (m + 1) * z + 1 > p.r_hw or keep > m
+            or c["shift"] >= p.accw):
+        out.add("BAD_BLOCK")
+    need = -(-K // V) * (m - keep) * V * eb
+    if copy and need > c["buf_len"]:
+        out.add("BUF_OVF")
+    ext = []
+    for base, rows, ld, cols in ((bases[0], M, lda, K), (bases[1], K, ldb, N), (bases[2], M, ldc, N)):
+        n = ((rows - 1) * ld + cols) * eb
+        ext.append((base, base + n) if rows and cols and n > 0 else None)
+    ext.append((bases[3], bases[3] + need) if copy and need > 0 else None)
+    if any(e and e[1] > p.mem_elems * eb for e in ext):
+        out.add("OOB")
+
+    def meet(x, y):
+        return x is not None and y is not None and x[0] < y[1] and y[0] < x[1]
+
+    if meet(ext[2], ext[0]) or meet(ext[2], ext[1]) or any(meet(ext[3], e) for e in ext[:3]):
+        out.add("OVERLAP")
+    return out
+
+
+def _check_cfg(p: GemmParams, rng: np.random.Generator) -> dict:
+    """An explicit-mode configuration near the edges of section 7 (most fail something)."""
+    eb, mb = p.eb, p.mem_elems * p.eb
+
+    def pick(*xs):
+        return int(xs[int(rng.integers(0, len(xs)))])
+
+    d = 1 << p.dimw
+    M, N, K = (pick(0, 1, 2, 3, 5, 9, d - 1, d, 0xFFFFFFFF) for _ in range(3))
+    lds = []
+    for need in (K, N, N):
+        ld = pick(max(need, 1), max(need, 1) + 1, need - 1, 0, 0xFFFFFFFF, 1 << 31, (1 << p.aw) // eb,
+                  (1 << p.aw) // eb - 1, max(need, 1) + int(rng.integers(0, 9)))
+        lds.append(ld & 0xFFFFFFFF)
+    bases = [pick(0, eb, 3 * eb + 1, int(rng.integers(0, mb // eb)) * eb, mb - eb, mb, (1 << p.aw) - eb,
+                  int(rng.integers(0, mb))) for _ in range(4)]
+    m = pick(0, 1, 2, p.m_max, p.m_max + 1, 0xFFFFFFFF, int(rng.integers(1, p.m_max + 1)))
+    z = pick(0, 1, 2, 3, p.z_max, 2 * p.z_max, 0xFFFFFFFF)
+    keep = pick(0, m, m + 1, int(rng.integers(0, m + 1)) if m < 64 else 0) & 0xFFFFFFFF
+    copy = int(rng.random() < 0.5)
+    need = -(-K // p.v) * max(m - keep, 0) * p.v * eb
+    buf_len = pick(0, need, need - 1, need + eb, 0xFFFFFFFF) & 0xFFFFFFFF
+    shift = pick(0, 1, p.accw - 1, p.accw, 0xFFFFFFFF)
+    return dict(M=M, N=N, K=K, lda=lds[0], ldb=lds[1], ldc=lds[2], base_a=bases[0], base_b=bases[1],
+                base_c=bases[2], base_buf=bases[3], buf_len=buf_len, m=m, z=z, keep=keep, copy=copy, shift=shift,
+                auto=0, limit_m=0)
 
 
 try:  # the simulator imports this module by name (test_module) and finds the test here
