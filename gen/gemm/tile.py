@@ -239,7 +239,9 @@ def _checks(dim_m, dim_n, dim_k, lda, ldb, ldc, base_a, base_b, base_c, base_buf
         o = o or (b_ne and b_hi > mem_bytes)
         o = o or (c_ne and c_hi > mem_bytes)
         o = o or (f_ne and f_hi > mem_bytes)
-        e[b_oob] = o
+        # OOB and OVERLAP only when BAD_DIM and BAD_LD are clear (extents undefined otherwise)
+        q = e[b_dim] or e[b_ld]
+        e[b_oob] = o and not q
         # OVERLAP: [x0, x1) meets [y0, y1) when both are non-empty, x0 < y1 and y0 < x1
         o = False
         d[:] = bcx - a_hi
@@ -260,7 +262,8 @@ def _checks(dim_m, dim_n, dim_k, lda, ldb, ldc, base_a, base_b, base_c, base_buf
         t[:] = bcx - f_hi
         q = f_ne and c_ne and d[msb] and t[msb]
         o = o or q
-        e[b_ovl] = o
+        q = e[b_dim] or e[b_ld]
+        e[b_ovl] = o and not q
         bits.next = e
 
     return insts, extents, judge

@@ -2419,7 +2419,8 @@ always @(_checks0_shx, _checks0_bfx, _checks0_kx, _checks0_kmx, _checks0_lbx, _c
     o = (o || (_checks0_b_ne && (_checks0_b_hi > 16384)));
     o = (o || (_checks0_c_ne && (_checks0_c_hi > 16384)));
     o = (o || (_checks0_f_ne && (_checks0_f_hi > 16384)));
-    e[5] = o;
+    q = (e[0] || e[1]);
+    e[5] = (o && (!q));
     o = 1'b0;
     d = (_checks0_bcx - _checks0_a_hi);
     t = (_checks0_bax - _checks0_c_hi);
@@ -2439,7 +2440,8 @@ always @(_checks0_shx, _checks0_bfx, _checks0_kx, _checks0_kmx, _checks0_lbx, _c
     t = (_checks0_bcx - _checks0_f_hi);
     q = (_checks0_f_ne && _checks0_c_ne && d[75] && t[75]);
     o = (o || q);
-    e[6] = o;
+    q = (e[0] || e[1]);
+    e[6] = (o && (!q));
     _checks0_bits = e;
 end
 

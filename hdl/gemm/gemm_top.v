@@ -2591,7 +2591,8 @@ always @(gemm_tile0__checks0_shx, gemm_tile0__checks0_bfx, gemm_tile0__checks0_k
     o = (o || (gemm_tile0__checks0_b_ne && (gemm_tile0__checks0_b_hi > 16384)));
     o = (o || (gemm_tile0__checks0_c_ne && (gemm_tile0__checks0_c_hi > 16384)));
     o = (o || (gemm_tile0__checks0_f_ne && (gemm_tile0__checks0_f_hi > 16384)));
-    e[5] = o;
+    q = (e[0] || e[1]);
+    e[5] = (o && (!q));
     o = 1'b0;
     d = (gemm_tile0__checks0_bcx - gemm_tile0__checks0_a_hi);
     t = (gemm_tile0__checks0_bax - gemm_tile0__checks0_c_hi);
@@ -2611,7 +2612,8 @@ always @(gemm_tile0__checks0_shx, gemm_tile0__checks0_bfx, gemm_tile0__checks0_k
     t = (gemm_tile0__checks0_bcx - gemm_tile0__checks0_f_hi);
     q = (gemm_tile0__checks0_f_ne && gemm_tile0__checks0_c_ne && d[75] && t[75]);
     o = (o || q);
-    e[6] = o;
+    q = (e[0] || e[1]);
+    e[6] = (o && (!q));
     gemm_tile0__checks0_bits = e;
 end
 

@@ -184,7 +184,7 @@ class JobBuilder:
         else:
             g = gemm.run(cfg, self.mem, p, cache=self.cache)
             job.golden = g
-            self.mem = g.mem
+            self.mem = g.mem.copy()  # the next job's loads must not change this job's image
             self.sticky |= g.err | (gemm.ERR["START_BUSY"] if busy_at is not None else 0)
             if g.regs is not None:
                 self.regs = dict(g.regs)
@@ -195,7 +195,8 @@ class JobBuilder:
 
     def _reset(self) -> None:
         """What ``rst`` does to the state the model carries: cold cache, ``err`` and the
-        read-only registers 0 (the memory keeps its contents)."""
+        read-only registers 0, and ``gemm_top``'s flat memory all zero."""
+        self.mem[:] = 0
         self.cache.reset()
         self.sticky = 0
         self.regs = dict.fromkeys(self.regs, 0)

@@ -39,6 +39,7 @@ from pyuvm import (
     uvm_driver,
     uvm_env,
     uvm_sequence,
+    uvm_sequence_item,
     uvm_sequencer,
     uvm_subscriber,
     uvm_test,
@@ -199,11 +200,20 @@ class GemmBfm:
                 return
 
 
+class _Item(uvm_sequence_item):
+    def __init__(self, name: str, job: GemmJob) -> None:
+        super().__init__(name)
+        self.job = job
+
+
 class GemmSeq(uvm_sequence):
+    """The scenario's jobs, generated up front from the test's seed."""
+
     async def body(self) -> None:
-        for job in ConfigDB().get(None, "", "JOBS"):
-            await self.start_item(job)
-            await self.finish_item(job)
+        for i, job in enumerate(ConfigDB().get(None, "", "JOBS")):
+            item = _Item(f"job{i}", job)
+            await self.start_item(item)
+            await self.finish_item(item)
 
 
 class GemmDriver(uvm_driver):
@@ -215,7 +225,8 @@ class GemmDriver(uvm_driver):
 
     async def run_phase(self) -> None:
         while True:
-            job = await self.seq_item_port.get_next_item()
+            item = await self.seq_item_port.get_next_item()
+            job = item.job
             obs = await self.bfm.run(job, budget(job))
             self.ap.write((job, obs))
             self.seq_item_port.item_done()
