@@ -767,7 +767,9 @@ def _compact(dfr, pre, sa, sd, k: int, na, nd):
 @block
 def _s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fd_, focc, ndef, fifo_ovf, fmt: SparseParams):
     """The collision FIFO: the round's deferred items (compacted, in slot order) replace
-    the FIFO's, which the round took; ``fifo_ovf`` if more than ``fifo_d`` defer."""
+    the FIFO's, which the round took; ``fifo_ovf`` if more than ``fifo_d`` defer. ``ndef``
+    counts only a scheduler round's deferrals: in FC mode (the walker's rounds) the idle
+    slots still see stored weights and may match addresses."""
     p, fd = fmt.p, fmt.fifo_d
     nb_ = len(ndef)
     nf = new_vec(len(focc))  # a legal round defers at most fifo_d items
@@ -776,7 +778,7 @@ def _s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fd_, focc, ndef, fifo_ovf,
 
         @always_comb
         def cnt():
-            ndef.next = dfr[0]
+            ndef.next = round2 and dfr[0]
             fifo_ovf.next = 0
 
     else:
@@ -788,7 +790,10 @@ def _s2_fifo(clk, rst, go, round2, dfr, nfa, nfd, fa, fd_, focc, ndef, fifo_ovf,
             for s in range(p):
                 if dfr[s]:
                     c[:] = c + 1
-            ndef.next = c
+            if round2:
+                ndef.next = c
+            else:
+                ndef.next = 0
             fifo_ovf.next = round2 and c > fd
 
     @always_seq(clk.posedge, reset=rst)
