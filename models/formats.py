@@ -492,7 +492,7 @@ class SparseParams(_Record):
 
     _RANGES: ClassVar[dict[str, tuple[int, int]]] = {
         "p": (1, 16), "kmax": (1, 7), "hmax": (1, 64), "wmax": (1, 64), "dw": (2, 16), "ww": (2, 16),
-        "accw": (8, 64), "ow": (2, 64), "u": (1, 2), "m": (1, 8), "depth": (1, 4096), "cmax": (1, 1024),
+        "accw": (1, 64), "ow": (2, 64), "u": (1, 2), "m": (1, 8), "depth": (1, 4096), "cmax": (1, 1024),
         "nmax_out": (1, 256),
     }
 

@@ -21,6 +21,23 @@ def test_refused(kw):
         SparseParams(**kw)
 
 
+def test_accw_floor_is_acc_min():
+    """docs/sparse.md section 1: accw ranges over acc_min..64, also below 8 (2-bit operands,
+    one product: acc_min = 4); one bit less is refused, naming accw."""
+    kw = dict(p=1, kmax=1, hmax=1, wmax=1, dw=2, ww=2, cmax=1, ow=2)
+    tiny = SparseParams(**kw, accw=SparseParams(**kw).acc_min)
+    assert tiny.accw == tiny.acc_min == 4
+    with pytest.raises(ParamError, match=r"SparseParams\.accw=3"):
+        SparseParams(**kw, accw=3)
+
+
+def test_ow_at_most_64():
+    """ow = accw + 2 up to 64 bits (int64 outputs): accw = 62 takes 64, accw = 64 refuses 65."""
+    assert SparseParams(accw=62, ow=64).ow == 64
+    with pytest.raises(ParamError, match=r"SparseParams\.ow=65"):
+        SparseParams(accw=64, ow=65)
+
+
 def test_round_trip():
     p = SparseParams(p=8, u=2, m=2)
     assert SparseParams.from_dict(p.to_dict()) == p

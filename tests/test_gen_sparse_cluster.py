@@ -241,3 +241,28 @@ def test_dwsep_flows_assemble_to_the_model_and_numpy():
         assert np.array_equal(Y, flow.Y)
         assert np.array_equal(Y, sparse.depthwise_separable(flow.X, flow.Wk, flow.Wp, params,
                                                             shift_dw=flow.shift_dw, shift_pw=flow.shift_pw))
+
+
+@pytest.mark.parametrize("scenario", ["balance", "route", "halo"])
+def test_maps_grow_to_fit_every_cell_count(scenario):
+    """Eight units on maps of at most 8 x 8: a pass of 7 (prime) or 8 cells still gets a
+    map some grid of that many cells fits (the map drawn from half the maximum up can be
+    too small), and every pass keeps its cells within a memory unit's limits."""
+    params = SparseParams(m=8, p=1, hmax=8, wmax=8, depth=64)
+    widths = {n: v["width"] for n, v in cluster_ports(params).items()}
+    for seed in range(4):
+        for job in make_jobs(scenario, params, np.random.default_rng(seed), 24, widths):
+            if job.kind in ("overlap", "halo"):
+                assert sum(c is not None for c in job.cells) == len(job.active), job
+            for i in job.active:
+                d = sparse.unpack_desc(job.descs[i])
+                assert i in job.bad or (1 <= d.h <= params.hmax and 1 <= d.w <= params.wmax), job
+
+
+def test_maps_too_small_for_the_cells_are_refused():
+    """7 cells on at most 6 x 6 maps: no grid fits; the stimulus says so instead of failing in numpy."""
+    params = SparseParams(m=8, p=1, hmax=6, wmax=6, depth=36, nmax_out=8)
+    widths = {n: v["width"] for n, v in cluster_ports(params).items()}
+    with pytest.raises(ValueError, match="no grid of 7 cells fits a 6 x 6 map"):
+        for seed in range(8):
+            make_jobs("route", params, np.random.default_rng(seed), 24, widths)

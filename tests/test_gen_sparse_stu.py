@@ -18,6 +18,7 @@ from lockstep.gen.sparse import emit_stu, emit_stu_top, fm_mem_ports, stu_ports,
 from lockstep.gen.sparse.stu import CNT_BITS, stu_widths
 from lockstep.models import sparse
 from lockstep.models.formats import FabricParams, ParamError, SparseParams
+from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import check_rtl_ports
 from lockstep.verif.sparse.stu_jobs import SCENARIOS, make_jobs
 
@@ -203,3 +204,37 @@ def test_every_job_fits_the_ports_and_the_memories(scenario):
         for port, v in (("cfg_k", c.k), ("cfg_h", c.h), ("cfg_w", c.w), ("cfg_nnz", c.nnz), ("cfg_wnz", c.wnz),
                         ("cfg_n_out", c.n_out), ("cfg_shift", c.shift)):
             assert 0 <= v < 1 << widths[port], (j, port, v)
+
+
+#: Every registered STU testbench: its parameters and scenario (the full tier's sweep too).
+STU_SETS = {n: (tb.params, tb.opts["scenario"]) for n, tb in TESTBENCHES.items()
+            if tb.toplevel == "stu_top" and not tb.expect_fail}
+
+
+@pytest.mark.parametrize("name", sorted(STU_SETS))
+def test_registered_sets_build_jobs_that_fit(name):
+    """Each registered set's scenario builds (the golden model accepts every job: values
+    within dw/ww bits, indices within the map), fits the ports and the data memory; the
+    patent's Fig. 20 is left out where its numbers do not fit (2-bit data)."""
+    fmt, scenario = STU_SETS[name]
+    for seed in (1, 2):
+        jobs, widths = _jobs(scenario, fmt, seed=seed, count=16)
+        for j in jobs:
+            c = j.cfg
+            assert len(j.data) <= fmt.depth and c.nnz == len(j.data), j
+            for port, v in (("cfg_k", c.k), ("cfg_h", c.h), ("cfg_w", c.w), ("cfg_nnz", c.nnz),
+                            ("cfg_wnz", c.wnz), ("cfg_n_out", c.n_out), ("cfg_shift", c.shift)):
+                assert 0 <= v < 1 << widths[port], (j, port, v)
+
+
+def test_fc_after_conv_offers_the_idle_scheduler_a_collision():
+    """The fc scenario's directed pair: the stored weights (0, 1), (0, 0) with entries 1
+    and 0 meet at output column 0, so a u = 2 unit's idle slots see a collision during the
+    FC job; the golden FC job (which ignores cfg_wnz = 2) defers nothing."""
+    jobs, _ = _jobs("fc", SparseParams(u=2, p=3), count=6)
+    kinds = [j.kind for j in jobs]
+    conv, after = jobs[kinds.index("conv-before-fc")], jobs[kinds.index("fc-after-conv")]
+    assert kinds.index("fc-after-conv") == kinds.index("conv-before-fc") + 1
+    assert [w[:2] for w in conv.weights] == [(0, 1), (0, 0)]
+    assert after.cfg.mode == sparse.FC and after.cfg.wnz == 2 and after.cfg.nnz == 2
+    assert after.golden.n_deferred == 0 and after.golden.out_entries == [(0, 0, 2)]

@@ -487,3 +487,96 @@ _gemm("gemm_tile_mutant", _GS, "keeps", tb_params=GemmParams(**{**_GS.to_dict(),
 _gemm("gemm_tile_mixed_patent", _GP, "mixed", tier="full",
       doc="GEMM tile, the patent's geometry: keeps, random, auto and errors mixed")
 _gemm("gemm_tile_mixed_dm", _GDM, "mixed", tier="full", doc="GEMM tile, direct-mapped int8: every scenario mixed")
+
+
+# ---- the full tier's parameter sweep: corners of docs/sparse.md section 1 for every block ----
+def _sp(accw: int | str = 32, ow: int | str = 8, **kw: Any) -> SparseParams:
+    """SparseParams with ``accw="min"`` (its ``acc_min``) and ``ow="max"`` (``accw + 2``)
+    taken from the record itself, never restated."""
+    if accw == "min":
+        accw = SparseParams(**kw, accw=64, ow=2).acc_min
+    return SparseParams(**kw, accw=accw, ow=accw + 2 if ow == "max" else ow)
+
+
+# raster blocks (and memories below): accw = 64 fits every set; they do not use it.
+# One set per shape, the index widths at their least and most.
+_SP_SHAPES = {
+    "1x1_dw2": (dict(hmax=1, wmax=1, kmax=1, dw=2), "1 x 1 maps, kmax = 1 (1-bit indices), 2-bit values"),
+    "1x64_dw16": (dict(hmax=1, wmax=64, kmax=7, dw=16), "1 x 64 rows, kmax = 7 (7-bit columns), 16-bit values"),
+    "64x1_dw2": (dict(hmax=64, wmax=1, dw=2), "64 x 1 columns, 2-bit values"),
+    "3x5_dw16": (dict(hmax=3, wmax=5, kmax=2, dw=16), "3 x 5 maps (rb != cb), 16-bit values"),
+}
+for _blk, _short, _what in (("sp_encoder", "enc", "encoder"), ("sp_decoder", "dec", "decoder"),
+                            ("nnz_profiler", "prof", "profiler")):
+    for _sfx, (_kw, _why) in _SP_SHAPES.items():
+        _sparse_stream(f"sparse_{_short}_{_sfx}", _blk, _sp(accw=64, **_kw), f"{_what} sweep: {_why}", tier="full",
+                       opts={"jobs": 24})
+
+# feature-map memory unit: p 1..16, depth 1 / below p / not a multiple of p / 256
+_FM_SWEEP = {
+    "p1_depth1": (dict(p=1, depth=1, hmax=2, wmax=3, dw=2),
+                  "p = 1, depth 1 (every entry after the first overflows), 2-bit values"),
+    "p2_depth1": (dict(p=2, depth=1, hmax=3, wmax=2, dw=16), "p = 2, depth 1 < p (lane 1 never valid), 16-bit values"),
+    "p5_depth23": (dict(p=5, depth=23, hmax=5, wmax=6, dw=16), "p = 5, depth 23 (not a multiple of p), 16-bit values"),
+    "p8_depth256": (dict(p=8, depth=256, hmax=16, wmax=16, dw=2),
+                    "p = 8, depth 256 = 16 x 16 (a full map fits), 2-bit values"),
+    "p16_depth17": (dict(p=16, depth=17, hmax=4, wmax=8, dw=2), "p = 16, depth 17 (one lane in the second group)"),
+    "p16_depth256": (dict(p=16, depth=256, hmax=24, wmax=24, dw=16), "p = 16, depth 256 < 24 x 24, 16-bit values"),
+}
+for _sfx, (_kw, _why) in _FM_SWEEP.items():
+    _sparse_stream(f"sparse_fm_{_sfx}", "fm_mem_unit", _sp(accw=64, **_kw),
+                   f"feature-map memory unit sweep: {_why}", tier="full", opts={"jobs": 32})
+
+# weight memory: kmax 1..7, u 1/2, p 1/16, ww 2/16, nmax_out 1
+_WMEM_SWEEP = {
+    "k1_p1_ww2": (dict(kmax=1, p=1, ww=2, nmax_out=1, wmax=1),
+                  "kmax = 1 (one weight), p = 1, 2-bit weights, FC 1 x 1"),
+    "k1_u2_p16": (dict(kmax=1, u=2, p=16, ww=16, nmax_out=1),
+                  "kmax = 1 with u = 2 (lane 1 never valid), p = 16, 16-bit weights"),
+    "k2_u2_p16": (dict(kmax=2, u=2, p=16, ww=16, wmax=9),
+                  "kmax = 2, u = 2, p = 16 gathers over 9 columns, 16-bit weights"),
+    "k5_p16_ww2": (dict(kmax=5, p=16, ww=2, wmax=6, nmax_out=3), "kmax = 5, p = 16, 2-bit weights, FC 3 x 6"),
+    "k7_u2_p1": (dict(kmax=7, u=2, p=1, ww=16, nmax_out=1, wmax=3),
+                 "kmax = 7 (49 entries), u = 2, p = 1, nmax_out = 1"),
+}
+for _sfx, (_kw, _why) in _WMEM_SWEEP.items():
+    _sparse_stream(f"sparse_wmem_{_sfx}", "w_mem", _sp(accw=64, **_kw), f"weight memory sweep: {_why}", tier="full",
+                   opts={"jobs": 32})
+
+# STU: each set on u = 1 (sparse_stu_<set>) and u = 2 (sparse_stu_u2_<set>)
+_STU_SWEEP = {
+    "tiny": (dict(p=1, kmax=1, hmax=1, wmax=1, dw=2, ww=2, cmax=1, depth=1, nmax_out=1, accw="min", ow=2), "mixed",
+             "the smallest: p = 1, K = 1, 1 x 1 maps, depth 1, 2-bit data/weights, accw = acc_min, ow = 2"),
+    "p2_k2": (dict(p=2, kmax=2, hmax=1, wmax=12, dw=16, ww=2, depth=16, nmax_out=8, accw="min", ow="max"), "edges",
+              "p = 2, K up to 2, 1 x 12 rows, 16-bit data, 2-bit weights, accw = acc_min, ow = accw + 2"),
+    "p5_k7": (dict(p=5, kmax=7, hmax=6, wmax=3, dw=2, ww=16, depth=18, nmax_out=8, accw=64, ow=64), "random",
+              "p = 5, K up to 7 (maps below K), 6 x 3 maps, 2-bit data, 16-bit weights, accw = 64"),
+    "p1_k7": (dict(p=1, kmax=7, hmax=4, wmax=5, dw=16, ww=16, depth=20, nmax_out=8, accw="min", ow=2), "edges",
+              "p = 1 (one lane: u = 2 has one slot), K up to 7, 4 x 5 maps, 16-bit operands, accw = acc_min, ow = 2"),
+    "p16": (dict(p=16, kmax=3, hmax=5, wmax=16, depth=80, nmax_out=16, accw=64, ow=64), "mixed",
+            "p = 16, K up to 3, 5 x 16 maps, accw = 64, ow = 64: CONV, FC, dense and channel jobs"),
+}
+for _sfx, (_kw, _sc, _why) in _STU_SWEEP.items():
+    for _u, _pre in ((1, "sparse_stu"), (2, "sparse_stu_u2")):
+        _sparse_stu(f"{_pre}_{_sfx}", _sp(u=_u, **_kw), _sc, f"STU {1300 if _u == 1 else 1400} sweep ({_sc}): {_why}",
+                    tier="full", opts={"jobs": 16})
+
+# cluster: m = 1, 2, 8 on both u, p = 1 and 8, every scenario (cells of at most hmax x wmax fit depth);
+# sparse_cluster_m<m>[_u2]_<scenario>
+_CL_SWEEP = {
+    "m1_balance": (dict(m=1, p=1, u=1, hmax=6, wmax=6, depth=36, nmax_out=8, ow=20), "balance",
+                   "one unit of 1 lane (u = 1), 6 x 6 maps"),
+    "m1_u2_route": (dict(m=1, p=8, u=2, hmax=8, wmax=8, depth=64, ow=20), "route",
+                    "one STU 1400 unit, p = 8, 8 x 8 maps"),
+    "m2_halo": (dict(m=2, p=8, u=1, hmax=8, wmax=8, depth=64), "halo",
+                "2 units, p = 8 (u = 1), 8 x 8 maps, 8-bit saturation"),
+    "m2_u2_random": (dict(m=2, p=1, u=2, hmax=6, wmax=6, depth=36, nmax_out=8, ow=20), "random",
+                     "2 STU 1400 units of 1 lane, 6 x 6 maps"),
+    "m8_route": (dict(m=8, p=1, u=1, hmax=8, wmax=8, depth=64, ow=20), "route",
+                 "8 units of 1 lane (u = 1), 8 x 8 maps"),
+    "m8_u2_balance": (dict(m=8, p=8, u=2, kmax=2, hmax=8, wmax=8, depth=64, ow=20), "balance",
+                      "8 STU 1400 units, p = 8, K up to 2, 8 x 8 maps"),
+}
+for _sfx, (_kw, _sc, _why) in _CL_SWEEP.items():
+    _sparse_cluster(f"sparse_cluster_{_sfx}", SparseParams(**_kw), _sc, f"cluster sweep ({_sc}): {_why}", tier="full",
+                    opts={"jobs": 12})

@@ -237,6 +237,12 @@ def _grids(n: int) -> list[tuple[int, int]]:
     return [(r, n // r) for r in range(1, n + 1) if n % r == 0]
 
 
+def _fitting(n: int, h: int, w: int, align: int = 1) -> list[tuple[int, int]]:
+    """The grids of ``n`` cells the partitioner can lay on an ``h x w`` map (at most one
+    segment per ``align`` lines)."""
+    return [(r, c) for r, c in _grids(n) if r <= -(-h // align) and c <= -(-w // align)]
+
+
 def equal_cells(H: int, W: int, R: int, C: int, align: int = 1) -> list[Cell]:
     """The equal grid (the partitioner's, :func:`~lockstep.models.sparse.equal_split`)."""
     er, ec = sparse.equal_split(H, R, align), sparse.equal_split(W, C, align)
@@ -314,7 +320,7 @@ class _Builder:
         it returned the equal grid) or the equal grid (``equal``); a random ``R x C``
         grid of ``n`` cells unless ``grid`` is given."""
         H, W = X.shape[-2:]
-        fits = [(r, c) for r, c in _grids(n) if r <= -(-H // align) and c <= -(-W // align)]
+        fits = _fitting(n, H, W, align)
         R, C = grid or fits[int(self.rng.integers(0, len(fits)))]
         pt = sparse.partition(X, R, C, 10, align=align, halo=halo)
         cells = pt.cells if part == "balanced" else equal_cells(H, W, R, C, align)
@@ -372,10 +378,25 @@ class _Builder:
             job.idle = float(self.rng.choice(IDLES))
         return job
 
-    def skewed(self, h: int | None = None, w: int | None = None) -> np.ndarray:
+    def skewed(self, h: int | None = None, w: int | None = None, n: int = 1, align: int = 1) -> np.ndarray:
+        """A skewed map (random size from half the maximum up, unless given) on which some
+        grid of ``n`` cells fits: when none fits the size drawn, the map grows to a grid
+        drawn from those that fit ``hmax x wmax``.
+
+        Raises:
+            ValueError: no grid of ``n`` cells fits ``hmax x wmax`` (``n`` prime and
+                beyond both, e.g. 7 cells of a cluster of 8 on 6 x 6 maps).
+        """
         p, rng = self.p, self.rng
         h = h or int(rng.integers(max(2, p.hmax // 2), p.hmax + 1))
         w = w or int(rng.integers(max(2, p.wmax // 2), p.wmax + 1))
+        if not _fitting(n, h, w, align):
+            grids = _fitting(n, p.hmax, p.wmax, align)
+            if not grids:
+                raise ValueError(f"cluster stimulus: no grid of {n} cells fits a {p.hmax} x {p.wmax} map "
+                                 f"(align {align}): SparseParams.hmax or wmax too small for m = {p.m}")
+            R, C = grids[int(rng.integers(0, len(grids)))]
+            h, w = max(h, min(R * align, p.hmax)), max(w, min(C * align, p.wmax))
         return skewed_map(rng, h, w, p.dw)
 
     def route_pattern(self, conflict: bool) -> tuple[list[int], list[int]]:
@@ -418,9 +439,10 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
     if scenario in ("balance", "makespan"):
         plain = scenario == "makespan"
         while len(jobs) < count:
-            X = b.skewed(p.hmax, p.wmax) if plain else b.skewed()
+            X = b.skewed(p.hmax, p.wmax, m) if plain else b.skewed(n=m)
             Wk = _kernel(rng, K, p.ww, K * K if plain else None)
-            grid = _grids(m)[int(rng.integers(0, len(_grids(m))))] if not plain else (
+            grids = _fitting(m, *X.shape)
+            grid = grids[int(rng.integers(0, len(grids)))] if not plain else (
                 (2, m // 2) if m % 2 == 0 and m > 2 else (1, m))
             for part in ("balanced", "equal"):
                 job = b.partitioned(X, Wk, m, "overlap", part, grid=grid)
@@ -437,7 +459,12 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
         for i in range(count):
             pool = pools[i % len(pools)]
             X = b.skewed()
-            n = int(rng.integers(1, m + 1)) if i % 3 else m
+            align = 2 if pool != "none" else 1
+            # cell counts some grid fits on the largest map (pooling: 2-line units)
+            ns = [n for n in range(1, m + 1) if _fitting(n, p.hmax, p.wmax, align)]
+            n = ns[int(rng.integers(0, len(ns)))] if i % 3 else ns[-1]
+            if not _fitting(n, *X.shape, align):  # too small for n cells: a map that fits
+                X = b.skewed(n=n, align=align)
             job = b.partitioned(X, _kernel(rng, k if pool != "none" else int(rng.integers(1, K + 1)), p.ww), n, "halo",
                                 str(rng.choice(["balanced", "equal"])), relu=int(i % 2 == 0 or pool == "sum"),
                                 pool=pool, shift=int(rng.integers(0, 4)))
@@ -464,7 +491,7 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
     jobs: list[ClusterJob] = []
 
     def one(sel: list[int], act: list[int], **kw: Any) -> ClusterJob:
-        X = b.skewed()
+        X = b.skewed(n=len(act))
         Wk = _kernel(rng, int(rng.integers(1, K + 1)), p.ww)
         job = b.partitioned(X, Wk, len(act), "overlap", str(rng.choice(["balanced", "equal"])), route_sel=sel,
                             active=act, **kw)

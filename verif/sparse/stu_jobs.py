@@ -17,7 +17,8 @@ Scenarios (the ``scenario`` option of a testbench):
 * ``edges``: K = 1, H or W below K, q around multiples of p, all-zero data, all-zero
   kernel, extreme values (-2^(dw-1) squared), all-negative maps under ReLU, saturation,
   the largest shift.
-* ``fc``: FC jobs (1 x W vectors of every density, dense n_out x W matrices).
+* ``fc``: FC jobs (1 x W vectors of every density, dense n_out x W matrices); an FC job
+  with ``cfg_wnz != 0`` right after a CONV job (the idle u = 2 scheduler counts nothing).
 * ``dense``: dense-mode jobs next to the same maps in sparse mode (the speedup baseline).
 * ``channels``: channel sequences (emit = 0 ... 0, 1) on one footprint, drain options on
   the last; with ``wrap`` extreme values that overflow ``accw`` (ACC_OVF).
@@ -266,11 +267,19 @@ def fifo2(params: SparseParams) -> StuJob:
     return j
 
 
+def _values_fit(job: StuJob, params: SparseParams) -> bool:
+    """A directed job's fixed values fit ``dw`` / ``ww`` bits."""
+    (lo_d, hi_d), (lo_w, hi_w) = sparse.signed_range(params.dw), sparse.signed_range(params.ww)
+    return (all(lo_d <= v <= hi_d for _, _, v in job.data)
+            and all(lo_w <= int(w) <= hi_w for w in np.asarray(job.Wk).ravel()))
+
+
 def random_conv(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
     jobs = [fig20(params)] if params.u == 2 and params.p >= 4 and params.kmax >= 2 and params.hmax >= 5 \
         and params.wmax >= 3 else []
     if params.u == 2 and params.p == 4 and params.kmax >= 3 and params.wmax >= 3:
         jobs.append(fifo2(params))
+    jobs = [j for j in jobs if _values_fit(j, params)]  # fixed values: Fig. 20 needs dw >= 5, ww >= 4; fifo2 8 bits
     while len(jobs) < count:
         jobs.append(_random_conv(rng, params))
     return jobs
@@ -308,12 +317,28 @@ def edges(params: SparseParams, rng: np.random.Generator, count: int, widths: di
     return jobs
 
 
+def fc_after_conv(params: SparseParams) -> list[StuJob]:
+    """A CONV job with the weights (0, 1) then (0, 0), then an FC job of two entries with
+    ``cfg_wnz = 2`` (FC ignores WNZ; the cluster drives it from the weight memory). The
+    u = 2 scheduler idles in FC mode, but its slots still see the stored weights: entry 1
+    under the first and entry 0 under the second meet at one address (p >= 3). No
+    deferral may be counted: the walker runs FC rounds."""
+    X, Wk = np.array([[1, 1]]), np.array([[1, 1], [0, 0]])
+    conv = StuJob(sparse.Cfg(k=2, h=1, w=2, nnz=2, wnz=2), sparse.encode(X).entries, [(0, 1, 1), (0, 0, 1)],
+                  "conv-before-fc", X=X, Wk=Wk)
+    after = fc_job(np.array([1, 1]), np.array([[1, 1]]), "fc-after-conv")
+    after.cfg = replace(after.cfg, wnz=2)
+    return [conv, after]
+
+
 def fc(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
     jobs = []
     W, N = min(params.wmax, params.depth), params.nmax_out
     jobs.append(fc_job(random_map(rng, 1, W, W, params.dw).ravel(), random_map(rng, N, W, N * W, params.ww), "fc-full"))
     jobs.append(fc_job(np.zeros(W, np.int64), random_map(rng, N, W, N * W, params.ww), "fc-zero"))
     jobs.append(fc_job(random_map(rng, 1, 1, 1, params.dw).ravel(), random_map(rng, 1, 1, 1, params.ww), "fc-1x1"))
+    if params.p >= 3 and params.kmax >= 2 and params.wmax >= 2 and params.depth >= 2:
+        jobs += fc_after_conv(params)
     while len(jobs) < count:
         w, n = _size(rng, W), _size(rng, N)
         x = random_map(rng, 1, w, _nnz(rng, w), params.dw).ravel()
