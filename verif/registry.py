@@ -514,3 +514,10 @@ _gemm_block("gemm_select_default", "kernel_select", GemmParams(),
             "balance edges")
 _gemm_block("gemm_select_small", "kernel_select", _GS,
             "kernel_select, the tile testbench's small geometry: 16 x 4 x 32 B, ROM (2,4) (6,2) (10,1), 2 cores")
+_gemm_block("gemm_cache_default", "sa_cache", GemmParams(),
+            "sa_cache vs CacheSim: 64 sets x 8 ways x 64 B, hot sets (LRU order), streams, random, clr, rst")
+_gemm_block("gemm_cache_dm", "sa_cache", _GDM, "sa_cache, direct-mapped 32 x 16 B lines, aw = 32")
+_gemm_block("gemm_cache_one_set", "sa_cache", GemmParams(sets=1, ways=4, line=16, eb=2, v=8, aw=16, mem_aw=12),
+            "sa_cache, one set of 4 ways (fully associative), 16 B lines, aw = 16")
+_gemm_block("gemm_cache_mutant", "sa_cache", _GS, tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}),
+            expect_fail=True, doc="negative: a 4-way cache checked as a 2-way one must fail the scoreboard")
