@@ -580,3 +580,37 @@ _CL_SWEEP = {
 for _sfx, (_kw, _sc, _why) in _CL_SWEEP.items():
     _sparse_cluster(f"sparse_cluster_{_sfx}", SparseParams(**_kw), _sc, f"cluster sweep ({_sc}): {_why}", tier="full",
                     opts={"jobs": 12})
+
+
+# ---- gemm blocks: ld_detect, kernel_select, sa_cache (docs/gemm.md sections 2, 3, 5, 9) ----
+def _gemm_block(name: str, block: str, params: GemmParams, doc: str, tier: str = "quick", **kw: Any) -> None:
+    gen, module = {"ld_detect": ("emit_ld_detect", "test_detect"),
+                   "kernel_select": ("emit_kernel_select", "test_select"),
+                   "sa_cache": ("emit_sa_cache", "test_cache")}[block]
+    _register(Testbench(name=name, family="gemm", toplevel=block, params=params,
+                        generator=f"lockstep.gen.gemm:{gen}", test_module=f"lockstep.verif.gemm.{module}", doc=doc,
+                        tier=tier, **kw))
+
+
+# direct-mapped, 8 sets x 16 B lines, V*eb = 32 B: every segment spans two or three lines, budget 1
+_GB_DM = GemmParams(sets=8, ways=1, line=16, eb=2, v=16, accw=32, m_max=8, z_max=2, r_hw=10, l_hw=1, ncores=2,
+                    aw=16, dimw=10, mem_aw=12)
+_gemm_block("gemm_detect_default", "ld_detect", GemmParams(),
+            "ld_detect vs ld_conflict/closed_form: the patent's 64 x 8 x 64 B cache, lda = 1024 fp32, every stride "
+            "class")
+_gemm_block("gemm_detect_dm", "ld_detect", _GB_DM,
+            "ld_detect, direct-mapped 8 x 16 B lines, segments of two or three lines, budget 1, aw = 16")
+_gemm_block("gemm_detect_mutant", "ld_detect", GemmParams(), tb_params=GemmParams(pri_num=3), expect_fail=True,
+            doc="negative: a detector with budget 6 of 8 ways checked as budget 4 must fail the scoreboard")
+_gemm_block("gemm_select_default", "kernel_select", GemmParams(),
+            "kernel_select vs select_kernel: the default ROM (2,8) (6,4) (14,2) (30,1), 4 cores, N around the "
+            "balance edges")
+_gemm_block("gemm_select_small", "kernel_select", _GS,
+            "kernel_select, the tile testbench's small geometry: 16 x 4 x 32 B, ROM (2,4) (6,2) (10,1), 2 cores")
+_gemm_block("gemm_cache_default", "sa_cache", GemmParams(),
+            "sa_cache vs CacheSim: 64 sets x 8 ways x 64 B, hot sets (LRU order), streams, random, clr, rst")
+_gemm_block("gemm_cache_dm", "sa_cache", _GDM, "sa_cache, direct-mapped 32 x 16 B lines, aw = 32")
+_gemm_block("gemm_cache_one_set", "sa_cache", GemmParams(sets=1, ways=4, line=16, eb=2, v=8, aw=16, mem_aw=12),
+            "sa_cache, one set of 4 ways (fully associative), 16 B lines, aw = 16")
+_gemm_block("gemm_cache_mutant", "sa_cache", _GS, tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}),
+            expect_fail=True, doc="negative: a 4-way cache checked as a 2-way one must fail the scoreboard")
