@@ -487,3 +487,22 @@ _gemm("gemm_tile_mutant", _GS, "keeps", tb_params=GemmParams(**{**_GS.to_dict(),
 _gemm("gemm_tile_mixed_patent", _GP, "mixed", tier="full",
       doc="GEMM tile, the patent's geometry: keeps, random, auto and errors mixed")
 _gemm("gemm_tile_mixed_dm", _GDM, "mixed", tier="full", doc="GEMM tile, direct-mapped int8: every scenario mixed")
+
+# ---- gemm sweep: the measured claim (docs/gemm.md section 11, `make gemm-report`) ----------
+# The patent's geometry (64 sets x 8 ways x 64 B, fp32-sized, V = 16, budget 6) with a 1 MiB
+# flat memory (mem_aw = 18), so two M-blocks of m = 28 rows at lda = 4096 + one line fit.
+# Each job: M = 2m, N = 2zV (two N-blocks), K = 256, ldb = ldc = N, A at address 0 and B, C,
+# the buffer one after the other (verif/gemm/jobs.py); for every ld three jobs from a cold
+# cache: no copy, inline copy with keep = budget, and the padded layout (lda + one line).
+# Split in two halves of the ld range per kernel (each about 2-4 minutes on Verilator).
+_GR = GemmParams(mem_aw=18)
+GEMM_SWEEP_KERNELS = ((14, 2), (6, 4), (28, 1), (7, 2))
+GEMM_SWEEP_LDS = (992, 1000, 1008, 1016, *range(1024, 4097, 64))
+GEMM_SWEEP_K = 256
+_GEMM_SWEEP_HALVES = (("lo", [x for x in GEMM_SWEEP_LDS if x < 2560]), ("hi", [x for x in GEMM_SWEEP_LDS if x >= 2560]))
+for _m, _z in GEMM_SWEEP_KERNELS:
+    for _half, _lds in _GEMM_SWEEP_HALVES:
+        _gemm(f"gemm_sweep_{_m}x{_z}_{_half}", _GR, "sweep", tier="full",
+              opts={"lds": _lds, "kernels": [[_m, _z]], "m_blocks": 2, "n_blocks": 2, "k": GEMM_SWEEP_K},
+              doc=f"GEMM sweep (make gemm-report): (m, z) = ({_m}, {_z}), lda {_lds[0]}..{_lds[-1]}, no copy / "
+                  "inline copy / padded, each from a cold cache; counters and cycles against the model")
