@@ -61,3 +61,22 @@ def test_regress_html_lists_every_run_and_parity():
     page = render_html(rows, ["parity: a seed=1 differs"], "t", 3.0)
     assert page.count("<tr class=") == 2 and "FAIL" in page and "parity: a seed=1 differs" in page
     assert "make sim TEST=a SIM=verilator SEED=1" in page
+
+
+def test_simulator_subsets_are_full_tier_only():
+    """A quick-tier testbench runs on every simulator; a Verilator-only one is refused by
+    the runner on Icarus with the reason, and only full-tier measurements may be one."""
+    import dataclasses
+
+    from lockstep.verif.registry import SIMULATORS, _register
+    from lockstep.verif.runner import run
+
+    only = [tb for tb in TESTBENCHES.values() if tuple(tb.sims) != SIMULATORS]
+    assert only and all(tb.tier == "full" for tb in only)
+    with pytest.raises(ValueError, match="runs on verilator only"):
+        run(only[0].name, "icarus")
+    quick = next(tb for tb in TESTBENCHES.values() if tb.tier == "quick")
+    with pytest.raises(ValueError, match="runs on every simulator"):
+        _register(dataclasses.replace(quick, name="x_quick_one_sim", sims=("verilator",)))
+    with pytest.raises(ValueError, match="non-empty subset"):
+        _register(dataclasses.replace(quick, name="x_bad_sim", tier="full", sims=("modelsim",)))

@@ -39,6 +39,7 @@ CASES = [
     if (tb.tier == "quick" or TIER == "full") and (not TESTS or any(fnmatch.fnmatch(tb.name, t) for t in TESTS))
     for i in range(SEEDS)
     for sim in SIMS
+    if sim in tb.sims
 ]
 
 

@@ -46,6 +46,9 @@ class Testbench:
         opts: testbench options (``blocks``, ``idle``, ``backpressure``...).
         tier: ``"quick"`` (run by ``make test``) or ``"full"``.
         default_sim: simulator used by ``make sim`` when ``SIM`` is not given.
+        sims: the simulators it runs on. Every testbench of the quick tier runs on both;
+            a full-tier measurement may be Verilator only when its logic is the same as a
+            testbench that runs on both (the reason goes in its registration).
     """
 
     name: str
@@ -60,6 +63,7 @@ class Testbench:
     opts: dict[str, Any] = field(default_factory=dict)
     tier: str = "quick"
     default_sim: str = "verilator"
+    sims: tuple[str, ...] = SIMULATORS
 
 
 TESTBENCHES: dict[str, Testbench] = {}
@@ -70,6 +74,11 @@ def _register(tb: Testbench) -> None:
         raise ValueError(f"testbench {tb.name!r} registered twice")
     if tb.tier not in ("quick", "full"):
         raise ValueError(f"testbench {tb.name!r}: tier {tb.tier!r} is not quick/full")
+    if not set(tb.sims) <= set(SIMULATORS) or not tb.sims or tb.default_sim not in tb.sims:
+        raise ValueError(f"testbench {tb.name!r}: sims {tb.sims!r} must be a non-empty subset of {SIMULATORS} "
+                         f"holding default_sim {tb.default_sim!r}")
+    if tb.tier == "quick" and tuple(tb.sims) != SIMULATORS:
+        raise ValueError(f"testbench {tb.name!r}: a quick-tier testbench runs on every simulator")
     TESTBENCHES[tb.name] = tb
 
 
@@ -614,3 +623,26 @@ _gemm_block("gemm_cache_one_set", "sa_cache", GemmParams(sets=1, ways=4, line=16
             "sa_cache, one set of 4 ways (fully associative), 16 B lines, aw = 16")
 _gemm_block("gemm_cache_mutant", "sa_cache", _GS, tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}),
             expect_fail=True, doc="negative: a 4-way cache checked as a 2-way one must fail the scoreboard")
+
+
+# ---- gemm sweep: the measured claim (docs/gemm.md section 11, `make gemm-report`) ----------
+# The patent's geometry (64 sets x 8 ways x 64 B, fp32-sized, V = 16, budget 6) with a 1 MiB
+# flat memory (mem_aw = 18), so two M-blocks of m = 28 rows at lda = 4096 + one line fit.
+# Each job: M = 2m, N = 2zV (two N-blocks), K = 256, ldb = ldc = N, A at address 0 and B, C,
+# the buffer one after the other (verif/gemm/jobs.py); for every ld three jobs from a cold
+# cache: no copy, inline copy with keep = budget, and the padded layout (lda + one line).
+# Split in two halves of the ld range per kernel (each about 2-4 minutes on Verilator).
+# Verilator only: Icarus runs this 1 MiB-memory top about 35x slower (an hour per testbench),
+# and the jobs are the tile testbench's (verif/gemm/jobs.py), which gemm_tile_* and
+# gemm_tile_mixed_* run on both simulators.
+_GR = GemmParams(mem_aw=18)
+GEMM_SWEEP_KERNELS = ((14, 2), (6, 4), (28, 1), (7, 2))
+GEMM_SWEEP_LDS = (992, 1000, 1008, 1016, *range(1024, 4097, 64))
+GEMM_SWEEP_K = 256
+_GEMM_SWEEP_HALVES = (("lo", [x for x in GEMM_SWEEP_LDS if x < 2560]), ("hi", [x for x in GEMM_SWEEP_LDS if x >= 2560]))
+for _m, _z in GEMM_SWEEP_KERNELS:
+    for _half, _lds in _GEMM_SWEEP_HALVES:
+        _gemm(f"gemm_sweep_{_m}x{_z}_{_half}", _GR, "sweep", tier="full", sims=("verilator",),
+              opts={"lds": _lds, "kernels": [[_m, _z]], "m_blocks": 2, "n_blocks": 2, "k": GEMM_SWEEP_K},
+              doc=f"GEMM sweep (make gemm-report): (m, z) = ({_m}, {_z}), lda {_lds[0]}..{_lds[-1]}, no copy / "
+                  "inline copy / padded, each from a cold cache; counters and cycles against the model")

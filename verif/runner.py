@@ -305,6 +305,8 @@ def run(
     """
     tb = get(name)
     sim = sim or tb.default_sim
+    if sim not in tb.sims:
+        raise ValueError(f"{name} runs on {', '.join(tb.sims)} only (its registration says why), not on {sim}")
     seed = int(seed) if seed is not None else random.randrange(1, 2**31)
     coverage = coverage and sim == "verilator"
     source = Path(rtl).resolve() if rtl else None

@@ -97,13 +97,14 @@ class GemmBfm:
     async def load(self, loads: list[tuple[int, np.ndarray]]) -> None:
         """One element per clock through the load port."""
         d = self.dut
+        we, addr, data, edge = d.ld_we, d.ld_addr, d.ld_data, RisingEdge(d.clk)
         for lo, vals in loads:
-            for i, v in enumerate(vals.tolist()):
-                d.ld_we.value = 1
-                d.ld_addr.value = lo + i
-                d.ld_data.value = int(v) & self.mask
-                await RisingEdge(d.clk)
-        d.ld_we.value = 0
+            we.value = 1
+            for i, v in enumerate((np.asarray(vals, dtype=np.int64) & self.mask).tolist()):
+                addr.value = lo + i
+                data.value = v
+                await edge
+        we.value = 0
 
     async def csr_write(self, addr: int, value: int) -> None:
         d = self.dut
