@@ -30,8 +30,6 @@ from pyuvm import (
     uvm_component,
     uvm_driver,
     uvm_env,
-    uvm_sequence,
-    uvm_sequence_item,
     uvm_sequencer,
     uvm_test,
     uvm_tlm_analysis_fifo,
@@ -40,6 +38,7 @@ from pyuvm import (
 from .agents.stream import Beat, CycleCounter, StreamSink, StreamSource, random_pauses
 from .context import CLOCK_NS, TbContext, start
 from .coverage import Covergroup
+from .seq import ListSeq
 
 __all__ = ["StreamUnit", "StreamTest", "StreamEnv", "StreamBfm"]
 
@@ -104,12 +103,6 @@ class StreamUnit:
         return []
 
 
-class _Item(uvm_sequence_item):
-    def __init__(self, name: str, item: Any) -> None:
-        super().__init__(name)
-        self.item = item
-
-
 class StreamBfm:
     """Owns the DUT's signals: cycle counter, input source and output sink."""
 
@@ -126,17 +119,15 @@ class StreamBfm:
         await self.source.send(Beat(self.unit.encode(item), meta=item))
 
 
-class StreamSeq(uvm_sequence):
+class StreamSeq(ListSeq):
     """All of the unit's stimulus, generated up front from the test's seed."""
 
     async def body(self) -> None:
         unit: StreamUnit = ConfigDB().get(None, "", "UNIT")
         ctx: TbContext = ConfigDB().get(None, "", "CTX")
         count = int(ctx.opt("blocks", unit.default_count))
-        for i, item in enumerate(unit.items(np.random.default_rng(ctx.seed), count)):
-            seq_item = _Item(f"t{i}", item)
-            await self.start_item(seq_item)
-            await self.finish_item(seq_item)
+        self.objs, self.prefix = unit.items(np.random.default_rng(ctx.seed), count), "t"
+        await super().body()
 
 
 class StreamDriver(uvm_driver):
@@ -148,7 +139,7 @@ class StreamDriver(uvm_driver):
     async def run_phase(self) -> None:
         while True:
             seq_item = await self.seq_item_port.get_next_item()
-            await self.bfm.send(seq_item.item)
+            await self.bfm.send(seq_item.obj)
             self.seq_item_port.item_done()
 
 

@@ -9,7 +9,7 @@ one item, the golden-model check, cover points); everything else is shared:
   falling edge and every output read 1 ns later, still in the same cycle: registered
   outputs show the cycle's state, combinational ones follow the inputs of that cycle, and
   an input written there is taken by the next rising edge (the edge that ends the cycle).
-* :class:`BlockSeq` -> :class:`BlockDriver` run the items one after the other; the driver
+* :class:`~lockstep.verif.seq.ListSeq` -> :class:`BlockDriver` run the items one after the other; the driver
   hands each to :meth:`BlockUnit.drive` and publishes ``(item, observation)``.
 * :class:`BlockScoreboard` asks :meth:`BlockUnit.check` (the golden model) about every
   item; :class:`BlockCoverage` samples the unit's cover group with every sample of
@@ -34,8 +34,6 @@ from pyuvm import (
     uvm_analysis_port,
     uvm_driver,
     uvm_env,
-    uvm_sequence,
-    uvm_sequence_item,
     uvm_sequencer,
     uvm_subscriber,
     uvm_test,
@@ -45,6 +43,7 @@ from lockstep.models.formats import GemmParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
+from ..seq import ListSeq
 
 __all__ = ["BlockBfm", "BlockTest", "BlockUnit"]
 
@@ -143,22 +142,6 @@ class BlockUnit:
         return []
 
 
-class _Item(uvm_sequence_item):
-    def __init__(self, name: str, item: Any) -> None:
-        super().__init__(name)
-        self.item = item
-
-
-class BlockSeq(uvm_sequence):
-    """The unit's items, generated up front from the test's seed."""
-
-    async def body(self) -> None:
-        for i, item in enumerate(ConfigDB().get(None, "", "ITEMS")):
-            it = _Item(f"item{i}", item)
-            await self.start_item(it)
-            await self.finish_item(it)
-
-
 class BlockDriver(uvm_driver):
     def build_phase(self) -> None:
         self.ap = uvm_analysis_port("ap", self)
@@ -170,8 +153,8 @@ class BlockDriver(uvm_driver):
     async def run_phase(self) -> None:
         while True:
             it = await self.seq_item_port.get_next_item()
-            obs = await self.unit.drive(self.bfm, it.item)
-            self.ap.write((it.item, obs))
+            obs = await self.unit.drive(self.bfm, it.obj)
+            self.ap.write((it.obj, obs))
             self.seq_item_port.item_done()
 
 
@@ -242,7 +225,7 @@ class BlockTest(uvm_test):
         await self.bfm.settle()
         budget = 2 * sum(self.unit.budget(i) for i in self.items) + 100  # a hang fails here
         try:
-            await with_timeout(BlockSeq("seq").start(self.env.seqr), budget * CLOCK_NS, "ns")
+            await with_timeout(ListSeq("seq", "ITEMS", prefix="item").start(self.env.seqr), budget * CLOCK_NS, "ns")
         except SimTimeoutError as exc:
             raise AssertionError(f"watchdog: {self.env.scoreboard.items}/{len(self.items)} items done after "
                                  f"{budget} cycles (limit from the items' cycle budgets)") from exc

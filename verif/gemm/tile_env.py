@@ -38,8 +38,6 @@ from pyuvm import (
     uvm_analysis_port,
     uvm_driver,
     uvm_env,
-    uvm_sequence,
-    uvm_sequence_item,
     uvm_sequencer,
     uvm_subscriber,
     uvm_test,
@@ -50,6 +48,7 @@ from lockstep.models.formats import GemmParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
+from ..seq import ListSeq
 from .jobs import GemmJob, make_jobs
 
 __all__ = ["GemmTest"]
@@ -201,22 +200,6 @@ class GemmBfm:
                 return
 
 
-class _Item(uvm_sequence_item):
-    def __init__(self, name: str, job: GemmJob) -> None:
-        super().__init__(name)
-        self.job = job
-
-
-class GemmSeq(uvm_sequence):
-    """The scenario's jobs, generated up front from the test's seed."""
-
-    async def body(self) -> None:
-        for i, job in enumerate(ConfigDB().get(None, "", "JOBS")):
-            item = _Item(f"job{i}", job)
-            await self.start_item(item)
-            await self.finish_item(item)
-
-
 class GemmDriver(uvm_driver):
     def build_phase(self) -> None:
         self.ap = uvm_analysis_port("ap", self)
@@ -227,7 +210,7 @@ class GemmDriver(uvm_driver):
     async def run_phase(self) -> None:
         while True:
             item = await self.seq_item_port.get_next_item()
-            job = item.job
+            job = item.obj
             obs = await self.bfm.run(job, budget(job))
             self.ap.write((job, obs))
             self.seq_item_port.item_done()
@@ -395,7 +378,7 @@ class GemmTest(uvm_test):
         await start(cocotb.top)
         total = sum(budget(j) + sum(len(v) for _, v in j.loads) + 64 for j in self.jobs) * 2 + 1000
         try:
-            await with_timeout(GemmSeq("seq").start(self.env.seqr), total * CLOCK_NS, "ns")
+            await with_timeout(ListSeq("seq", "JOBS").start(self.env.seqr), total * CLOCK_NS, "ns")
         except SimTimeoutError as exc:
             raise AssertionError(f"watchdog: {self.env.scoreboard.jobs}/{len(self.jobs)} jobs done") from exc
         self.drop_objection()

@@ -12,7 +12,7 @@ cover points); everything else is shared:
   per input stream and one :class:`~lockstep.verif.agents.stream.StreamSink` per output
   stream, whose idle and back-pressure rates each job sets (:class:`Pauses`), and a
   per-cycle :class:`ControlTrace` of the 1-bit handshake and status signals.
-* :class:`JobSeq` -> :class:`JobDriver` run the unit's jobs one after the other; the
+* :class:`~lockstep.verif.seq.ListSeq` -> :class:`JobDriver` run the unit's jobs one after the other; the
   driver hands each job to :meth:`JobUnit.drive`, which returns what the job read back.
 * :class:`JobMonitor` cuts the control trace and the stream beats into one
   :class:`Observation` per job and publishes ``(job, observation)``.
@@ -41,8 +41,6 @@ from pyuvm import (
     uvm_component,
     uvm_driver,
     uvm_env,
-    uvm_sequence,
-    uvm_sequence_item,
     uvm_sequencer,
     uvm_subscriber,
     uvm_test,
@@ -53,6 +51,7 @@ from lockstep.models.formats import SparseParams
 from ..agents.stream import Beat, CycleCounter, StreamSink, StreamSource
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
+from ..seq import ListSeq
 
 __all__ = ["ControlTrace", "JobBfm", "JobTest", "JobUnit", "Observation", "Pauses", "handshakes"]
 
@@ -261,22 +260,6 @@ class JobBfm:
         return out
 
 
-class _Job(uvm_sequence_item):
-    def __init__(self, name: str, job: Any) -> None:
-        super().__init__(name)
-        self.job = job
-
-
-class JobSeq(uvm_sequence):
-    """The unit's jobs, generated up front from the test's seed."""
-
-    async def body(self) -> None:
-        for i, job in enumerate(ConfigDB().get(None, "", "JOBS")):
-            item = _Job(f"job{i}", job)
-            await self.start_item(item)
-            await self.finish_item(item)
-
-
 class JobDriver(uvm_driver):
     """Runs each job through :meth:`JobUnit.drive` and tells the monitor where it was."""
 
@@ -289,8 +272,8 @@ class JobDriver(uvm_driver):
     async def run_phase(self) -> None:
         while True:
             item = await self.seq_item_port.get_next_item()
-            first, last, read = await self.bfm.unit.drive(self.bfm, item.job)
-            self.ap.write((item.job, first, last, read))
+            first, last, read = await self.bfm.unit.drive(self.bfm, item.obj)
+            self.ap.write((item.obj, first, last, read))
             self.seq_item_port.item_done()
 
 
@@ -388,7 +371,7 @@ class JobTest(uvm_test):
         budget = 4 * sum(self.unit.budget(j) for j in jobs) + 100  # x4 margin; a hang fails here
         t0 = bfm.counter.cycle
         try:
-            await with_timeout(JobSeq("seq").start(self.env.seqr), budget * CLOCK_NS, "ns")
+            await with_timeout(ListSeq("seq", "JOBS").start(self.env.seqr), budget * CLOCK_NS, "ns")
         except SimTimeoutError as exc:
             raise AssertionError(f"watchdog: {self.env.scoreboard.jobs}/{len(jobs)} jobs done after {budget} "
                                  f"cycles (limit from the jobs' cycle budgets)") from exc
