@@ -275,6 +275,10 @@ def _keeps(b: JobBuilder, count: int) -> None:
         _explicit(b, f"keeps copy keep={keep}", M, N, K, lda, m, z, keep, True, klass="multiple")
     # the same kernels on a harmless stride (the baseline's C is the same numbers' product)
     _explicit(b, "keeps odd stride", M, N, K, lda + 1, m, z, m, False, klass="odd")
+    # the ROM's widest kernel (z = the largest power of two) on the aliasing stride
+    mw, zw = p.candidates[0]
+    _explicit(b, "keeps widest kernel", _fit(b, mw + 1, K, lda), zw * p.v + 1, K, lda, mw, zw, mw, False,
+              klass="multiple")
 
 
 def _random(b: JobBuilder, count: int, capture: bool = True) -> None:
