@@ -28,7 +28,7 @@ import myhdl._always_comb
 import myhdl._always_seq
 import myhdl._block
 import myhdl._instance
-from myhdl import ResetSignal, Signal, always_comb, block, concat, intbv
+from myhdl import ConcatSignal, ResetSignal, Signal, always_comb, block, concat, intbv
 
 from lockstep.models.formats import ParamError, params_hash
 
@@ -41,7 +41,10 @@ __all__ = [
     "emit",
     "emit_stream_unit",
     "flat_signal",
+    "cat_lanes",
+    "lane_bus",
     "mem_read",
+    "split_low",
     "port_signals",
     "resize",
 ]
@@ -328,6 +331,30 @@ def lane(bus, lo, width, out):
         out.next = bus[lo + width : lo]
 
     return split
+
+
+def lane_bus(sigs: list) -> Signal:
+    """The signals as one bus, ``sigs[0]`` in the low bits (one signal: itself)."""
+    return ConcatSignal(*reversed(sigs)) if len(sigs) > 1 else sigs[0]
+
+
+@block
+def cat_lanes(sigs, y):
+    """``y = {sigs[n-1], .., sigs[0]}`` (lane 0 in the low bits), resized to ``len(y)``."""
+    return resize(lane_bus(sigs), y)
+
+
+@block
+def split_low(src, lo, hi_unused):
+    """``lo = src[len(lo):]``; the high bits of ``src`` go to ``hi_unused`` (not needed)."""
+    n = len(lo)
+
+    @always_comb
+    def sp():
+        lo.next = src[n:]
+        hi_unused.next = src[len(src):n]
+
+    return sp
 
 
 @block

@@ -35,7 +35,7 @@ from myhdl import always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import GemmParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, resize
+from ..common import Emitted, emit_stream_unit, resize, split_low
 from ..sched.parts import new_bool, new_vec, wire
 from .detect import check_gemm
 
@@ -305,7 +305,7 @@ def _request(ph, m0, n0, k0, kk, j, r, bk, kp, kb, nbj, blk_keep, lda, ldb, ldc,
     if e_unused is None:
         insts.append(wire(e, eaddr))
     else:
-        insts.append(_split_lo(e, eaddr, e_unused))
+        insts.append(split_low(e, eaddr, e_unused))
     if lg_eb:
         @always_comb
         def bytes_of():
@@ -315,19 +315,6 @@ def _request(ph, m0, n0, k0, kk, j, r, bk, kp, kb, nbj, blk_keep, lda, ldb, ldc,
     else:
         insts.append(wire(eaddr, baddr))
     return insts
-
-
-@block
-def _split_lo(src, lo, hi_unused):
-    """``lo = src[len(lo):]``; the high bits are not needed."""
-    n = len(lo)
-
-    @always_comb
-    def sp():
-        lo.next = src[n:]
-        hi_unused.next = src[len(src):n]
-
-    return sp
 
 
 @block

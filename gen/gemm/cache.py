@@ -41,11 +41,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
+from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import GemmParams, _clog2
 
-from ..common import Emitted, flat_signal, lane, resize
+from ..common import Emitted, flat_signal, lane, lane_bus, resize
 from .detect import check_gemm, emit_gemm
 
 __all__ = ["CNT_BITS", "CacheWidths", "cache_widths", "emit_sa_cache", "sa_cache", "sa_cache_ports"]
@@ -82,11 +82,6 @@ def cache_widths(fmt: GemmParams) -> CacheWidths:
     nk = len(GemmParams.KINDS)
     return CacheWidths(lgs=_clog2(fmt.sets), lgl=_clog2(fmt.line), tb=fmt.tag_bits, agb=agb, wb=wb,
                        eb=fmt.ways * wb, nk=nk, kb=max(1, _clog2(nk)))
-
-
-def _bus(sigs: list) -> Signal:
-    """Way / kind 0 in the low bits."""
-    return ConcatSignal(*reversed(sigs)) if len(sigs) > 1 else sigs[0]
 
 
 @block
@@ -272,8 +267,8 @@ def sa_cache(clk, rst, clr, lk_valid, lk_addr, lk_kind, lk_hit, lk_evict, cnt_lo
     a_tgt = flat_signal(max(1, agb))
     for w in range(ways):
         insts.append(_way(word, live, tag, hit_any, a_tgt, vs[w], hits_w[w], mages[w], news[w], w, fmt))
-    v_bus, hit_bus = _bus(vs), _bus(hits_w)
-    new_word = _bus(news)
+    v_bus, hit_bus = lane_bus(vs), lane_bus(hits_w)
+    new_word = lane_bus(news)
     if agb == 0:
         a_hit = mages[0]
     else:
@@ -345,7 +340,7 @@ def sa_cache(clk, rst, clr, lk_valid, lk_addr, lk_kind, lk_hit, lk_evict, cnt_lo
     mss = [flat_signal(CNT_BITS) for _ in range(nk)]
     for k in range(nk):
         insts.append(_kind_counters(clk, rst, clr, lk_valid, lk_kind, lk_hit, lks[k], hts[k], mss[k], k))
-    insts += [resize(_bus(lks), cnt_lookups), resize(_bus(hts), cnt_hits), resize(_bus(mss), cnt_misses),
+    insts += [resize(lane_bus(lks), cnt_lookups), resize(lane_bus(hts), cnt_hits), resize(lane_bus(mss), cnt_misses),
               _evict_counter(clk, rst, clr, lk_evict, n_evict)]
     return insts
 

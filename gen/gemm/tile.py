@@ -33,9 +33,9 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 
 from lockstep.models.formats import GemmParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, lane, resize
-from ..sched.parts import const0, new_bool, new_vec, wire
-from .agu import KIND, _split_lo, agu_ports, gemm_agu, gemm_widths
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, mem_read, resize, split_low
+from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
+from .agu import KIND, agu_ports, gemm_agu, gemm_widths
 from .cache import sa_cache
 from .detect import check_gemm, detect_widths
 from .select import kernel_select, select_widths
@@ -490,8 +490,8 @@ def _csr_read(csr_raddr, lo_tab, hi_tab, hi_base: int, csr_rdata):
             csr_rdata.next = 0
 
     insts = [idx, rd]
-    insts.append(_split_lo(hidx, hi, hi_unused) if hi_unused is not None else wire(hidx, hi))
-    insts.append(_split_lo(csr_raddr, li, lo_unused) if lo_unused is not None else wire(csr_raddr, li))
+    insts.append(split_low(hidx, hi, hi_unused) if hi_unused is not None else wire(hidx, hi))
+    insts.append(split_low(csr_raddr, li, lo_unused) if lo_unused is not None else wire(csr_raddr, li))
     return insts
 
 
@@ -649,28 +649,6 @@ def _wsel(c_sel, cdata, creg, wdata):
     return s
 
 
-@block
-def _vec_mux(vecs, j, out):
-    """``out = vecs[j]``."""
-
-    @always_comb
-    def m():
-        out.next = vecs[j]
-
-    return m
-
-
-@block
-def _bit(bus, i: int, out):
-    """``out = bus[i]``."""
-
-    @always_comb
-    def b():
-        out.next = bus[i]
-
-    return b
-
-
 # ---------------------------------------------------------------------------------------
 # the tile
 
@@ -782,7 +760,7 @@ def gemm_tile(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, mem_r
     insts.append(_count_events(busy, in_sel, tr_valid, A["rq_done"], A["rq_kind"], A["fma_zb"], cnt_en, inc_fma))
     for i, cname in enumerate(OWN_COUNTERS):
         eb_ = new_bool()
-        insts += [_bit(cnt_en, i, eb_),
+        insts += [bit_of(cnt_en, i, eb_),
                   _counter(clk, rst, st0, 1 if cname == "cycles" else 0, eb_, cnt[i],
                            inc=inc_fma if cname == "n_fma" else None)]
 
@@ -830,7 +808,7 @@ def gemm_tile(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, mem_r
     insts.append(wire(mem_raddr, mem_waddr))
     mbits = [new_bool() for _ in range(v)]
     insts += [_gt_const(lanes, i, mbits[i]) for i in range(v)]
-    insts.append(_cat(mbits, mem_wmask))
+    insts.append(cat_lanes(mbits, mem_wmask))
     # B registers
     bregs = [new_vec(v * ew) for _ in range(zmax)]
     bld_b, en_b = [new_bool() for _ in range(zmax)], [new_bool() for _ in range(zmax)]
@@ -857,14 +835,14 @@ def gemm_tile(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, mem_r
                       lane(bregs[jj], ll * ew, ew, bl) if v > 1 else wire(bregs[jj], bl),
                       _fma_lane(olds[i], ax, bl, en_b[jj], A["fma_first"], news[i], p)]
     row_d = new_vec(wd.row)
-    insts.append(_cat(news, row_d))
+    insts.append(cat_lanes(news, row_d))
     insts.append(_acc_mem(clk, fma_we, row, row_d, row_q, acc))
     # C_WR: vector j, shifted and saturated
     cvec = new_vec(v * accw)
     if zmax > 1:
         vecs = [new_vec(v * accw) for _ in range(zmax)]
         insts += [lane(row_q, jj * v * accw, v * accw, vecs[jj]) for jj in range(zmax)]
-        insts.append(_vec_mux(vecs, vec, cvec))
+        insts.append(mem_read(vecs, vec, cvec))
     else:
         insts.append(wire(row_q, cvec))
     shv = new_vec(wd.shw)
@@ -875,7 +853,7 @@ def gemm_tile(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, mem_r
         al = new_vec(accw)
         insts += [lane(cvec, ll * accw, accw, al) if v > 1 else wire(cvec, al), _c_lane(al, shv, kz, couts[ll], p)]
     cdata = new_vec(v * ew)
-    insts += [_cat(couts, cdata), _wsel(c_sel, cdata, creg, mem_wdata)]
+    insts += [cat_lanes(couts, cdata), _wsel(c_sel, cdata, creg, mem_wdata)]
     return insts
 
 
@@ -955,14 +933,6 @@ def _sink(sigs):
         sink_unused.next = cat
 
     return s
-
-
-@block
-def _cat(sigs, y):
-    """``y = {sigs[n-1], .., sigs[0]}`` (lane 0 in the low bits)."""
-    if len(sigs) == 1:
-        return resize(sigs[0], y)
-    return resize(ConcatSignal(*reversed(sigs)), y)
 
 
 # ---------------------------------------------------------------------------------------

@@ -23,11 +23,11 @@ from myhdl import always, always_comb, block
 
 from lockstep.models.formats import GemmParams, ParamError
 
-from ..common import Emitted, emit_stream_unit, lane
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, mem_read, split_low
 from ..sched.parts import new_bool, new_vec, wire
-from .agu import _split_lo, gemm_widths
+from .agu import gemm_widths
 from .detect import check_gemm
-from .tile import _cat, gemm_tile, tile_ports, tile_timing
+from .tile import gemm_tile, tile_ports, tile_timing
 
 __all__ = ["emit_top", "gemm_top", "top_check", "top_ports"]
 
@@ -146,17 +146,6 @@ def _rot_lane(bq, lo, i: int, out, lg_v: int):
 
 
 @block
-def _pick(bq, idx, out):
-    """``out = bq[idx]``."""
-
-    @always_comb
-    def m():
-        out.next = bq[idx]
-
-    return m
-
-
-@block
 def gemm_top(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, tr_valid, tr_kind, tr_addr, tr_bytes, done,
              busy, ld_we, ld_addr, ld_data, rb_addr, rb_data, fmt: GemmParams):
     """The tile with the flat memory, a load port and a read-back port. Ports:
@@ -172,7 +161,7 @@ def gemm_top(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, tr_val
     ra, wa = new_vec(ma), new_vec(ma)
     if wd.ea > ma:
         ra_unused, wa_unused = new_vec(wd.ea - ma), new_vec(wd.ea - ma)
-        insts += [_split_lo(sig["mem_raddr"], ra, ra_unused), _split_lo(sig["mem_waddr"], wa, wa_unused)]
+        insts += [split_low(sig["mem_raddr"], ra, ra_unused), split_low(sig["mem_waddr"], wa, wa_unused)]
     else:
         insts += [wire(sig["mem_raddr"], ra), wire(sig["mem_waddr"], wa)]
     if v == 1:
@@ -194,7 +183,7 @@ def gemm_top(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, tr_val
     insts.append(lane(ra, 0, lg_v, ra_lo))
     lanes = [new_vec(ew) for _ in range(v)]
     insts += [_rot_lane(bq, ra_lo, i, lanes[i], lg_v) for i in range(v)]
-    insts += [_cat(lanes, sig["mem_rdata"]), _pick(rbq, rb_bank, rb_data)]
+    insts += [cat_lanes(lanes, sig["mem_rdata"]), mem_read(rbq, rb_bank, rb_data)]
     return insts
 
 

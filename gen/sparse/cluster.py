@@ -48,11 +48,11 @@ from myhdl import always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, resize
+from ..common import Emitted, cat_lanes, emit_stream_unit, resize
 from ..sched.parts import bit_of, new_bool, new_vec, wire
 from .memory import DESC_BITS, check_fm_layout, desc_lsb, fm_mem_ports, fm_mem_unit, w_mem, w_mem_ports
 from .stream import mux2, part
-from .stu import CNT_BITS, _cat, stu, stu_check, stu_ports, stu_timing, stu_widths
+from .stu import CNT_BITS, stu, stu_check, stu_ports, stu_timing, stu_widths
 
 __all__ = ["CL_ERR_NAMES", "cluster_check", "cluster_ports", "emit_cluster", "stc_cluster", "unit_bits"]
 
@@ -356,7 +356,7 @@ def stc_cluster(clk, rst, wr_unit, wr_desc_valid, wr_desc_ready, wr_desc_data, w
     wr_ok, wsel = new_bool(), new_vec(unit_bits(fmt))
     insts.append(_wr_route(clk, rst, wr_unit, wr_desc_valid, wr_desc_ready, wr_valid, wr_ready, wr_done, d_ready,
                            r_ready, dones, wr_ok, wsel, m))
-    insts += [_cat(fm_dr, d_ready), _cat(fm_rr, r_ready), _cat(fm_done, dones), _cat(fm_err, mem_err)]
+    insts += [cat_lanes(fm_dr, d_ready), cat_lanes(fm_rr, r_ready), cat_lanes(fm_done, dones), cat_lanes(fm_err, mem_err)]
     for i in range(m):
         insts.append(_wr_hit(wr_unit, wsel, wr_ok, wr_desc_valid, wr_valid, i, fm_dv[i], fm_rv[i]))
         insts.append(fm_mem_unit(clk, rst, wr_desc_valid=fm_dv[i], wr_desc_ready=fm_dr[i], wr_desc_data=wr_desc_data,
@@ -379,14 +379,14 @@ def stc_cluster(clk, rst, wr_unit, wr_desc_valid, wr_desc_ready, wr_desc_data, w
                            rd_a=s_wa[u], rd_b=s_wb[u], rd_w=s_ww[u], rd_valid=s_wv[u], fc_we=fc_we, fc_row=fc_row,
                            fc_col=fc_col, fc_data=fc_data, fc_rd_row=s_fcrow[u], fc_rd_idx=s_fcidx[u],
                            fc_rd_w=s_fcw[u], err=w_er[u], fmt=fmt))
-    insts += [_cat(w_rdy, rdy_all), _cat(w_dn, dn_all), wire(w_nz[0], w_wnz),
+    insts += [cat_lanes(w_rdy, rdy_all), cat_lanes(w_dn, dn_all), wire(w_nz[0], w_wnz),
               _w_join(rdy_all, dn_all, w_er, w_ready, w_done, w_err, m)]
 
     # ---- pass control
     go, ustart = new_bool(), new_vec(m)
     from_prev, sel_eff = (new_vec(m), new_vec(m)) if m > 1 else (None, None)
     s_done = per_unit(sp, "done")
-    insts.append(_cat(s_done, unit_done))
+    insts.append(cat_lanes(s_done, unit_done))
     insts.append(_pass_ctl(clk, rst, start, route_sel, cfg_active, cfg_bank, unit_done, busy, cluster_done,
                            cluster_cycles, err, unit_active, go, ustart, from_prev, sel_eff, bank_eff, m))
 
@@ -432,9 +432,9 @@ def stc_cluster(clk, rst, wr_unit, wr_desc_valid, wr_desc_ready, wr_desc_data, w
                          fmt=fmt, **{n: t[u] for n, t in taps.items()}, **cfg, **{b: s_rd[b][u] for _, b in _RD_FIELDS},
                          **{n: s_cnt[n][u] for n in _UNIT_COUNTERS}))
     insts += [_sink(t[u]) for t in taps.values() for u in range(m)]
-    insts += [_cat(s_busy, unit_busy), _cat(s_err, unit_err), _cat(s_ov, o_valid), _cat(s_od, o_data),
-              _cat(s_desc, unit_desc)]
-    insts += [_cat(s_cnt[n], counters[n]) for n in _UNIT_COUNTERS]
+    insts += [cat_lanes(s_busy, unit_busy), cat_lanes(s_err, unit_err), cat_lanes(s_ov, o_valid), cat_lanes(s_od, o_data),
+              cat_lanes(s_desc, unit_desc)]
+    insts += [cat_lanes(s_cnt[n], counters[n]) for n in _UNIT_COUNTERS]
     return insts
 
 

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
+from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, flat_signal, mem_read, resize
+from ..common import Emitted, flat_signal, lane_bus, mem_read, resize
 from .stream import _emit, _stream, check_sparse, mux2, part
 
 __all__ = [
@@ -91,11 +91,6 @@ def group_bits(fmt: SparseParams) -> int:
 def count_bits(n: int) -> int:
     """Width of a count ``0..n``."""
     return max(1, n.bit_length())
-
-
-def _bus(sigs: list) -> Signal:
-    """Lane 0 in the low bits."""
-    return ConcatSignal(*reversed(sigs)) if len(sigs) > 1 else sigs[0]
 
 
 @block
@@ -151,7 +146,7 @@ def _fm_bank(clk, rst, clear, store, wdata, desc_in, rd_group, q, desc, rows, co
         insts.append(_lane_mem(clk, wes[lo], wa_g, wdata, rd_group, valids[lo], words[lo], 1 << gb))
         insts += [part(words[lo], dw + cb, rb, lrow[lo]), part(words[lo], dw, cb, lcol[lo]),
                   part(words[lo], 0, dw, lval[lo])]
-    insts += [resize(_bus(lrow), rows), resize(_bus(lcol), cols), resize(_bus(lval), vals), resize(_bus(valids), lane_valid)]
+    insts += [resize(lane_bus(lrow), rows), resize(lane_bus(lcol), cols), resize(lane_bus(lval), vals), resize(lane_bus(valids), lane_valid)]
 
     @always_seq(clk.posedge, reset=rst)
     def count():
@@ -435,8 +430,8 @@ def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_
         insts += [part(fc_rd_idx, lo * ib, ib, idx_l), _fc_addr(fc_rd_row, idx_l, addr_l), mem_read(fc_mem, addr_l, w_l)]
         fcw.append(w_l)
     insts.append(_fc_addr(fc_row, fc_col, fc_wa))
-    insts += [resize(_bus(ra), rd_a), resize(_bus(rb_), rd_b), resize(_bus(rw), rd_w), resize(_bus(rv), rd_valid),
-              resize(_bus(fcw), fc_rd_w)]
+    insts += [resize(lane_bus(ra), rd_a), resize(lane_bus(rb_), rd_b), resize(lane_bus(rw), rd_w), resize(lane_bus(rv), rd_valid),
+              resize(lane_bus(fcw), fc_rd_w)]
 
     @always_comb
     def check():

@@ -66,11 +66,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
+from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, lane, resize
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, resize, split_low
 from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
 from .memory import count_bits, fc_bits, group_bits, k_bits, widx_bits
 from .stream import check_sparse, size_bits
@@ -340,21 +340,8 @@ def _walker(clk, rst, go, round1, q_r, jlim, j1, eb1, g_next, j_next, last_g, rl
     if jnx_unused is None:
         insts.append(resize(jn, j_next))
     else:
-        insts.append(_split(jn, j_next, jnx_unused))
+        insts.append(split_low(jn, j_next, jnx_unused))
     return insts
-
-
-@block
-def _split(src, lo, hi_unused):
-    """``lo = src[len(lo):]``; the rest of ``src`` is not needed."""
-    n = len(lo)
-
-    @always_comb
-    def sp():
-        lo.next = src[n:]
-        hi_unused.next = src[len(src):n]
-
-    return sp
 
 
 @block
@@ -570,7 +557,7 @@ def _s2_ctl(clk, rst, go, round2, cap2, q_r, wnz_r, focc, pj, pi, n1, n2, w_next
     if jn_unused is None:
         insts.append(resize(pjn, jnq))
     else:
-        insts.append(_split(pjn, jnq, jn_unused))
+        insts.append(split_low(pjn, jnq, jn_unused))
     insts.append(wire(jnq, w_next))
     return insts
 
@@ -1408,7 +1395,7 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
     insts += [_tree(v_fc, prod, tsum, fmt), resize(j1, oaddr), resize(j1, fc_rd_row)]
     fcidx = [new_vec(wd.ib) for _ in range(p)]
     insts += [resize(lcol[l], fcidx[l]) for l in range(p)]
-    insts.append(_cat(fcidx, fc_rd_idx))
+    insts.append(cat_lanes(fcidx, fc_rd_idx))
 
     # the lane registers and the accumulator
     pv, pa, pd = [new_bool() for _ in range(p)], [new_vec(wd.ab) for _ in range(p)], [new_vec(accw) for _ in range(p)]
@@ -1417,7 +1404,7 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
                        pd[l]) for l in range(p)]
     acc = [new_vec(accw) for _ in range(wd.nacc)]
     insts.append(_rmw(clk, rst, clr, pv, pa, pd, acc, acc_ovf, fmt))
-    insts += [_cat(pv, acc_we), _cat(pa, acc_addr)]
+    insts += [cat_lanes(pv, acc_we), cat_lanes(pa, acc_addr)]
     if u == 2:
         insts.append(resize(focc, fifo_occ))
 
@@ -1532,15 +1519,6 @@ def _read_addr(round2, gq, g_next, w_next, j_next, rd_group, w_rd_idx, fmt: Spar
         w_rd_idx.next = concat(k, j)
 
     return ra
-
-
-@block
-def _cat(sigs, y):
-    """``y = {sigs[n-1], .., sigs[0]}`` (lane 0 in the low bits)."""
-    if len(sigs) == 1:
-        return resize(sigs[0], y)
-    cat = ConcatSignal(*reversed(sigs))
-    return resize(cat, y)
 
 
 def stu_ports(fmt: SparseParams) -> dict[str, dict]:

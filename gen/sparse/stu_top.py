@@ -22,9 +22,9 @@ from myhdl import Signal, always, always_comb, block
 
 from lockstep.models.formats import SparseParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, lane, resize
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, resize
 from ..sched.parts import new_bool, new_vec, wire
-from .stu import _acc_read, _cat as _bus
+from .stu import _acc_read
 from .stu import stu, stu_check, stu_ports, stu_timing, stu_widths
 
 __all__ = ["LD_SEL", "emit_stu_top", "ld_bits", "stu_top", "stu_top_ports"]
@@ -201,8 +201,8 @@ def stu_top(clk, rst, ld_we, ld_sel, ld_addr, ld_data, start, cfg_k, cfg_h, cfg_
                                 [new_vec(dw) for _ in range(p)], [new_bool() for _ in range(p)])
     insts += [_data_lane(dmem, sig["rd_group"], ports["cfg_nnz"], l, rows[l], cols[l], vals[l], valids[l], fmt)
               for l in range(p)]
-    insts += [_bus(rows, sig["rd_row"]), _bus(cols, sig["rd_col"]), _bus(vals, sig["rd_val"]),
-              _bus(valids, sig["rd_lane_valid"])]
+    insts += [cat_lanes(rows, sig["rd_row"]), cat_lanes(cols, sig["rd_col"]), cat_lanes(vals, sig["rd_val"]),
+              cat_lanes(valids, sig["rd_lane_valid"])]
 
     # weight reads (u lanes)
     idxs = [new_vec(wd.jb) for _ in range(u)]
@@ -211,15 +211,15 @@ def stu_top(clk, rst, ld_we, ld_sel, ld_addr, ld_data, start, cfg_k, cfg_h, cfg_
     for i in range(u):
         insts.append(lane(sig["w_rd_idx"], i * wd.jb, wd.jb, idxs[i]) if u > 1 else wire(sig["w_rd_idx"], idxs[i]))
         insts.append(_weight_lane(wmem, idxs[i], ports["cfg_wnz"], was[i], wbs[i], wws[i], wvs[i], fmt))
-    insts += [_bus(was, sig["w_rd_a"]), _bus(wbs, sig["w_rd_b"]), _bus(wws, sig["w_rd_w"]),
-              _bus(wvs, sig["w_rd_valid"])]
+    insts += [cat_lanes(was, sig["w_rd_a"]), cat_lanes(wbs, sig["w_rd_b"]), cat_lanes(wws, sig["w_rd_w"]),
+              cat_lanes(wvs, sig["w_rd_valid"])]
 
     # FC gather
     fidx, fws = [new_vec(wd.ib) for _ in range(p)], [new_vec(ww) for _ in range(p)]
     for l in range(p):
         insts.append(lane(sig["fc_rd_idx"], l * wd.ib, wd.ib, fidx[l]) if p > 1 else wire(sig["fc_rd_idx"], fidx[l]))
         insts.append(_fc_lane(fmem, sig["fc_rd_row"], fidx[l], fws[l], fmt))
-    insts.append(_bus(fws, sig["fc_rd_w"]))
+    insts.append(cat_lanes(fws, sig["fc_rd_w"]))
 
     insts.append(stu(clk, rst, fmt=fmt, **ports, **sig))
     return insts

@@ -546,25 +546,25 @@ wire [1:0] _sink1_cat;
 wire [1:0] _sink1_sink_unused;
 reg [9:0] _count_events0_en;
 wire [31:0] _count_events0_inc_fma;
-wire _bit0_out;
+wire bit_of0_out;
 reg [31:0] _counter0_q;
-wire _bit1_out;
+wire bit_of1_out;
 reg [31:0] _counter1_q;
-wire _bit2_out;
+wire bit_of2_out;
 reg [31:0] _counter2_q;
-wire _bit3_out;
+wire bit_of3_out;
 reg [31:0] _counter3_q;
-wire _bit4_out;
+wire bit_of4_out;
 reg [31:0] _counter4_q;
-wire _bit5_out;
+wire bit_of5_out;
 reg [31:0] _counter5_q;
-wire _bit6_out;
+wire bit_of6_out;
 reg [31:0] _counter6_q;
-wire _bit7_out;
+wire bit_of7_out;
 reg [31:0] _counter7_q;
-wire _bit8_out;
+wire bit_of8_out;
 reg [31:0] _counter8_q;
-wire _bit9_out;
+wire bit_of9_out;
 reg [31:0] _counter9_q;
 wire [0:0] _status0_out;
 wire [31:0] lane18_out;
@@ -610,7 +610,7 @@ wire _gt_const12_out;
 wire _gt_const13_out;
 wire _gt_const14_out;
 wire _gt_const15_out;
-wire [15:0] _cat0_resize138_src;
+wire [15:0] cat_lanes0_resize138_src;
 wire _sel_eq0_out;
 wire _gt_const16_out;
 reg [511:0] _breg0_q;
@@ -1151,9 +1151,9 @@ wire [31:0] lane291_out;
 wire [31:0] lane292_out;
 reg [31:0] _fma_lane127_new;
 wire [31:0] _fma_lane127_bx;
-wire [4095:0] _cat1_y;
-wire [4095:0] _cat1_resize139_src;
-wire [511:0] _vec_mux0_out;
+wire [4095:0] cat_lanes1_y;
+wire [4095:0] cat_lanes1_resize139_src;
+wire [511:0] mem_read0_q;
 wire [4:0] resize140_dst;
 wire _is_zero0_z;
 wire [31:0] lane301_out;
@@ -1188,14 +1188,14 @@ wire [31:0] lane315_out;
 reg [31:0] _c_lane14_out;
 wire [31:0] lane316_out;
 reg [31:0] _c_lane15_out;
-wire [511:0] _cat2_y;
-wire [511:0] _cat2_resize141_src;
+wire [511:0] cat_lanes2_y;
+wire [511:0] cat_lanes2_resize141_src;
 reg [5:0] kernel_select0__ld_walk0_cnt [0:64-1];
 reg [191:0] sa_cache0_mem [0:64-1];
 wire [31:0] _csr_read0_lo_tab [0:25-1];
 wire [31:0] _csr_read0_hi_tab [0:29-1];
 reg [4095:0] _acc_mem0_acc [0:30-1];
-wire [511:0] _vec_mux0_vecs [0:8-1];
+wire [511:0] mem_read0_mem [0:8-1];
 
 assign _sink0_cat[8] = kernel_select0_busy;
 assign _sink0_cat[7] = kernel_select0_err;
@@ -1244,166 +1244,166 @@ assign sa_cache0_resize82_src[64-1:32] = sa_cache0__kind_counters1_misses;
 assign sa_cache0_resize82_src[32-1:0] = sa_cache0__kind_counters0_misses;
 assign _sink1_cat[1] = sa_cache0_lk_evict;
 assign _sink1_cat[0] = gemm_agu0_busy;
-assign _cat0_resize138_src[15] = _gt_const15_out;
-assign _cat0_resize138_src[14] = _gt_const14_out;
-assign _cat0_resize138_src[13] = _gt_const13_out;
-assign _cat0_resize138_src[12] = _gt_const12_out;
-assign _cat0_resize138_src[11] = _gt_const11_out;
-assign _cat0_resize138_src[10] = _gt_const10_out;
-assign _cat0_resize138_src[9] = _gt_const9_out;
-assign _cat0_resize138_src[8] = _gt_const8_out;
-assign _cat0_resize138_src[7] = _gt_const7_out;
-assign _cat0_resize138_src[6] = _gt_const6_out;
-assign _cat0_resize138_src[5] = _gt_const5_out;
-assign _cat0_resize138_src[4] = _gt_const4_out;
-assign _cat0_resize138_src[3] = _gt_const3_out;
-assign _cat0_resize138_src[2] = _gt_const2_out;
-assign _cat0_resize138_src[1] = _gt_const1_out;
-assign _cat0_resize138_src[0] = _gt_const0_out;
-assign _cat1_resize139_src[4096-1:4064] = _fma_lane127_new;
-assign _cat1_resize139_src[4064-1:4032] = _fma_lane126_new;
-assign _cat1_resize139_src[4032-1:4000] = _fma_lane125_new;
-assign _cat1_resize139_src[4000-1:3968] = _fma_lane124_new;
-assign _cat1_resize139_src[3968-1:3936] = _fma_lane123_new;
-assign _cat1_resize139_src[3936-1:3904] = _fma_lane122_new;
-assign _cat1_resize139_src[3904-1:3872] = _fma_lane121_new;
-assign _cat1_resize139_src[3872-1:3840] = _fma_lane120_new;
-assign _cat1_resize139_src[3840-1:3808] = _fma_lane119_new;
-assign _cat1_resize139_src[3808-1:3776] = _fma_lane118_new;
-assign _cat1_resize139_src[3776-1:3744] = _fma_lane117_new;
-assign _cat1_resize139_src[3744-1:3712] = _fma_lane116_new;
-assign _cat1_resize139_src[3712-1:3680] = _fma_lane115_new;
-assign _cat1_resize139_src[3680-1:3648] = _fma_lane114_new;
-assign _cat1_resize139_src[3648-1:3616] = _fma_lane113_new;
-assign _cat1_resize139_src[3616-1:3584] = _fma_lane112_new;
-assign _cat1_resize139_src[3584-1:3552] = _fma_lane111_new;
-assign _cat1_resize139_src[3552-1:3520] = _fma_lane110_new;
-assign _cat1_resize139_src[3520-1:3488] = _fma_lane109_new;
-assign _cat1_resize139_src[3488-1:3456] = _fma_lane108_new;
-assign _cat1_resize139_src[3456-1:3424] = _fma_lane107_new;
-assign _cat1_resize139_src[3424-1:3392] = _fma_lane106_new;
-assign _cat1_resize139_src[3392-1:3360] = _fma_lane105_new;
-assign _cat1_resize139_src[3360-1:3328] = _fma_lane104_new;
-assign _cat1_resize139_src[3328-1:3296] = _fma_lane103_new;
-assign _cat1_resize139_src[3296-1:3264] = _fma_lane102_new;
-assign _cat1_resize139_src[3264-1:3232] = _fma_lane101_new;
-assign _cat1_resize139_src[3232-1:3200] = _fma_lane100_new;
-assign _cat1_resize139_src[3200-1:3168] = _fma_lane99_new;
-assign _cat1_resize139_src[3168-1:3136] = _fma_lane98_new;
-assign _cat1_resize139_src[3136-1:3104] = _fma_lane97_new;
-assign _cat1_resize139_src[3104-1:3072] = _fma_lane96_new;
-assign _cat1_resize139_src[3072-1:3040] = _fma_lane95_new;
-assign _cat1_resize139_src[3040-1:3008] = _fma_lane94_new;
-assign _cat1_resize139_src[3008-1:2976] = _fma_lane93_new;
-assign _cat1_resize139_src[2976-1:2944] = _fma_lane92_new;
-assign _cat1_resize139_src[2944-1:2912] = _fma_lane91_new;
-assign _cat1_resize139_src[2912-1:2880] = _fma_lane90_new;
-assign _cat1_resize139_src[2880-1:2848] = _fma_lane89_new;
-assign _cat1_resize139_src[2848-1:2816] = _fma_lane88_new;
-assign _cat1_resize139_src[2816-1:2784] = _fma_lane87_new;
-assign _cat1_resize139_src[2784-1:2752] = _fma_lane86_new;
-assign _cat1_resize139_src[2752-1:2720] = _fma_lane85_new;
-assign _cat1_resize139_src[2720-1:2688] = _fma_lane84_new;
-assign _cat1_resize139_src[2688-1:2656] = _fma_lane83_new;
-assign _cat1_resize139_src[2656-1:2624] = _fma_lane82_new;
-assign _cat1_resize139_src[2624-1:2592] = _fma_lane81_new;
-assign _cat1_resize139_src[2592-1:2560] = _fma_lane80_new;
-assign _cat1_resize139_src[2560-1:2528] = _fma_lane79_new;
-assign _cat1_resize139_src[2528-1:2496] = _fma_lane78_new;
-assign _cat1_resize139_src[2496-1:2464] = _fma_lane77_new;
-assign _cat1_resize139_src[2464-1:2432] = _fma_lane76_new;
-assign _cat1_resize139_src[2432-1:2400] = _fma_lane75_new;
-assign _cat1_resize139_src[2400-1:2368] = _fma_lane74_new;
-assign _cat1_resize139_src[2368-1:2336] = _fma_lane73_new;
-assign _cat1_resize139_src[2336-1:2304] = _fma_lane72_new;
-assign _cat1_resize139_src[2304-1:2272] = _fma_lane71_new;
-assign _cat1_resize139_src[2272-1:2240] = _fma_lane70_new;
-assign _cat1_resize139_src[2240-1:2208] = _fma_lane69_new;
-assign _cat1_resize139_src[2208-1:2176] = _fma_lane68_new;
-assign _cat1_resize139_src[2176-1:2144] = _fma_lane67_new;
-assign _cat1_resize139_src[2144-1:2112] = _fma_lane66_new;
-assign _cat1_resize139_src[2112-1:2080] = _fma_lane65_new;
-assign _cat1_resize139_src[2080-1:2048] = _fma_lane64_new;
-assign _cat1_resize139_src[2048-1:2016] = _fma_lane63_new;
-assign _cat1_resize139_src[2016-1:1984] = _fma_lane62_new;
-assign _cat1_resize139_src[1984-1:1952] = _fma_lane61_new;
-assign _cat1_resize139_src[1952-1:1920] = _fma_lane60_new;
-assign _cat1_resize139_src[1920-1:1888] = _fma_lane59_new;
-assign _cat1_resize139_src[1888-1:1856] = _fma_lane58_new;
-assign _cat1_resize139_src[1856-1:1824] = _fma_lane57_new;
-assign _cat1_resize139_src[1824-1:1792] = _fma_lane56_new;
-assign _cat1_resize139_src[1792-1:1760] = _fma_lane55_new;
-assign _cat1_resize139_src[1760-1:1728] = _fma_lane54_new;
-assign _cat1_resize139_src[1728-1:1696] = _fma_lane53_new;
-assign _cat1_resize139_src[1696-1:1664] = _fma_lane52_new;
-assign _cat1_resize139_src[1664-1:1632] = _fma_lane51_new;
-assign _cat1_resize139_src[1632-1:1600] = _fma_lane50_new;
-assign _cat1_resize139_src[1600-1:1568] = _fma_lane49_new;
-assign _cat1_resize139_src[1568-1:1536] = _fma_lane48_new;
-assign _cat1_resize139_src[1536-1:1504] = _fma_lane47_new;
-assign _cat1_resize139_src[1504-1:1472] = _fma_lane46_new;
-assign _cat1_resize139_src[1472-1:1440] = _fma_lane45_new;
-assign _cat1_resize139_src[1440-1:1408] = _fma_lane44_new;
-assign _cat1_resize139_src[1408-1:1376] = _fma_lane43_new;
-assign _cat1_resize139_src[1376-1:1344] = _fma_lane42_new;
-assign _cat1_resize139_src[1344-1:1312] = _fma_lane41_new;
-assign _cat1_resize139_src[1312-1:1280] = _fma_lane40_new;
-assign _cat1_resize139_src[1280-1:1248] = _fma_lane39_new;
-assign _cat1_resize139_src[1248-1:1216] = _fma_lane38_new;
-assign _cat1_resize139_src[1216-1:1184] = _fma_lane37_new;
-assign _cat1_resize139_src[1184-1:1152] = _fma_lane36_new;
-assign _cat1_resize139_src[1152-1:1120] = _fma_lane35_new;
-assign _cat1_resize139_src[1120-1:1088] = _fma_lane34_new;
-assign _cat1_resize139_src[1088-1:1056] = _fma_lane33_new;
-assign _cat1_resize139_src[1056-1:1024] = _fma_lane32_new;
-assign _cat1_resize139_src[1024-1:992] = _fma_lane31_new;
-assign _cat1_resize139_src[992-1:960] = _fma_lane30_new;
-assign _cat1_resize139_src[960-1:928] = _fma_lane29_new;
-assign _cat1_resize139_src[928-1:896] = _fma_lane28_new;
-assign _cat1_resize139_src[896-1:864] = _fma_lane27_new;
-assign _cat1_resize139_src[864-1:832] = _fma_lane26_new;
-assign _cat1_resize139_src[832-1:800] = _fma_lane25_new;
-assign _cat1_resize139_src[800-1:768] = _fma_lane24_new;
-assign _cat1_resize139_src[768-1:736] = _fma_lane23_new;
-assign _cat1_resize139_src[736-1:704] = _fma_lane22_new;
-assign _cat1_resize139_src[704-1:672] = _fma_lane21_new;
-assign _cat1_resize139_src[672-1:640] = _fma_lane20_new;
-assign _cat1_resize139_src[640-1:608] = _fma_lane19_new;
-assign _cat1_resize139_src[608-1:576] = _fma_lane18_new;
-assign _cat1_resize139_src[576-1:544] = _fma_lane17_new;
-assign _cat1_resize139_src[544-1:512] = _fma_lane16_new;
-assign _cat1_resize139_src[512-1:480] = _fma_lane15_new;
-assign _cat1_resize139_src[480-1:448] = _fma_lane14_new;
-assign _cat1_resize139_src[448-1:416] = _fma_lane13_new;
-assign _cat1_resize139_src[416-1:384] = _fma_lane12_new;
-assign _cat1_resize139_src[384-1:352] = _fma_lane11_new;
-assign _cat1_resize139_src[352-1:320] = _fma_lane10_new;
-assign _cat1_resize139_src[320-1:288] = _fma_lane9_new;
-assign _cat1_resize139_src[288-1:256] = _fma_lane8_new;
-assign _cat1_resize139_src[256-1:224] = _fma_lane7_new;
-assign _cat1_resize139_src[224-1:192] = _fma_lane6_new;
-assign _cat1_resize139_src[192-1:160] = _fma_lane5_new;
-assign _cat1_resize139_src[160-1:128] = _fma_lane4_new;
-assign _cat1_resize139_src[128-1:96] = _fma_lane3_new;
-assign _cat1_resize139_src[96-1:64] = _fma_lane2_new;
-assign _cat1_resize139_src[64-1:32] = _fma_lane1_new;
-assign _cat1_resize139_src[32-1:0] = _fma_lane0_new;
-assign _cat2_resize141_src[512-1:480] = _c_lane15_out;
-assign _cat2_resize141_src[480-1:448] = _c_lane14_out;
-assign _cat2_resize141_src[448-1:416] = _c_lane13_out;
-assign _cat2_resize141_src[416-1:384] = _c_lane12_out;
-assign _cat2_resize141_src[384-1:352] = _c_lane11_out;
-assign _cat2_resize141_src[352-1:320] = _c_lane10_out;
-assign _cat2_resize141_src[320-1:288] = _c_lane9_out;
-assign _cat2_resize141_src[288-1:256] = _c_lane8_out;
-assign _cat2_resize141_src[256-1:224] = _c_lane7_out;
-assign _cat2_resize141_src[224-1:192] = _c_lane6_out;
-assign _cat2_resize141_src[192-1:160] = _c_lane5_out;
-assign _cat2_resize141_src[160-1:128] = _c_lane4_out;
-assign _cat2_resize141_src[128-1:96] = _c_lane3_out;
-assign _cat2_resize141_src[96-1:64] = _c_lane2_out;
-assign _cat2_resize141_src[64-1:32] = _c_lane1_out;
-assign _cat2_resize141_src[32-1:0] = _c_lane0_out;
+assign cat_lanes0_resize138_src[15] = _gt_const15_out;
+assign cat_lanes0_resize138_src[14] = _gt_const14_out;
+assign cat_lanes0_resize138_src[13] = _gt_const13_out;
+assign cat_lanes0_resize138_src[12] = _gt_const12_out;
+assign cat_lanes0_resize138_src[11] = _gt_const11_out;
+assign cat_lanes0_resize138_src[10] = _gt_const10_out;
+assign cat_lanes0_resize138_src[9] = _gt_const9_out;
+assign cat_lanes0_resize138_src[8] = _gt_const8_out;
+assign cat_lanes0_resize138_src[7] = _gt_const7_out;
+assign cat_lanes0_resize138_src[6] = _gt_const6_out;
+assign cat_lanes0_resize138_src[5] = _gt_const5_out;
+assign cat_lanes0_resize138_src[4] = _gt_const4_out;
+assign cat_lanes0_resize138_src[3] = _gt_const3_out;
+assign cat_lanes0_resize138_src[2] = _gt_const2_out;
+assign cat_lanes0_resize138_src[1] = _gt_const1_out;
+assign cat_lanes0_resize138_src[0] = _gt_const0_out;
+assign cat_lanes1_resize139_src[4096-1:4064] = _fma_lane127_new;
+assign cat_lanes1_resize139_src[4064-1:4032] = _fma_lane126_new;
+assign cat_lanes1_resize139_src[4032-1:4000] = _fma_lane125_new;
+assign cat_lanes1_resize139_src[4000-1:3968] = _fma_lane124_new;
+assign cat_lanes1_resize139_src[3968-1:3936] = _fma_lane123_new;
+assign cat_lanes1_resize139_src[3936-1:3904] = _fma_lane122_new;
+assign cat_lanes1_resize139_src[3904-1:3872] = _fma_lane121_new;
+assign cat_lanes1_resize139_src[3872-1:3840] = _fma_lane120_new;
+assign cat_lanes1_resize139_src[3840-1:3808] = _fma_lane119_new;
+assign cat_lanes1_resize139_src[3808-1:3776] = _fma_lane118_new;
+assign cat_lanes1_resize139_src[3776-1:3744] = _fma_lane117_new;
+assign cat_lanes1_resize139_src[3744-1:3712] = _fma_lane116_new;
+assign cat_lanes1_resize139_src[3712-1:3680] = _fma_lane115_new;
+assign cat_lanes1_resize139_src[3680-1:3648] = _fma_lane114_new;
+assign cat_lanes1_resize139_src[3648-1:3616] = _fma_lane113_new;
+assign cat_lanes1_resize139_src[3616-1:3584] = _fma_lane112_new;
+assign cat_lanes1_resize139_src[3584-1:3552] = _fma_lane111_new;
+assign cat_lanes1_resize139_src[3552-1:3520] = _fma_lane110_new;
+assign cat_lanes1_resize139_src[3520-1:3488] = _fma_lane109_new;
+assign cat_lanes1_resize139_src[3488-1:3456] = _fma_lane108_new;
+assign cat_lanes1_resize139_src[3456-1:3424] = _fma_lane107_new;
+assign cat_lanes1_resize139_src[3424-1:3392] = _fma_lane106_new;
+assign cat_lanes1_resize139_src[3392-1:3360] = _fma_lane105_new;
+assign cat_lanes1_resize139_src[3360-1:3328] = _fma_lane104_new;
+assign cat_lanes1_resize139_src[3328-1:3296] = _fma_lane103_new;
+assign cat_lanes1_resize139_src[3296-1:3264] = _fma_lane102_new;
+assign cat_lanes1_resize139_src[3264-1:3232] = _fma_lane101_new;
+assign cat_lanes1_resize139_src[3232-1:3200] = _fma_lane100_new;
+assign cat_lanes1_resize139_src[3200-1:3168] = _fma_lane99_new;
+assign cat_lanes1_resize139_src[3168-1:3136] = _fma_lane98_new;
+assign cat_lanes1_resize139_src[3136-1:3104] = _fma_lane97_new;
+assign cat_lanes1_resize139_src[3104-1:3072] = _fma_lane96_new;
+assign cat_lanes1_resize139_src[3072-1:3040] = _fma_lane95_new;
+assign cat_lanes1_resize139_src[3040-1:3008] = _fma_lane94_new;
+assign cat_lanes1_resize139_src[3008-1:2976] = _fma_lane93_new;
+assign cat_lanes1_resize139_src[2976-1:2944] = _fma_lane92_new;
+assign cat_lanes1_resize139_src[2944-1:2912] = _fma_lane91_new;
+assign cat_lanes1_resize139_src[2912-1:2880] = _fma_lane90_new;
+assign cat_lanes1_resize139_src[2880-1:2848] = _fma_lane89_new;
+assign cat_lanes1_resize139_src[2848-1:2816] = _fma_lane88_new;
+assign cat_lanes1_resize139_src[2816-1:2784] = _fma_lane87_new;
+assign cat_lanes1_resize139_src[2784-1:2752] = _fma_lane86_new;
+assign cat_lanes1_resize139_src[2752-1:2720] = _fma_lane85_new;
+assign cat_lanes1_resize139_src[2720-1:2688] = _fma_lane84_new;
+assign cat_lanes1_resize139_src[2688-1:2656] = _fma_lane83_new;
+assign cat_lanes1_resize139_src[2656-1:2624] = _fma_lane82_new;
+assign cat_lanes1_resize139_src[2624-1:2592] = _fma_lane81_new;
+assign cat_lanes1_resize139_src[2592-1:2560] = _fma_lane80_new;
+assign cat_lanes1_resize139_src[2560-1:2528] = _fma_lane79_new;
+assign cat_lanes1_resize139_src[2528-1:2496] = _fma_lane78_new;
+assign cat_lanes1_resize139_src[2496-1:2464] = _fma_lane77_new;
+assign cat_lanes1_resize139_src[2464-1:2432] = _fma_lane76_new;
+assign cat_lanes1_resize139_src[2432-1:2400] = _fma_lane75_new;
+assign cat_lanes1_resize139_src[2400-1:2368] = _fma_lane74_new;
+assign cat_lanes1_resize139_src[2368-1:2336] = _fma_lane73_new;
+assign cat_lanes1_resize139_src[2336-1:2304] = _fma_lane72_new;
+assign cat_lanes1_resize139_src[2304-1:2272] = _fma_lane71_new;
+assign cat_lanes1_resize139_src[2272-1:2240] = _fma_lane70_new;
+assign cat_lanes1_resize139_src[2240-1:2208] = _fma_lane69_new;
+assign cat_lanes1_resize139_src[2208-1:2176] = _fma_lane68_new;
+assign cat_lanes1_resize139_src[2176-1:2144] = _fma_lane67_new;
+assign cat_lanes1_resize139_src[2144-1:2112] = _fma_lane66_new;
+assign cat_lanes1_resize139_src[2112-1:2080] = _fma_lane65_new;
+assign cat_lanes1_resize139_src[2080-1:2048] = _fma_lane64_new;
+assign cat_lanes1_resize139_src[2048-1:2016] = _fma_lane63_new;
+assign cat_lanes1_resize139_src[2016-1:1984] = _fma_lane62_new;
+assign cat_lanes1_resize139_src[1984-1:1952] = _fma_lane61_new;
+assign cat_lanes1_resize139_src[1952-1:1920] = _fma_lane60_new;
+assign cat_lanes1_resize139_src[1920-1:1888] = _fma_lane59_new;
+assign cat_lanes1_resize139_src[1888-1:1856] = _fma_lane58_new;
+assign cat_lanes1_resize139_src[1856-1:1824] = _fma_lane57_new;
+assign cat_lanes1_resize139_src[1824-1:1792] = _fma_lane56_new;
+assign cat_lanes1_resize139_src[1792-1:1760] = _fma_lane55_new;
+assign cat_lanes1_resize139_src[1760-1:1728] = _fma_lane54_new;
+assign cat_lanes1_resize139_src[1728-1:1696] = _fma_lane53_new;
+assign cat_lanes1_resize139_src[1696-1:1664] = _fma_lane52_new;
+assign cat_lanes1_resize139_src[1664-1:1632] = _fma_lane51_new;
+assign cat_lanes1_resize139_src[1632-1:1600] = _fma_lane50_new;
+assign cat_lanes1_resize139_src[1600-1:1568] = _fma_lane49_new;
+assign cat_lanes1_resize139_src[1568-1:1536] = _fma_lane48_new;
+assign cat_lanes1_resize139_src[1536-1:1504] = _fma_lane47_new;
+assign cat_lanes1_resize139_src[1504-1:1472] = _fma_lane46_new;
+assign cat_lanes1_resize139_src[1472-1:1440] = _fma_lane45_new;
+assign cat_lanes1_resize139_src[1440-1:1408] = _fma_lane44_new;
+assign cat_lanes1_resize139_src[1408-1:1376] = _fma_lane43_new;
+assign cat_lanes1_resize139_src[1376-1:1344] = _fma_lane42_new;
+assign cat_lanes1_resize139_src[1344-1:1312] = _fma_lane41_new;
+assign cat_lanes1_resize139_src[1312-1:1280] = _fma_lane40_new;
+assign cat_lanes1_resize139_src[1280-1:1248] = _fma_lane39_new;
+assign cat_lanes1_resize139_src[1248-1:1216] = _fma_lane38_new;
+assign cat_lanes1_resize139_src[1216-1:1184] = _fma_lane37_new;
+assign cat_lanes1_resize139_src[1184-1:1152] = _fma_lane36_new;
+assign cat_lanes1_resize139_src[1152-1:1120] = _fma_lane35_new;
+assign cat_lanes1_resize139_src[1120-1:1088] = _fma_lane34_new;
+assign cat_lanes1_resize139_src[1088-1:1056] = _fma_lane33_new;
+assign cat_lanes1_resize139_src[1056-1:1024] = _fma_lane32_new;
+assign cat_lanes1_resize139_src[1024-1:992] = _fma_lane31_new;
+assign cat_lanes1_resize139_src[992-1:960] = _fma_lane30_new;
+assign cat_lanes1_resize139_src[960-1:928] = _fma_lane29_new;
+assign cat_lanes1_resize139_src[928-1:896] = _fma_lane28_new;
+assign cat_lanes1_resize139_src[896-1:864] = _fma_lane27_new;
+assign cat_lanes1_resize139_src[864-1:832] = _fma_lane26_new;
+assign cat_lanes1_resize139_src[832-1:800] = _fma_lane25_new;
+assign cat_lanes1_resize139_src[800-1:768] = _fma_lane24_new;
+assign cat_lanes1_resize139_src[768-1:736] = _fma_lane23_new;
+assign cat_lanes1_resize139_src[736-1:704] = _fma_lane22_new;
+assign cat_lanes1_resize139_src[704-1:672] = _fma_lane21_new;
+assign cat_lanes1_resize139_src[672-1:640] = _fma_lane20_new;
+assign cat_lanes1_resize139_src[640-1:608] = _fma_lane19_new;
+assign cat_lanes1_resize139_src[608-1:576] = _fma_lane18_new;
+assign cat_lanes1_resize139_src[576-1:544] = _fma_lane17_new;
+assign cat_lanes1_resize139_src[544-1:512] = _fma_lane16_new;
+assign cat_lanes1_resize139_src[512-1:480] = _fma_lane15_new;
+assign cat_lanes1_resize139_src[480-1:448] = _fma_lane14_new;
+assign cat_lanes1_resize139_src[448-1:416] = _fma_lane13_new;
+assign cat_lanes1_resize139_src[416-1:384] = _fma_lane12_new;
+assign cat_lanes1_resize139_src[384-1:352] = _fma_lane11_new;
+assign cat_lanes1_resize139_src[352-1:320] = _fma_lane10_new;
+assign cat_lanes1_resize139_src[320-1:288] = _fma_lane9_new;
+assign cat_lanes1_resize139_src[288-1:256] = _fma_lane8_new;
+assign cat_lanes1_resize139_src[256-1:224] = _fma_lane7_new;
+assign cat_lanes1_resize139_src[224-1:192] = _fma_lane6_new;
+assign cat_lanes1_resize139_src[192-1:160] = _fma_lane5_new;
+assign cat_lanes1_resize139_src[160-1:128] = _fma_lane4_new;
+assign cat_lanes1_resize139_src[128-1:96] = _fma_lane3_new;
+assign cat_lanes1_resize139_src[96-1:64] = _fma_lane2_new;
+assign cat_lanes1_resize139_src[64-1:32] = _fma_lane1_new;
+assign cat_lanes1_resize139_src[32-1:0] = _fma_lane0_new;
+assign cat_lanes2_resize141_src[512-1:480] = _c_lane15_out;
+assign cat_lanes2_resize141_src[480-1:448] = _c_lane14_out;
+assign cat_lanes2_resize141_src[448-1:416] = _c_lane13_out;
+assign cat_lanes2_resize141_src[416-1:384] = _c_lane12_out;
+assign cat_lanes2_resize141_src[384-1:352] = _c_lane11_out;
+assign cat_lanes2_resize141_src[352-1:320] = _c_lane10_out;
+assign cat_lanes2_resize141_src[320-1:288] = _c_lane9_out;
+assign cat_lanes2_resize141_src[288-1:256] = _c_lane8_out;
+assign cat_lanes2_resize141_src[256-1:224] = _c_lane7_out;
+assign cat_lanes2_resize141_src[224-1:192] = _c_lane6_out;
+assign cat_lanes2_resize141_src[192-1:160] = _c_lane5_out;
+assign cat_lanes2_resize141_src[160-1:128] = _c_lane4_out;
+assign cat_lanes2_resize141_src[128-1:96] = _c_lane3_out;
+assign cat_lanes2_resize141_src[96-1:64] = _c_lane2_out;
+assign cat_lanes2_resize141_src[64-1:32] = _c_lane1_out;
+assign cat_lanes2_resize141_src[32-1:0] = _c_lane0_out;
 
 
 
@@ -4122,7 +4122,7 @@ assign _count_events0_inc_fma = {28'h0, gemm_agu0_fma_zb};
 
 
 
-assign _bit0_out = _count_events0_en[0];
+assign bit_of0_out = _count_events0_en[0];
 
 
 always @(posedge clk) begin: _counter0_c1
@@ -4133,7 +4133,7 @@ always @(posedge clk) begin: _counter0_c1
         if (st0) begin
             _counter0_q <= 1;
         end
-        else if (_bit0_out) begin
+        else if (bit_of0_out) begin
             _counter0_q <= (_counter0_q + 1);
         end
     end
@@ -4141,7 +4141,7 @@ end
 
 
 
-assign _bit1_out = _count_events0_en[1];
+assign bit_of1_out = _count_events0_en[1];
 
 
 always @(posedge clk) begin: _counter1_c1
@@ -4152,7 +4152,7 @@ always @(posedge clk) begin: _counter1_c1
         if (st0) begin
             _counter1_q <= 0;
         end
-        else if (_bit1_out) begin
+        else if (bit_of1_out) begin
             _counter1_q <= (_counter1_q + 1);
         end
     end
@@ -4160,7 +4160,7 @@ end
 
 
 
-assign _bit2_out = _count_events0_en[2];
+assign bit_of2_out = _count_events0_en[2];
 
 
 always @(posedge clk) begin: _counter2_c
@@ -4171,7 +4171,7 @@ always @(posedge clk) begin: _counter2_c
         if (st0) begin
             _counter2_q <= 0;
         end
-        else if (_bit2_out) begin
+        else if (bit_of2_out) begin
             _counter2_q <= (_counter2_q + _count_events0_inc_fma);
         end
     end
@@ -4179,7 +4179,7 @@ end
 
 
 
-assign _bit3_out = _count_events0_en[3];
+assign bit_of3_out = _count_events0_en[3];
 
 
 always @(posedge clk) begin: _counter3_c1
@@ -4190,7 +4190,7 @@ always @(posedge clk) begin: _counter3_c1
         if (st0) begin
             _counter3_q <= 0;
         end
-        else if (_bit3_out) begin
+        else if (bit_of3_out) begin
             _counter3_q <= (_counter3_q + 1);
         end
     end
@@ -4198,7 +4198,7 @@ end
 
 
 
-assign _bit4_out = _count_events0_en[4];
+assign bit_of4_out = _count_events0_en[4];
 
 
 always @(posedge clk) begin: _counter4_c1
@@ -4209,7 +4209,7 @@ always @(posedge clk) begin: _counter4_c1
         if (st0) begin
             _counter4_q <= 0;
         end
-        else if (_bit4_out) begin
+        else if (bit_of4_out) begin
             _counter4_q <= (_counter4_q + 1);
         end
     end
@@ -4217,7 +4217,7 @@ end
 
 
 
-assign _bit5_out = _count_events0_en[5];
+assign bit_of5_out = _count_events0_en[5];
 
 
 always @(posedge clk) begin: _counter5_c1
@@ -4228,7 +4228,7 @@ always @(posedge clk) begin: _counter5_c1
         if (st0) begin
             _counter5_q <= 0;
         end
-        else if (_bit5_out) begin
+        else if (bit_of5_out) begin
             _counter5_q <= (_counter5_q + 1);
         end
     end
@@ -4236,7 +4236,7 @@ end
 
 
 
-assign _bit6_out = _count_events0_en[6];
+assign bit_of6_out = _count_events0_en[6];
 
 
 always @(posedge clk) begin: _counter6_c1
@@ -4247,7 +4247,7 @@ always @(posedge clk) begin: _counter6_c1
         if (st0) begin
             _counter6_q <= 0;
         end
-        else if (_bit6_out) begin
+        else if (bit_of6_out) begin
             _counter6_q <= (_counter6_q + 1);
         end
     end
@@ -4255,7 +4255,7 @@ end
 
 
 
-assign _bit7_out = _count_events0_en[7];
+assign bit_of7_out = _count_events0_en[7];
 
 
 always @(posedge clk) begin: _counter7_c1
@@ -4266,7 +4266,7 @@ always @(posedge clk) begin: _counter7_c1
         if (st0) begin
             _counter7_q <= 0;
         end
-        else if (_bit7_out) begin
+        else if (bit_of7_out) begin
             _counter7_q <= (_counter7_q + 1);
         end
     end
@@ -4274,7 +4274,7 @@ end
 
 
 
-assign _bit8_out = _count_events0_en[8];
+assign bit_of8_out = _count_events0_en[8];
 
 
 always @(posedge clk) begin: _counter8_c1
@@ -4285,7 +4285,7 @@ always @(posedge clk) begin: _counter8_c1
         if (st0) begin
             _counter8_q <= 0;
         end
-        else if (_bit8_out) begin
+        else if (bit_of8_out) begin
             _counter8_q <= (_counter8_q + 1);
         end
     end
@@ -4293,7 +4293,7 @@ end
 
 
 
-assign _bit9_out = _count_events0_en[9];
+assign bit_of9_out = _count_events0_en[9];
 
 
 always @(posedge clk) begin: _counter9_c1
@@ -4304,7 +4304,7 @@ always @(posedge clk) begin: _counter9_c1
         if (st0) begin
             _counter9_q <= 0;
         end
-        else if (_bit9_out) begin
+        else if (bit_of9_out) begin
             _counter9_q <= (_counter9_q + 1);
         end
     end
@@ -4711,7 +4711,7 @@ assign _gt_const15_out = (gemm_agu0_rq_lanes > 15);
 
 
 
-assign mem_wmask = _cat0_resize138_src;
+assign mem_wmask = cat_lanes0_resize138_src;
 
 
 
@@ -8351,12 +8351,12 @@ end
 
 
 
-assign _cat1_y = _cat1_resize139_src;
+assign cat_lanes1_y = cat_lanes1_resize139_src;
 
 
 always @(posedge clk) begin: _acc_mem0_write
     if (_mem_ctl0_fma_we) begin
-        _acc_mem0_acc[gemm_agu0_rq_row] <= _cat1_y;
+        _acc_mem0_acc[gemm_agu0_rq_row] <= cat_lanes1_y;
     end
 end
 
@@ -8366,39 +8366,39 @@ assign lane37_bus = _acc_mem0_acc[gemm_agu0_rq_row];
 
 
 
-assign _vec_mux0_vecs[0] = lane37_bus[0+:512];
+assign mem_read0_mem[0] = lane37_bus[0+:512];
 
 
 
-assign _vec_mux0_vecs[1] = lane37_bus[512+:512];
+assign mem_read0_mem[1] = lane37_bus[512+:512];
 
 
 
-assign _vec_mux0_vecs[2] = lane37_bus[1024+:512];
+assign mem_read0_mem[2] = lane37_bus[1024+:512];
 
 
 
-assign _vec_mux0_vecs[3] = lane37_bus[1536+:512];
+assign mem_read0_mem[3] = lane37_bus[1536+:512];
 
 
 
-assign _vec_mux0_vecs[4] = lane37_bus[2048+:512];
+assign mem_read0_mem[4] = lane37_bus[2048+:512];
 
 
 
-assign _vec_mux0_vecs[5] = lane37_bus[2560+:512];
+assign mem_read0_mem[5] = lane37_bus[2560+:512];
 
 
 
-assign _vec_mux0_vecs[6] = lane37_bus[3072+:512];
+assign mem_read0_mem[6] = lane37_bus[3072+:512];
 
 
 
-assign _vec_mux0_vecs[7] = lane37_bus[3584+:512];
+assign mem_read0_mem[7] = lane37_bus[3584+:512];
 
 
 
-assign _vec_mux0_out = _vec_mux0_vecs[gemm_agu0_rq_vec];
+assign mem_read0_q = mem_read0_mem[gemm_agu0_rq_vec];
 
 
 
@@ -8410,7 +8410,7 @@ assign _is_zero0_z = (_csr_reg2_q == 0);
 
 
 
-assign lane301_out = _vec_mux0_out[0+:32];
+assign lane301_out = mem_read0_q[0+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane301_out) begin: _c_lane0_shr
@@ -8430,7 +8430,7 @@ end
 
 
 
-assign lane302_out = _vec_mux0_out[32+:32];
+assign lane302_out = mem_read0_q[32+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane302_out) begin: _c_lane1_shr
@@ -8450,7 +8450,7 @@ end
 
 
 
-assign lane303_out = _vec_mux0_out[64+:32];
+assign lane303_out = mem_read0_q[64+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane303_out) begin: _c_lane2_shr
@@ -8470,7 +8470,7 @@ end
 
 
 
-assign lane304_out = _vec_mux0_out[96+:32];
+assign lane304_out = mem_read0_q[96+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane304_out) begin: _c_lane3_shr
@@ -8490,7 +8490,7 @@ end
 
 
 
-assign lane305_out = _vec_mux0_out[128+:32];
+assign lane305_out = mem_read0_q[128+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane305_out) begin: _c_lane4_shr
@@ -8510,7 +8510,7 @@ end
 
 
 
-assign lane306_out = _vec_mux0_out[160+:32];
+assign lane306_out = mem_read0_q[160+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane306_out) begin: _c_lane5_shr
@@ -8530,7 +8530,7 @@ end
 
 
 
-assign lane307_out = _vec_mux0_out[192+:32];
+assign lane307_out = mem_read0_q[192+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane307_out) begin: _c_lane6_shr
@@ -8550,7 +8550,7 @@ end
 
 
 
-assign lane308_out = _vec_mux0_out[224+:32];
+assign lane308_out = mem_read0_q[224+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane308_out) begin: _c_lane7_shr
@@ -8570,7 +8570,7 @@ end
 
 
 
-assign lane309_out = _vec_mux0_out[256+:32];
+assign lane309_out = mem_read0_q[256+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane309_out) begin: _c_lane8_shr
@@ -8590,7 +8590,7 @@ end
 
 
 
-assign lane310_out = _vec_mux0_out[288+:32];
+assign lane310_out = mem_read0_q[288+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane310_out) begin: _c_lane9_shr
@@ -8610,7 +8610,7 @@ end
 
 
 
-assign lane311_out = _vec_mux0_out[320+:32];
+assign lane311_out = mem_read0_q[320+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane311_out) begin: _c_lane10_shr
@@ -8630,7 +8630,7 @@ end
 
 
 
-assign lane312_out = _vec_mux0_out[352+:32];
+assign lane312_out = mem_read0_q[352+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane312_out) begin: _c_lane11_shr
@@ -8650,7 +8650,7 @@ end
 
 
 
-assign lane313_out = _vec_mux0_out[384+:32];
+assign lane313_out = mem_read0_q[384+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane313_out) begin: _c_lane12_shr
@@ -8670,7 +8670,7 @@ end
 
 
 
-assign lane314_out = _vec_mux0_out[416+:32];
+assign lane314_out = mem_read0_q[416+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane314_out) begin: _c_lane13_shr
@@ -8690,7 +8690,7 @@ end
 
 
 
-assign lane315_out = _vec_mux0_out[448+:32];
+assign lane315_out = mem_read0_q[448+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane315_out) begin: _c_lane14_shr
@@ -8710,7 +8710,7 @@ end
 
 
 
-assign lane316_out = _vec_mux0_out[480+:32];
+assign lane316_out = mem_read0_q[480+:32];
 
 
 always @(_is_zero0_z, resize140_dst, lane316_out) begin: _c_lane15_shr
@@ -8730,12 +8730,12 @@ end
 
 
 
-assign _cat2_y = _cat2_resize141_src;
+assign cat_lanes2_y = cat_lanes2_resize141_src;
 
 
-always @(_cat2_y, _mem_ctl0_c_sel, _breg8_q) begin: _wsel0_s
+always @(cat_lanes2_y, _mem_ctl0_c_sel, _breg8_q) begin: _wsel0_s
     if (_mem_ctl0_c_sel) begin
-        mem_wdata = _cat2_y;
+        mem_wdata = cat_lanes2_y;
     end
     else begin
         mem_wdata = _breg8_q;

@@ -547,25 +547,25 @@ wire [1:0] gemm_tile0__sink1_cat;
 wire [1:0] gemm_tile0__sink1_sink_unused;
 reg [9:0] gemm_tile0__count_events0_en;
 wire [31:0] gemm_tile0__count_events0_inc_fma;
-wire gemm_tile0__bit0_out;
+wire gemm_tile0_bit_of0_out;
 reg [31:0] gemm_tile0__counter0_q;
-wire gemm_tile0__bit1_out;
+wire gemm_tile0_bit_of1_out;
 reg [31:0] gemm_tile0__counter1_q;
-wire gemm_tile0__bit2_out;
+wire gemm_tile0_bit_of2_out;
 reg [31:0] gemm_tile0__counter2_q;
-wire gemm_tile0__bit3_out;
+wire gemm_tile0_bit_of3_out;
 reg [31:0] gemm_tile0__counter3_q;
-wire gemm_tile0__bit4_out;
+wire gemm_tile0_bit_of4_out;
 reg [31:0] gemm_tile0__counter4_q;
-wire gemm_tile0__bit5_out;
+wire gemm_tile0_bit_of5_out;
 reg [31:0] gemm_tile0__counter5_q;
-wire gemm_tile0__bit6_out;
+wire gemm_tile0_bit_of6_out;
 reg [31:0] gemm_tile0__counter6_q;
-wire gemm_tile0__bit7_out;
+wire gemm_tile0_bit_of7_out;
 reg [31:0] gemm_tile0__counter7_q;
-wire gemm_tile0__bit8_out;
+wire gemm_tile0_bit_of8_out;
 reg [31:0] gemm_tile0__counter8_q;
-wire gemm_tile0__bit9_out;
+wire gemm_tile0_bit_of9_out;
 reg [31:0] gemm_tile0__counter9_q;
 wire [0:0] gemm_tile0__status0_out;
 wire [31:0] gemm_tile0_lane18_out;
@@ -611,7 +611,7 @@ wire gemm_tile0__gt_const12_out;
 wire gemm_tile0__gt_const13_out;
 wire gemm_tile0__gt_const14_out;
 wire gemm_tile0__gt_const15_out;
-wire [15:0] gemm_tile0__cat0_resize138_src;
+wire [15:0] gemm_tile0_cat_lanes0_resize138_src;
 wire gemm_tile0__sel_eq0_out;
 wire gemm_tile0__gt_const16_out;
 reg [511:0] gemm_tile0__breg0_q;
@@ -1152,9 +1152,9 @@ wire [31:0] gemm_tile0_lane291_out;
 wire [31:0] gemm_tile0_lane292_out;
 reg [31:0] gemm_tile0__fma_lane127_new;
 wire [31:0] gemm_tile0__fma_lane127_bx;
-wire [4095:0] gemm_tile0__cat1_y;
-wire [4095:0] gemm_tile0__cat1_resize139_src;
-wire [511:0] gemm_tile0__vec_mux0_out;
+wire [4095:0] gemm_tile0_cat_lanes1_y;
+wire [4095:0] gemm_tile0_cat_lanes1_resize139_src;
+wire [511:0] gemm_tile0_mem_read0_q;
 wire [4:0] gemm_tile0_resize140_dst;
 wire gemm_tile0__is_zero0_z;
 wire [31:0] gemm_tile0_lane301_out;
@@ -1189,12 +1189,12 @@ wire [31:0] gemm_tile0_lane315_out;
 reg [31:0] gemm_tile0__c_lane14_out;
 wire [31:0] gemm_tile0_lane316_out;
 reg [31:0] gemm_tile0__c_lane15_out;
-wire [511:0] gemm_tile0__cat2_y;
-wire [511:0] gemm_tile0__cat2_resize141_src;
-wire [11:0] _split_lo2_lo;
-wire [17:0] _split_lo2_hi_unused;
-wire [11:0] _split_lo3_lo;
-wire [17:0] _split_lo3_hi_unused;
+wire [511:0] gemm_tile0_cat_lanes2_y;
+wire [511:0] gemm_tile0_cat_lanes2_resize141_src;
+wire [11:0] split_low2_lo;
+wire [17:0] split_low2_hi_unused;
+wire [11:0] split_low3_lo;
+wire [17:0] split_low3_hi_unused;
 wire [7:0] lane333_out;
 wire [3:0] lane334_out;
 reg [7:0] _bank0_lrow;
@@ -1326,13 +1326,13 @@ wire [31:0] _rot_lane14_out;
 wire [3:0] _rot_lane14_sel;
 wire [31:0] _rot_lane15_out;
 wire [3:0] _rot_lane15_sel;
-wire [511:0] _cat3_resize142_src;
+wire [511:0] cat_lanes3_resize142_src;
 reg [5:0] gemm_tile0_kernel_select0__ld_walk0_cnt [0:64-1];
 reg [191:0] gemm_tile0_sa_cache0_mem [0:64-1];
 wire [31:0] gemm_tile0__csr_read0_lo_tab [0:25-1];
 wire [31:0] gemm_tile0__csr_read0_hi_tab [0:29-1];
 reg [4095:0] gemm_tile0__acc_mem0_acc [0:30-1];
-wire [511:0] gemm_tile0__vec_mux0_vecs [0:8-1];
+wire [511:0] gemm_tile0_mem_read0_mem [0:8-1];
 reg [31:0] _bank0_mem [0:256-1];
 wire [31:0] _bank0_wlanes [0:16-1];
 reg [31:0] _bank1_mem [0:256-1];
@@ -1351,7 +1351,7 @@ reg [31:0] _bank13_mem [0:256-1];
 reg [31:0] _bank14_mem [0:256-1];
 reg [31:0] _bank15_mem [0:256-1];
 wire [31:0] _rot_lane0_bq [0:16-1];
-wire [31:0] _pick0_0_bq [0:16-1];
+wire [31:0] mem_read1_mem [0:16-1];
 
 assign gemm_tile0__sink0_cat[8] = gemm_tile0_kernel_select0_busy;
 assign gemm_tile0__sink0_cat[7] = gemm_tile0_kernel_select0_err;
@@ -1400,182 +1400,182 @@ assign gemm_tile0_sa_cache0_resize82_src[64-1:32] = gemm_tile0_sa_cache0__kind_c
 assign gemm_tile0_sa_cache0_resize82_src[32-1:0] = gemm_tile0_sa_cache0__kind_counters0_misses;
 assign gemm_tile0__sink1_cat[1] = gemm_tile0_sa_cache0_lk_evict;
 assign gemm_tile0__sink1_cat[0] = gemm_tile0_gemm_agu0_busy;
-assign gemm_tile0__cat0_resize138_src[15] = gemm_tile0__gt_const15_out;
-assign gemm_tile0__cat0_resize138_src[14] = gemm_tile0__gt_const14_out;
-assign gemm_tile0__cat0_resize138_src[13] = gemm_tile0__gt_const13_out;
-assign gemm_tile0__cat0_resize138_src[12] = gemm_tile0__gt_const12_out;
-assign gemm_tile0__cat0_resize138_src[11] = gemm_tile0__gt_const11_out;
-assign gemm_tile0__cat0_resize138_src[10] = gemm_tile0__gt_const10_out;
-assign gemm_tile0__cat0_resize138_src[9] = gemm_tile0__gt_const9_out;
-assign gemm_tile0__cat0_resize138_src[8] = gemm_tile0__gt_const8_out;
-assign gemm_tile0__cat0_resize138_src[7] = gemm_tile0__gt_const7_out;
-assign gemm_tile0__cat0_resize138_src[6] = gemm_tile0__gt_const6_out;
-assign gemm_tile0__cat0_resize138_src[5] = gemm_tile0__gt_const5_out;
-assign gemm_tile0__cat0_resize138_src[4] = gemm_tile0__gt_const4_out;
-assign gemm_tile0__cat0_resize138_src[3] = gemm_tile0__gt_const3_out;
-assign gemm_tile0__cat0_resize138_src[2] = gemm_tile0__gt_const2_out;
-assign gemm_tile0__cat0_resize138_src[1] = gemm_tile0__gt_const1_out;
-assign gemm_tile0__cat0_resize138_src[0] = gemm_tile0__gt_const0_out;
-assign gemm_tile0__cat1_resize139_src[4096-1:4064] = gemm_tile0__fma_lane127_new;
-assign gemm_tile0__cat1_resize139_src[4064-1:4032] = gemm_tile0__fma_lane126_new;
-assign gemm_tile0__cat1_resize139_src[4032-1:4000] = gemm_tile0__fma_lane125_new;
-assign gemm_tile0__cat1_resize139_src[4000-1:3968] = gemm_tile0__fma_lane124_new;
-assign gemm_tile0__cat1_resize139_src[3968-1:3936] = gemm_tile0__fma_lane123_new;
-assign gemm_tile0__cat1_resize139_src[3936-1:3904] = gemm_tile0__fma_lane122_new;
-assign gemm_tile0__cat1_resize139_src[3904-1:3872] = gemm_tile0__fma_lane121_new;
-assign gemm_tile0__cat1_resize139_src[3872-1:3840] = gemm_tile0__fma_lane120_new;
-assign gemm_tile0__cat1_resize139_src[3840-1:3808] = gemm_tile0__fma_lane119_new;
-assign gemm_tile0__cat1_resize139_src[3808-1:3776] = gemm_tile0__fma_lane118_new;
-assign gemm_tile0__cat1_resize139_src[3776-1:3744] = gemm_tile0__fma_lane117_new;
-assign gemm_tile0__cat1_resize139_src[3744-1:3712] = gemm_tile0__fma_lane116_new;
-assign gemm_tile0__cat1_resize139_src[3712-1:3680] = gemm_tile0__fma_lane115_new;
-assign gemm_tile0__cat1_resize139_src[3680-1:3648] = gemm_tile0__fma_lane114_new;
-assign gemm_tile0__cat1_resize139_src[3648-1:3616] = gemm_tile0__fma_lane113_new;
-assign gemm_tile0__cat1_resize139_src[3616-1:3584] = gemm_tile0__fma_lane112_new;
-assign gemm_tile0__cat1_resize139_src[3584-1:3552] = gemm_tile0__fma_lane111_new;
-assign gemm_tile0__cat1_resize139_src[3552-1:3520] = gemm_tile0__fma_lane110_new;
-assign gemm_tile0__cat1_resize139_src[3520-1:3488] = gemm_tile0__fma_lane109_new;
-assign gemm_tile0__cat1_resize139_src[3488-1:3456] = gemm_tile0__fma_lane108_new;
-assign gemm_tile0__cat1_resize139_src[3456-1:3424] = gemm_tile0__fma_lane107_new;
-assign gemm_tile0__cat1_resize139_src[3424-1:3392] = gemm_tile0__fma_lane106_new;
-assign gemm_tile0__cat1_resize139_src[3392-1:3360] = gemm_tile0__fma_lane105_new;
-assign gemm_tile0__cat1_resize139_src[3360-1:3328] = gemm_tile0__fma_lane104_new;
-assign gemm_tile0__cat1_resize139_src[3328-1:3296] = gemm_tile0__fma_lane103_new;
-assign gemm_tile0__cat1_resize139_src[3296-1:3264] = gemm_tile0__fma_lane102_new;
-assign gemm_tile0__cat1_resize139_src[3264-1:3232] = gemm_tile0__fma_lane101_new;
-assign gemm_tile0__cat1_resize139_src[3232-1:3200] = gemm_tile0__fma_lane100_new;
-assign gemm_tile0__cat1_resize139_src[3200-1:3168] = gemm_tile0__fma_lane99_new;
-assign gemm_tile0__cat1_resize139_src[3168-1:3136] = gemm_tile0__fma_lane98_new;
-assign gemm_tile0__cat1_resize139_src[3136-1:3104] = gemm_tile0__fma_lane97_new;
-assign gemm_tile0__cat1_resize139_src[3104-1:3072] = gemm_tile0__fma_lane96_new;
-assign gemm_tile0__cat1_resize139_src[3072-1:3040] = gemm_tile0__fma_lane95_new;
-assign gemm_tile0__cat1_resize139_src[3040-1:3008] = gemm_tile0__fma_lane94_new;
-assign gemm_tile0__cat1_resize139_src[3008-1:2976] = gemm_tile0__fma_lane93_new;
-assign gemm_tile0__cat1_resize139_src[2976-1:2944] = gemm_tile0__fma_lane92_new;
-assign gemm_tile0__cat1_resize139_src[2944-1:2912] = gemm_tile0__fma_lane91_new;
-assign gemm_tile0__cat1_resize139_src[2912-1:2880] = gemm_tile0__fma_lane90_new;
-assign gemm_tile0__cat1_resize139_src[2880-1:2848] = gemm_tile0__fma_lane89_new;
-assign gemm_tile0__cat1_resize139_src[2848-1:2816] = gemm_tile0__fma_lane88_new;
-assign gemm_tile0__cat1_resize139_src[2816-1:2784] = gemm_tile0__fma_lane87_new;
-assign gemm_tile0__cat1_resize139_src[2784-1:2752] = gemm_tile0__fma_lane86_new;
-assign gemm_tile0__cat1_resize139_src[2752-1:2720] = gemm_tile0__fma_lane85_new;
-assign gemm_tile0__cat1_resize139_src[2720-1:2688] = gemm_tile0__fma_lane84_new;
-assign gemm_tile0__cat1_resize139_src[2688-1:2656] = gemm_tile0__fma_lane83_new;
-assign gemm_tile0__cat1_resize139_src[2656-1:2624] = gemm_tile0__fma_lane82_new;
-assign gemm_tile0__cat1_resize139_src[2624-1:2592] = gemm_tile0__fma_lane81_new;
-assign gemm_tile0__cat1_resize139_src[2592-1:2560] = gemm_tile0__fma_lane80_new;
-assign gemm_tile0__cat1_resize139_src[2560-1:2528] = gemm_tile0__fma_lane79_new;
-assign gemm_tile0__cat1_resize139_src[2528-1:2496] = gemm_tile0__fma_lane78_new;
-assign gemm_tile0__cat1_resize139_src[2496-1:2464] = gemm_tile0__fma_lane77_new;
-assign gemm_tile0__cat1_resize139_src[2464-1:2432] = gemm_tile0__fma_lane76_new;
-assign gemm_tile0__cat1_resize139_src[2432-1:2400] = gemm_tile0__fma_lane75_new;
-assign gemm_tile0__cat1_resize139_src[2400-1:2368] = gemm_tile0__fma_lane74_new;
-assign gemm_tile0__cat1_resize139_src[2368-1:2336] = gemm_tile0__fma_lane73_new;
-assign gemm_tile0__cat1_resize139_src[2336-1:2304] = gemm_tile0__fma_lane72_new;
-assign gemm_tile0__cat1_resize139_src[2304-1:2272] = gemm_tile0__fma_lane71_new;
-assign gemm_tile0__cat1_resize139_src[2272-1:2240] = gemm_tile0__fma_lane70_new;
-assign gemm_tile0__cat1_resize139_src[2240-1:2208] = gemm_tile0__fma_lane69_new;
-assign gemm_tile0__cat1_resize139_src[2208-1:2176] = gemm_tile0__fma_lane68_new;
-assign gemm_tile0__cat1_resize139_src[2176-1:2144] = gemm_tile0__fma_lane67_new;
-assign gemm_tile0__cat1_resize139_src[2144-1:2112] = gemm_tile0__fma_lane66_new;
-assign gemm_tile0__cat1_resize139_src[2112-1:2080] = gemm_tile0__fma_lane65_new;
-assign gemm_tile0__cat1_resize139_src[2080-1:2048] = gemm_tile0__fma_lane64_new;
-assign gemm_tile0__cat1_resize139_src[2048-1:2016] = gemm_tile0__fma_lane63_new;
-assign gemm_tile0__cat1_resize139_src[2016-1:1984] = gemm_tile0__fma_lane62_new;
-assign gemm_tile0__cat1_resize139_src[1984-1:1952] = gemm_tile0__fma_lane61_new;
-assign gemm_tile0__cat1_resize139_src[1952-1:1920] = gemm_tile0__fma_lane60_new;
-assign gemm_tile0__cat1_resize139_src[1920-1:1888] = gemm_tile0__fma_lane59_new;
-assign gemm_tile0__cat1_resize139_src[1888-1:1856] = gemm_tile0__fma_lane58_new;
-assign gemm_tile0__cat1_resize139_src[1856-1:1824] = gemm_tile0__fma_lane57_new;
-assign gemm_tile0__cat1_resize139_src[1824-1:1792] = gemm_tile0__fma_lane56_new;
-assign gemm_tile0__cat1_resize139_src[1792-1:1760] = gemm_tile0__fma_lane55_new;
-assign gemm_tile0__cat1_resize139_src[1760-1:1728] = gemm_tile0__fma_lane54_new;
-assign gemm_tile0__cat1_resize139_src[1728-1:1696] = gemm_tile0__fma_lane53_new;
-assign gemm_tile0__cat1_resize139_src[1696-1:1664] = gemm_tile0__fma_lane52_new;
-assign gemm_tile0__cat1_resize139_src[1664-1:1632] = gemm_tile0__fma_lane51_new;
-assign gemm_tile0__cat1_resize139_src[1632-1:1600] = gemm_tile0__fma_lane50_new;
-assign gemm_tile0__cat1_resize139_src[1600-1:1568] = gemm_tile0__fma_lane49_new;
-assign gemm_tile0__cat1_resize139_src[1568-1:1536] = gemm_tile0__fma_lane48_new;
-assign gemm_tile0__cat1_resize139_src[1536-1:1504] = gemm_tile0__fma_lane47_new;
-assign gemm_tile0__cat1_resize139_src[1504-1:1472] = gemm_tile0__fma_lane46_new;
-assign gemm_tile0__cat1_resize139_src[1472-1:1440] = gemm_tile0__fma_lane45_new;
-assign gemm_tile0__cat1_resize139_src[1440-1:1408] = gemm_tile0__fma_lane44_new;
-assign gemm_tile0__cat1_resize139_src[1408-1:1376] = gemm_tile0__fma_lane43_new;
-assign gemm_tile0__cat1_resize139_src[1376-1:1344] = gemm_tile0__fma_lane42_new;
-assign gemm_tile0__cat1_resize139_src[1344-1:1312] = gemm_tile0__fma_lane41_new;
-assign gemm_tile0__cat1_resize139_src[1312-1:1280] = gemm_tile0__fma_lane40_new;
-assign gemm_tile0__cat1_resize139_src[1280-1:1248] = gemm_tile0__fma_lane39_new;
-assign gemm_tile0__cat1_resize139_src[1248-1:1216] = gemm_tile0__fma_lane38_new;
-assign gemm_tile0__cat1_resize139_src[1216-1:1184] = gemm_tile0__fma_lane37_new;
-assign gemm_tile0__cat1_resize139_src[1184-1:1152] = gemm_tile0__fma_lane36_new;
-assign gemm_tile0__cat1_resize139_src[1152-1:1120] = gemm_tile0__fma_lane35_new;
-assign gemm_tile0__cat1_resize139_src[1120-1:1088] = gemm_tile0__fma_lane34_new;
-assign gemm_tile0__cat1_resize139_src[1088-1:1056] = gemm_tile0__fma_lane33_new;
-assign gemm_tile0__cat1_resize139_src[1056-1:1024] = gemm_tile0__fma_lane32_new;
-assign gemm_tile0__cat1_resize139_src[1024-1:992] = gemm_tile0__fma_lane31_new;
-assign gemm_tile0__cat1_resize139_src[992-1:960] = gemm_tile0__fma_lane30_new;
-assign gemm_tile0__cat1_resize139_src[960-1:928] = gemm_tile0__fma_lane29_new;
-assign gemm_tile0__cat1_resize139_src[928-1:896] = gemm_tile0__fma_lane28_new;
-assign gemm_tile0__cat1_resize139_src[896-1:864] = gemm_tile0__fma_lane27_new;
-assign gemm_tile0__cat1_resize139_src[864-1:832] = gemm_tile0__fma_lane26_new;
-assign gemm_tile0__cat1_resize139_src[832-1:800] = gemm_tile0__fma_lane25_new;
-assign gemm_tile0__cat1_resize139_src[800-1:768] = gemm_tile0__fma_lane24_new;
-assign gemm_tile0__cat1_resize139_src[768-1:736] = gemm_tile0__fma_lane23_new;
-assign gemm_tile0__cat1_resize139_src[736-1:704] = gemm_tile0__fma_lane22_new;
-assign gemm_tile0__cat1_resize139_src[704-1:672] = gemm_tile0__fma_lane21_new;
-assign gemm_tile0__cat1_resize139_src[672-1:640] = gemm_tile0__fma_lane20_new;
-assign gemm_tile0__cat1_resize139_src[640-1:608] = gemm_tile0__fma_lane19_new;
-assign gemm_tile0__cat1_resize139_src[608-1:576] = gemm_tile0__fma_lane18_new;
-assign gemm_tile0__cat1_resize139_src[576-1:544] = gemm_tile0__fma_lane17_new;
-assign gemm_tile0__cat1_resize139_src[544-1:512] = gemm_tile0__fma_lane16_new;
-assign gemm_tile0__cat1_resize139_src[512-1:480] = gemm_tile0__fma_lane15_new;
-assign gemm_tile0__cat1_resize139_src[480-1:448] = gemm_tile0__fma_lane14_new;
-assign gemm_tile0__cat1_resize139_src[448-1:416] = gemm_tile0__fma_lane13_new;
-assign gemm_tile0__cat1_resize139_src[416-1:384] = gemm_tile0__fma_lane12_new;
-assign gemm_tile0__cat1_resize139_src[384-1:352] = gemm_tile0__fma_lane11_new;
-assign gemm_tile0__cat1_resize139_src[352-1:320] = gemm_tile0__fma_lane10_new;
-assign gemm_tile0__cat1_resize139_src[320-1:288] = gemm_tile0__fma_lane9_new;
-assign gemm_tile0__cat1_resize139_src[288-1:256] = gemm_tile0__fma_lane8_new;
-assign gemm_tile0__cat1_resize139_src[256-1:224] = gemm_tile0__fma_lane7_new;
-assign gemm_tile0__cat1_resize139_src[224-1:192] = gemm_tile0__fma_lane6_new;
-assign gemm_tile0__cat1_resize139_src[192-1:160] = gemm_tile0__fma_lane5_new;
-assign gemm_tile0__cat1_resize139_src[160-1:128] = gemm_tile0__fma_lane4_new;
-assign gemm_tile0__cat1_resize139_src[128-1:96] = gemm_tile0__fma_lane3_new;
-assign gemm_tile0__cat1_resize139_src[96-1:64] = gemm_tile0__fma_lane2_new;
-assign gemm_tile0__cat1_resize139_src[64-1:32] = gemm_tile0__fma_lane1_new;
-assign gemm_tile0__cat1_resize139_src[32-1:0] = gemm_tile0__fma_lane0_new;
-assign gemm_tile0__cat2_resize141_src[512-1:480] = gemm_tile0__c_lane15_out;
-assign gemm_tile0__cat2_resize141_src[480-1:448] = gemm_tile0__c_lane14_out;
-assign gemm_tile0__cat2_resize141_src[448-1:416] = gemm_tile0__c_lane13_out;
-assign gemm_tile0__cat2_resize141_src[416-1:384] = gemm_tile0__c_lane12_out;
-assign gemm_tile0__cat2_resize141_src[384-1:352] = gemm_tile0__c_lane11_out;
-assign gemm_tile0__cat2_resize141_src[352-1:320] = gemm_tile0__c_lane10_out;
-assign gemm_tile0__cat2_resize141_src[320-1:288] = gemm_tile0__c_lane9_out;
-assign gemm_tile0__cat2_resize141_src[288-1:256] = gemm_tile0__c_lane8_out;
-assign gemm_tile0__cat2_resize141_src[256-1:224] = gemm_tile0__c_lane7_out;
-assign gemm_tile0__cat2_resize141_src[224-1:192] = gemm_tile0__c_lane6_out;
-assign gemm_tile0__cat2_resize141_src[192-1:160] = gemm_tile0__c_lane5_out;
-assign gemm_tile0__cat2_resize141_src[160-1:128] = gemm_tile0__c_lane4_out;
-assign gemm_tile0__cat2_resize141_src[128-1:96] = gemm_tile0__c_lane3_out;
-assign gemm_tile0__cat2_resize141_src[96-1:64] = gemm_tile0__c_lane2_out;
-assign gemm_tile0__cat2_resize141_src[64-1:32] = gemm_tile0__c_lane1_out;
-assign gemm_tile0__cat2_resize141_src[32-1:0] = gemm_tile0__c_lane0_out;
-assign _cat3_resize142_src[512-1:480] = _rot_lane15_out;
-assign _cat3_resize142_src[480-1:448] = _rot_lane14_out;
-assign _cat3_resize142_src[448-1:416] = _rot_lane13_out;
-assign _cat3_resize142_src[416-1:384] = _rot_lane12_out;
-assign _cat3_resize142_src[384-1:352] = _rot_lane11_out;
-assign _cat3_resize142_src[352-1:320] = _rot_lane10_out;
-assign _cat3_resize142_src[320-1:288] = _rot_lane9_out;
-assign _cat3_resize142_src[288-1:256] = _rot_lane8_out;
-assign _cat3_resize142_src[256-1:224] = _rot_lane7_out;
-assign _cat3_resize142_src[224-1:192] = _rot_lane6_out;
-assign _cat3_resize142_src[192-1:160] = _rot_lane5_out;
-assign _cat3_resize142_src[160-1:128] = _rot_lane4_out;
-assign _cat3_resize142_src[128-1:96] = _rot_lane3_out;
-assign _cat3_resize142_src[96-1:64] = _rot_lane2_out;
-assign _cat3_resize142_src[64-1:32] = _rot_lane1_out;
-assign _cat3_resize142_src[32-1:0] = _rot_lane0_out;
+assign gemm_tile0_cat_lanes0_resize138_src[15] = gemm_tile0__gt_const15_out;
+assign gemm_tile0_cat_lanes0_resize138_src[14] = gemm_tile0__gt_const14_out;
+assign gemm_tile0_cat_lanes0_resize138_src[13] = gemm_tile0__gt_const13_out;
+assign gemm_tile0_cat_lanes0_resize138_src[12] = gemm_tile0__gt_const12_out;
+assign gemm_tile0_cat_lanes0_resize138_src[11] = gemm_tile0__gt_const11_out;
+assign gemm_tile0_cat_lanes0_resize138_src[10] = gemm_tile0__gt_const10_out;
+assign gemm_tile0_cat_lanes0_resize138_src[9] = gemm_tile0__gt_const9_out;
+assign gemm_tile0_cat_lanes0_resize138_src[8] = gemm_tile0__gt_const8_out;
+assign gemm_tile0_cat_lanes0_resize138_src[7] = gemm_tile0__gt_const7_out;
+assign gemm_tile0_cat_lanes0_resize138_src[6] = gemm_tile0__gt_const6_out;
+assign gemm_tile0_cat_lanes0_resize138_src[5] = gemm_tile0__gt_const5_out;
+assign gemm_tile0_cat_lanes0_resize138_src[4] = gemm_tile0__gt_const4_out;
+assign gemm_tile0_cat_lanes0_resize138_src[3] = gemm_tile0__gt_const3_out;
+assign gemm_tile0_cat_lanes0_resize138_src[2] = gemm_tile0__gt_const2_out;
+assign gemm_tile0_cat_lanes0_resize138_src[1] = gemm_tile0__gt_const1_out;
+assign gemm_tile0_cat_lanes0_resize138_src[0] = gemm_tile0__gt_const0_out;
+assign gemm_tile0_cat_lanes1_resize139_src[4096-1:4064] = gemm_tile0__fma_lane127_new;
+assign gemm_tile0_cat_lanes1_resize139_src[4064-1:4032] = gemm_tile0__fma_lane126_new;
+assign gemm_tile0_cat_lanes1_resize139_src[4032-1:4000] = gemm_tile0__fma_lane125_new;
+assign gemm_tile0_cat_lanes1_resize139_src[4000-1:3968] = gemm_tile0__fma_lane124_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3968-1:3936] = gemm_tile0__fma_lane123_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3936-1:3904] = gemm_tile0__fma_lane122_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3904-1:3872] = gemm_tile0__fma_lane121_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3872-1:3840] = gemm_tile0__fma_lane120_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3840-1:3808] = gemm_tile0__fma_lane119_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3808-1:3776] = gemm_tile0__fma_lane118_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3776-1:3744] = gemm_tile0__fma_lane117_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3744-1:3712] = gemm_tile0__fma_lane116_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3712-1:3680] = gemm_tile0__fma_lane115_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3680-1:3648] = gemm_tile0__fma_lane114_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3648-1:3616] = gemm_tile0__fma_lane113_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3616-1:3584] = gemm_tile0__fma_lane112_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3584-1:3552] = gemm_tile0__fma_lane111_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3552-1:3520] = gemm_tile0__fma_lane110_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3520-1:3488] = gemm_tile0__fma_lane109_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3488-1:3456] = gemm_tile0__fma_lane108_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3456-1:3424] = gemm_tile0__fma_lane107_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3424-1:3392] = gemm_tile0__fma_lane106_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3392-1:3360] = gemm_tile0__fma_lane105_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3360-1:3328] = gemm_tile0__fma_lane104_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3328-1:3296] = gemm_tile0__fma_lane103_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3296-1:3264] = gemm_tile0__fma_lane102_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3264-1:3232] = gemm_tile0__fma_lane101_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3232-1:3200] = gemm_tile0__fma_lane100_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3200-1:3168] = gemm_tile0__fma_lane99_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3168-1:3136] = gemm_tile0__fma_lane98_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3136-1:3104] = gemm_tile0__fma_lane97_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3104-1:3072] = gemm_tile0__fma_lane96_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3072-1:3040] = gemm_tile0__fma_lane95_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3040-1:3008] = gemm_tile0__fma_lane94_new;
+assign gemm_tile0_cat_lanes1_resize139_src[3008-1:2976] = gemm_tile0__fma_lane93_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2976-1:2944] = gemm_tile0__fma_lane92_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2944-1:2912] = gemm_tile0__fma_lane91_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2912-1:2880] = gemm_tile0__fma_lane90_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2880-1:2848] = gemm_tile0__fma_lane89_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2848-1:2816] = gemm_tile0__fma_lane88_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2816-1:2784] = gemm_tile0__fma_lane87_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2784-1:2752] = gemm_tile0__fma_lane86_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2752-1:2720] = gemm_tile0__fma_lane85_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2720-1:2688] = gemm_tile0__fma_lane84_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2688-1:2656] = gemm_tile0__fma_lane83_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2656-1:2624] = gemm_tile0__fma_lane82_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2624-1:2592] = gemm_tile0__fma_lane81_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2592-1:2560] = gemm_tile0__fma_lane80_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2560-1:2528] = gemm_tile0__fma_lane79_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2528-1:2496] = gemm_tile0__fma_lane78_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2496-1:2464] = gemm_tile0__fma_lane77_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2464-1:2432] = gemm_tile0__fma_lane76_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2432-1:2400] = gemm_tile0__fma_lane75_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2400-1:2368] = gemm_tile0__fma_lane74_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2368-1:2336] = gemm_tile0__fma_lane73_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2336-1:2304] = gemm_tile0__fma_lane72_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2304-1:2272] = gemm_tile0__fma_lane71_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2272-1:2240] = gemm_tile0__fma_lane70_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2240-1:2208] = gemm_tile0__fma_lane69_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2208-1:2176] = gemm_tile0__fma_lane68_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2176-1:2144] = gemm_tile0__fma_lane67_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2144-1:2112] = gemm_tile0__fma_lane66_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2112-1:2080] = gemm_tile0__fma_lane65_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2080-1:2048] = gemm_tile0__fma_lane64_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2048-1:2016] = gemm_tile0__fma_lane63_new;
+assign gemm_tile0_cat_lanes1_resize139_src[2016-1:1984] = gemm_tile0__fma_lane62_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1984-1:1952] = gemm_tile0__fma_lane61_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1952-1:1920] = gemm_tile0__fma_lane60_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1920-1:1888] = gemm_tile0__fma_lane59_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1888-1:1856] = gemm_tile0__fma_lane58_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1856-1:1824] = gemm_tile0__fma_lane57_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1824-1:1792] = gemm_tile0__fma_lane56_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1792-1:1760] = gemm_tile0__fma_lane55_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1760-1:1728] = gemm_tile0__fma_lane54_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1728-1:1696] = gemm_tile0__fma_lane53_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1696-1:1664] = gemm_tile0__fma_lane52_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1664-1:1632] = gemm_tile0__fma_lane51_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1632-1:1600] = gemm_tile0__fma_lane50_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1600-1:1568] = gemm_tile0__fma_lane49_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1568-1:1536] = gemm_tile0__fma_lane48_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1536-1:1504] = gemm_tile0__fma_lane47_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1504-1:1472] = gemm_tile0__fma_lane46_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1472-1:1440] = gemm_tile0__fma_lane45_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1440-1:1408] = gemm_tile0__fma_lane44_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1408-1:1376] = gemm_tile0__fma_lane43_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1376-1:1344] = gemm_tile0__fma_lane42_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1344-1:1312] = gemm_tile0__fma_lane41_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1312-1:1280] = gemm_tile0__fma_lane40_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1280-1:1248] = gemm_tile0__fma_lane39_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1248-1:1216] = gemm_tile0__fma_lane38_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1216-1:1184] = gemm_tile0__fma_lane37_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1184-1:1152] = gemm_tile0__fma_lane36_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1152-1:1120] = gemm_tile0__fma_lane35_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1120-1:1088] = gemm_tile0__fma_lane34_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1088-1:1056] = gemm_tile0__fma_lane33_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1056-1:1024] = gemm_tile0__fma_lane32_new;
+assign gemm_tile0_cat_lanes1_resize139_src[1024-1:992] = gemm_tile0__fma_lane31_new;
+assign gemm_tile0_cat_lanes1_resize139_src[992-1:960] = gemm_tile0__fma_lane30_new;
+assign gemm_tile0_cat_lanes1_resize139_src[960-1:928] = gemm_tile0__fma_lane29_new;
+assign gemm_tile0_cat_lanes1_resize139_src[928-1:896] = gemm_tile0__fma_lane28_new;
+assign gemm_tile0_cat_lanes1_resize139_src[896-1:864] = gemm_tile0__fma_lane27_new;
+assign gemm_tile0_cat_lanes1_resize139_src[864-1:832] = gemm_tile0__fma_lane26_new;
+assign gemm_tile0_cat_lanes1_resize139_src[832-1:800] = gemm_tile0__fma_lane25_new;
+assign gemm_tile0_cat_lanes1_resize139_src[800-1:768] = gemm_tile0__fma_lane24_new;
+assign gemm_tile0_cat_lanes1_resize139_src[768-1:736] = gemm_tile0__fma_lane23_new;
+assign gemm_tile0_cat_lanes1_resize139_src[736-1:704] = gemm_tile0__fma_lane22_new;
+assign gemm_tile0_cat_lanes1_resize139_src[704-1:672] = gemm_tile0__fma_lane21_new;
+assign gemm_tile0_cat_lanes1_resize139_src[672-1:640] = gemm_tile0__fma_lane20_new;
+assign gemm_tile0_cat_lanes1_resize139_src[640-1:608] = gemm_tile0__fma_lane19_new;
+assign gemm_tile0_cat_lanes1_resize139_src[608-1:576] = gemm_tile0__fma_lane18_new;
+assign gemm_tile0_cat_lanes1_resize139_src[576-1:544] = gemm_tile0__fma_lane17_new;
+assign gemm_tile0_cat_lanes1_resize139_src[544-1:512] = gemm_tile0__fma_lane16_new;
+assign gemm_tile0_cat_lanes1_resize139_src[512-1:480] = gemm_tile0__fma_lane15_new;
+assign gemm_tile0_cat_lanes1_resize139_src[480-1:448] = gemm_tile0__fma_lane14_new;
+assign gemm_tile0_cat_lanes1_resize139_src[448-1:416] = gemm_tile0__fma_lane13_new;
+assign gemm_tile0_cat_lanes1_resize139_src[416-1:384] = gemm_tile0__fma_lane12_new;
+assign gemm_tile0_cat_lanes1_resize139_src[384-1:352] = gemm_tile0__fma_lane11_new;
+assign gemm_tile0_cat_lanes1_resize139_src[352-1:320] = gemm_tile0__fma_lane10_new;
+assign gemm_tile0_cat_lanes1_resize139_src[320-1:288] = gemm_tile0__fma_lane9_new;
+assign gemm_tile0_cat_lanes1_resize139_src[288-1:256] = gemm_tile0__fma_lane8_new;
+assign gemm_tile0_cat_lanes1_resize139_src[256-1:224] = gemm_tile0__fma_lane7_new;
+assign gemm_tile0_cat_lanes1_resize139_src[224-1:192] = gemm_tile0__fma_lane6_new;
+assign gemm_tile0_cat_lanes1_resize139_src[192-1:160] = gemm_tile0__fma_lane5_new;
+assign gemm_tile0_cat_lanes1_resize139_src[160-1:128] = gemm_tile0__fma_lane4_new;
+assign gemm_tile0_cat_lanes1_resize139_src[128-1:96] = gemm_tile0__fma_lane3_new;
+assign gemm_tile0_cat_lanes1_resize139_src[96-1:64] = gemm_tile0__fma_lane2_new;
+assign gemm_tile0_cat_lanes1_resize139_src[64-1:32] = gemm_tile0__fma_lane1_new;
+assign gemm_tile0_cat_lanes1_resize139_src[32-1:0] = gemm_tile0__fma_lane0_new;
+assign gemm_tile0_cat_lanes2_resize141_src[512-1:480] = gemm_tile0__c_lane15_out;
+assign gemm_tile0_cat_lanes2_resize141_src[480-1:448] = gemm_tile0__c_lane14_out;
+assign gemm_tile0_cat_lanes2_resize141_src[448-1:416] = gemm_tile0__c_lane13_out;
+assign gemm_tile0_cat_lanes2_resize141_src[416-1:384] = gemm_tile0__c_lane12_out;
+assign gemm_tile0_cat_lanes2_resize141_src[384-1:352] = gemm_tile0__c_lane11_out;
+assign gemm_tile0_cat_lanes2_resize141_src[352-1:320] = gemm_tile0__c_lane10_out;
+assign gemm_tile0_cat_lanes2_resize141_src[320-1:288] = gemm_tile0__c_lane9_out;
+assign gemm_tile0_cat_lanes2_resize141_src[288-1:256] = gemm_tile0__c_lane8_out;
+assign gemm_tile0_cat_lanes2_resize141_src[256-1:224] = gemm_tile0__c_lane7_out;
+assign gemm_tile0_cat_lanes2_resize141_src[224-1:192] = gemm_tile0__c_lane6_out;
+assign gemm_tile0_cat_lanes2_resize141_src[192-1:160] = gemm_tile0__c_lane5_out;
+assign gemm_tile0_cat_lanes2_resize141_src[160-1:128] = gemm_tile0__c_lane4_out;
+assign gemm_tile0_cat_lanes2_resize141_src[128-1:96] = gemm_tile0__c_lane3_out;
+assign gemm_tile0_cat_lanes2_resize141_src[96-1:64] = gemm_tile0__c_lane2_out;
+assign gemm_tile0_cat_lanes2_resize141_src[64-1:32] = gemm_tile0__c_lane1_out;
+assign gemm_tile0_cat_lanes2_resize141_src[32-1:0] = gemm_tile0__c_lane0_out;
+assign cat_lanes3_resize142_src[512-1:480] = _rot_lane15_out;
+assign cat_lanes3_resize142_src[480-1:448] = _rot_lane14_out;
+assign cat_lanes3_resize142_src[448-1:416] = _rot_lane13_out;
+assign cat_lanes3_resize142_src[416-1:384] = _rot_lane12_out;
+assign cat_lanes3_resize142_src[384-1:352] = _rot_lane11_out;
+assign cat_lanes3_resize142_src[352-1:320] = _rot_lane10_out;
+assign cat_lanes3_resize142_src[320-1:288] = _rot_lane9_out;
+assign cat_lanes3_resize142_src[288-1:256] = _rot_lane8_out;
+assign cat_lanes3_resize142_src[256-1:224] = _rot_lane7_out;
+assign cat_lanes3_resize142_src[224-1:192] = _rot_lane6_out;
+assign cat_lanes3_resize142_src[192-1:160] = _rot_lane5_out;
+assign cat_lanes3_resize142_src[160-1:128] = _rot_lane4_out;
+assign cat_lanes3_resize142_src[128-1:96] = _rot_lane3_out;
+assign cat_lanes3_resize142_src[96-1:64] = _rot_lane2_out;
+assign cat_lanes3_resize142_src[64-1:32] = _rot_lane1_out;
+assign cat_lanes3_resize142_src[32-1:0] = _rot_lane0_out;
 
 
 
@@ -4294,7 +4294,7 @@ assign gemm_tile0__count_events0_inc_fma = {28'h0, gemm_tile0_gemm_agu0_fma_zb};
 
 
 
-assign gemm_tile0__bit0_out = gemm_tile0__count_events0_en[0];
+assign gemm_tile0_bit_of0_out = gemm_tile0__count_events0_en[0];
 
 
 always @(posedge clk) begin: gemm_tile0__counter0_c1
@@ -4305,7 +4305,7 @@ always @(posedge clk) begin: gemm_tile0__counter0_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter0_q <= 1;
         end
-        else if (gemm_tile0__bit0_out) begin
+        else if (gemm_tile0_bit_of0_out) begin
             gemm_tile0__counter0_q <= (gemm_tile0__counter0_q + 1);
         end
     end
@@ -4313,7 +4313,7 @@ end
 
 
 
-assign gemm_tile0__bit1_out = gemm_tile0__count_events0_en[1];
+assign gemm_tile0_bit_of1_out = gemm_tile0__count_events0_en[1];
 
 
 always @(posedge clk) begin: gemm_tile0__counter1_c1
@@ -4324,7 +4324,7 @@ always @(posedge clk) begin: gemm_tile0__counter1_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter1_q <= 0;
         end
-        else if (gemm_tile0__bit1_out) begin
+        else if (gemm_tile0_bit_of1_out) begin
             gemm_tile0__counter1_q <= (gemm_tile0__counter1_q + 1);
         end
     end
@@ -4332,7 +4332,7 @@ end
 
 
 
-assign gemm_tile0__bit2_out = gemm_tile0__count_events0_en[2];
+assign gemm_tile0_bit_of2_out = gemm_tile0__count_events0_en[2];
 
 
 always @(posedge clk) begin: gemm_tile0__counter2_c
@@ -4343,7 +4343,7 @@ always @(posedge clk) begin: gemm_tile0__counter2_c
         if (gemm_tile0_st0) begin
             gemm_tile0__counter2_q <= 0;
         end
-        else if (gemm_tile0__bit2_out) begin
+        else if (gemm_tile0_bit_of2_out) begin
             gemm_tile0__counter2_q <= (gemm_tile0__counter2_q + gemm_tile0__count_events0_inc_fma);
         end
     end
@@ -4351,7 +4351,7 @@ end
 
 
 
-assign gemm_tile0__bit3_out = gemm_tile0__count_events0_en[3];
+assign gemm_tile0_bit_of3_out = gemm_tile0__count_events0_en[3];
 
 
 always @(posedge clk) begin: gemm_tile0__counter3_c1
@@ -4362,7 +4362,7 @@ always @(posedge clk) begin: gemm_tile0__counter3_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter3_q <= 0;
         end
-        else if (gemm_tile0__bit3_out) begin
+        else if (gemm_tile0_bit_of3_out) begin
             gemm_tile0__counter3_q <= (gemm_tile0__counter3_q + 1);
         end
     end
@@ -4370,7 +4370,7 @@ end
 
 
 
-assign gemm_tile0__bit4_out = gemm_tile0__count_events0_en[4];
+assign gemm_tile0_bit_of4_out = gemm_tile0__count_events0_en[4];
 
 
 always @(posedge clk) begin: gemm_tile0__counter4_c1
@@ -4381,7 +4381,7 @@ always @(posedge clk) begin: gemm_tile0__counter4_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter4_q <= 0;
         end
-        else if (gemm_tile0__bit4_out) begin
+        else if (gemm_tile0_bit_of4_out) begin
             gemm_tile0__counter4_q <= (gemm_tile0__counter4_q + 1);
         end
     end
@@ -4389,7 +4389,7 @@ end
 
 
 
-assign gemm_tile0__bit5_out = gemm_tile0__count_events0_en[5];
+assign gemm_tile0_bit_of5_out = gemm_tile0__count_events0_en[5];
 
 
 always @(posedge clk) begin: gemm_tile0__counter5_c1
@@ -4400,7 +4400,7 @@ always @(posedge clk) begin: gemm_tile0__counter5_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter5_q <= 0;
         end
-        else if (gemm_tile0__bit5_out) begin
+        else if (gemm_tile0_bit_of5_out) begin
             gemm_tile0__counter5_q <= (gemm_tile0__counter5_q + 1);
         end
     end
@@ -4408,7 +4408,7 @@ end
 
 
 
-assign gemm_tile0__bit6_out = gemm_tile0__count_events0_en[6];
+assign gemm_tile0_bit_of6_out = gemm_tile0__count_events0_en[6];
 
 
 always @(posedge clk) begin: gemm_tile0__counter6_c1
@@ -4419,7 +4419,7 @@ always @(posedge clk) begin: gemm_tile0__counter6_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter6_q <= 0;
         end
-        else if (gemm_tile0__bit6_out) begin
+        else if (gemm_tile0_bit_of6_out) begin
             gemm_tile0__counter6_q <= (gemm_tile0__counter6_q + 1);
         end
     end
@@ -4427,7 +4427,7 @@ end
 
 
 
-assign gemm_tile0__bit7_out = gemm_tile0__count_events0_en[7];
+assign gemm_tile0_bit_of7_out = gemm_tile0__count_events0_en[7];
 
 
 always @(posedge clk) begin: gemm_tile0__counter7_c1
@@ -4438,7 +4438,7 @@ always @(posedge clk) begin: gemm_tile0__counter7_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter7_q <= 0;
         end
-        else if (gemm_tile0__bit7_out) begin
+        else if (gemm_tile0_bit_of7_out) begin
             gemm_tile0__counter7_q <= (gemm_tile0__counter7_q + 1);
         end
     end
@@ -4446,7 +4446,7 @@ end
 
 
 
-assign gemm_tile0__bit8_out = gemm_tile0__count_events0_en[8];
+assign gemm_tile0_bit_of8_out = gemm_tile0__count_events0_en[8];
 
 
 always @(posedge clk) begin: gemm_tile0__counter8_c1
@@ -4457,7 +4457,7 @@ always @(posedge clk) begin: gemm_tile0__counter8_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter8_q <= 0;
         end
-        else if (gemm_tile0__bit8_out) begin
+        else if (gemm_tile0_bit_of8_out) begin
             gemm_tile0__counter8_q <= (gemm_tile0__counter8_q + 1);
         end
     end
@@ -4465,7 +4465,7 @@ end
 
 
 
-assign gemm_tile0__bit9_out = gemm_tile0__count_events0_en[9];
+assign gemm_tile0_bit_of9_out = gemm_tile0__count_events0_en[9];
 
 
 always @(posedge clk) begin: gemm_tile0__counter9_c1
@@ -4476,7 +4476,7 @@ always @(posedge clk) begin: gemm_tile0__counter9_c1
         if (gemm_tile0_st0) begin
             gemm_tile0__counter9_q <= 0;
         end
-        else if (gemm_tile0__bit9_out) begin
+        else if (gemm_tile0_bit_of9_out) begin
             gemm_tile0__counter9_q <= (gemm_tile0__counter9_q + 1);
         end
     end
@@ -4883,7 +4883,7 @@ assign gemm_tile0__gt_const15_out = (gemm_tile0_gemm_agu0_rq_lanes > 15);
 
 
 
-assign gemm_tile0_mem_wmask = gemm_tile0__cat0_resize138_src;
+assign gemm_tile0_mem_wmask = gemm_tile0_cat_lanes0_resize138_src;
 
 
 
@@ -8523,12 +8523,12 @@ end
 
 
 
-assign gemm_tile0__cat1_y = gemm_tile0__cat1_resize139_src;
+assign gemm_tile0_cat_lanes1_y = gemm_tile0_cat_lanes1_resize139_src;
 
 
 always @(posedge clk) begin: gemm_tile0__acc_mem0_write
     if (gemm_tile0__mem_ctl0_fma_we) begin
-        gemm_tile0__acc_mem0_acc[gemm_tile0_gemm_agu0_rq_row] <= gemm_tile0__cat1_y;
+        gemm_tile0__acc_mem0_acc[gemm_tile0_gemm_agu0_rq_row] <= gemm_tile0_cat_lanes1_y;
     end
 end
 
@@ -8538,39 +8538,39 @@ assign gemm_tile0_lane37_bus = gemm_tile0__acc_mem0_acc[gemm_tile0_gemm_agu0_rq_
 
 
 
-assign gemm_tile0__vec_mux0_vecs[0] = gemm_tile0_lane37_bus[0+:512];
+assign gemm_tile0_mem_read0_mem[0] = gemm_tile0_lane37_bus[0+:512];
 
 
 
-assign gemm_tile0__vec_mux0_vecs[1] = gemm_tile0_lane37_bus[512+:512];
+assign gemm_tile0_mem_read0_mem[1] = gemm_tile0_lane37_bus[512+:512];
 
 
 
-assign gemm_tile0__vec_mux0_vecs[2] = gemm_tile0_lane37_bus[1024+:512];
+assign gemm_tile0_mem_read0_mem[2] = gemm_tile0_lane37_bus[1024+:512];
 
 
 
-assign gemm_tile0__vec_mux0_vecs[3] = gemm_tile0_lane37_bus[1536+:512];
+assign gemm_tile0_mem_read0_mem[3] = gemm_tile0_lane37_bus[1536+:512];
 
 
 
-assign gemm_tile0__vec_mux0_vecs[4] = gemm_tile0_lane37_bus[2048+:512];
+assign gemm_tile0_mem_read0_mem[4] = gemm_tile0_lane37_bus[2048+:512];
 
 
 
-assign gemm_tile0__vec_mux0_vecs[5] = gemm_tile0_lane37_bus[2560+:512];
+assign gemm_tile0_mem_read0_mem[5] = gemm_tile0_lane37_bus[2560+:512];
 
 
 
-assign gemm_tile0__vec_mux0_vecs[6] = gemm_tile0_lane37_bus[3072+:512];
+assign gemm_tile0_mem_read0_mem[6] = gemm_tile0_lane37_bus[3072+:512];
 
 
 
-assign gemm_tile0__vec_mux0_vecs[7] = gemm_tile0_lane37_bus[3584+:512];
+assign gemm_tile0_mem_read0_mem[7] = gemm_tile0_lane37_bus[3584+:512];
 
 
 
-assign gemm_tile0__vec_mux0_out = gemm_tile0__vec_mux0_vecs[gemm_tile0_gemm_agu0_rq_vec];
+assign gemm_tile0_mem_read0_q = gemm_tile0_mem_read0_mem[gemm_tile0_gemm_agu0_rq_vec];
 
 
 
@@ -8582,7 +8582,7 @@ assign gemm_tile0__is_zero0_z = (gemm_tile0__csr_reg2_q == 0);
 
 
 
-assign gemm_tile0_lane301_out = gemm_tile0__vec_mux0_out[0+:32];
+assign gemm_tile0_lane301_out = gemm_tile0_mem_read0_q[0+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane301_out) begin: gemm_tile0__c_lane0_shr
@@ -8602,7 +8602,7 @@ end
 
 
 
-assign gemm_tile0_lane302_out = gemm_tile0__vec_mux0_out[32+:32];
+assign gemm_tile0_lane302_out = gemm_tile0_mem_read0_q[32+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane302_out) begin: gemm_tile0__c_lane1_shr
@@ -8622,7 +8622,7 @@ end
 
 
 
-assign gemm_tile0_lane303_out = gemm_tile0__vec_mux0_out[64+:32];
+assign gemm_tile0_lane303_out = gemm_tile0_mem_read0_q[64+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane303_out) begin: gemm_tile0__c_lane2_shr
@@ -8642,7 +8642,7 @@ end
 
 
 
-assign gemm_tile0_lane304_out = gemm_tile0__vec_mux0_out[96+:32];
+assign gemm_tile0_lane304_out = gemm_tile0_mem_read0_q[96+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane304_out) begin: gemm_tile0__c_lane3_shr
@@ -8662,7 +8662,7 @@ end
 
 
 
-assign gemm_tile0_lane305_out = gemm_tile0__vec_mux0_out[128+:32];
+assign gemm_tile0_lane305_out = gemm_tile0_mem_read0_q[128+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane305_out) begin: gemm_tile0__c_lane4_shr
@@ -8682,7 +8682,7 @@ end
 
 
 
-assign gemm_tile0_lane306_out = gemm_tile0__vec_mux0_out[160+:32];
+assign gemm_tile0_lane306_out = gemm_tile0_mem_read0_q[160+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane306_out) begin: gemm_tile0__c_lane5_shr
@@ -8702,7 +8702,7 @@ end
 
 
 
-assign gemm_tile0_lane307_out = gemm_tile0__vec_mux0_out[192+:32];
+assign gemm_tile0_lane307_out = gemm_tile0_mem_read0_q[192+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane307_out) begin: gemm_tile0__c_lane6_shr
@@ -8722,7 +8722,7 @@ end
 
 
 
-assign gemm_tile0_lane308_out = gemm_tile0__vec_mux0_out[224+:32];
+assign gemm_tile0_lane308_out = gemm_tile0_mem_read0_q[224+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane308_out) begin: gemm_tile0__c_lane7_shr
@@ -8742,7 +8742,7 @@ end
 
 
 
-assign gemm_tile0_lane309_out = gemm_tile0__vec_mux0_out[256+:32];
+assign gemm_tile0_lane309_out = gemm_tile0_mem_read0_q[256+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane309_out) begin: gemm_tile0__c_lane8_shr
@@ -8762,7 +8762,7 @@ end
 
 
 
-assign gemm_tile0_lane310_out = gemm_tile0__vec_mux0_out[288+:32];
+assign gemm_tile0_lane310_out = gemm_tile0_mem_read0_q[288+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane310_out) begin: gemm_tile0__c_lane9_shr
@@ -8782,7 +8782,7 @@ end
 
 
 
-assign gemm_tile0_lane311_out = gemm_tile0__vec_mux0_out[320+:32];
+assign gemm_tile0_lane311_out = gemm_tile0_mem_read0_q[320+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane311_out) begin: gemm_tile0__c_lane10_shr
@@ -8802,7 +8802,7 @@ end
 
 
 
-assign gemm_tile0_lane312_out = gemm_tile0__vec_mux0_out[352+:32];
+assign gemm_tile0_lane312_out = gemm_tile0_mem_read0_q[352+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane312_out) begin: gemm_tile0__c_lane11_shr
@@ -8822,7 +8822,7 @@ end
 
 
 
-assign gemm_tile0_lane313_out = gemm_tile0__vec_mux0_out[384+:32];
+assign gemm_tile0_lane313_out = gemm_tile0_mem_read0_q[384+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane313_out) begin: gemm_tile0__c_lane12_shr
@@ -8842,7 +8842,7 @@ end
 
 
 
-assign gemm_tile0_lane314_out = gemm_tile0__vec_mux0_out[416+:32];
+assign gemm_tile0_lane314_out = gemm_tile0_mem_read0_q[416+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane314_out) begin: gemm_tile0__c_lane13_shr
@@ -8862,7 +8862,7 @@ end
 
 
 
-assign gemm_tile0_lane315_out = gemm_tile0__vec_mux0_out[448+:32];
+assign gemm_tile0_lane315_out = gemm_tile0_mem_read0_q[448+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane315_out) begin: gemm_tile0__c_lane14_shr
@@ -8882,7 +8882,7 @@ end
 
 
 
-assign gemm_tile0_lane316_out = gemm_tile0__vec_mux0_out[480+:32];
+assign gemm_tile0_lane316_out = gemm_tile0_mem_read0_q[480+:32];
 
 
 always @(gemm_tile0__is_zero0_z, gemm_tile0_resize140_dst, gemm_tile0_lane316_out) begin: gemm_tile0__c_lane15_shr
@@ -8902,12 +8902,12 @@ end
 
 
 
-assign gemm_tile0__cat2_y = gemm_tile0__cat2_resize141_src;
+assign gemm_tile0_cat_lanes2_y = gemm_tile0_cat_lanes2_resize141_src;
 
 
-always @(gemm_tile0__cat2_y, gemm_tile0__mem_ctl0_c_sel, gemm_tile0__breg8_q) begin: gemm_tile0__wsel0_s
+always @(gemm_tile0_cat_lanes2_y, gemm_tile0__mem_ctl0_c_sel, gemm_tile0__breg8_q) begin: gemm_tile0__wsel0_s
     if (gemm_tile0__mem_ctl0_c_sel) begin
-        gemm_tile0_mem_wdata = gemm_tile0__cat2_y;
+        gemm_tile0_mem_wdata = gemm_tile0_cat_lanes2_y;
     end
     else begin
         gemm_tile0_mem_wdata = gemm_tile0__breg8_q;
@@ -8916,13 +8916,13 @@ end
 
 
 
-assign _split_lo2_lo = gemm_tile0_mem_raddr[12-1:0];
-assign _split_lo2_hi_unused = gemm_tile0_mem_raddr[30-1:12];
+assign split_low2_lo = gemm_tile0_mem_raddr[12-1:0];
+assign split_low2_hi_unused = gemm_tile0_mem_raddr[30-1:12];
 
 
 
-assign _split_lo3_lo = gemm_tile0_mem_waddr[12-1:0];
-assign _split_lo3_hi_unused = gemm_tile0_mem_waddr[30-1:12];
+assign split_low3_lo = gemm_tile0_mem_waddr[12-1:0];
+assign split_low3_hi_unused = gemm_tile0_mem_waddr[30-1:12];
 
 
 
@@ -8997,20 +8997,20 @@ assign lane333_out = rb_addr[4+:8];
 assign lane334_out = rb_addr[0+:4];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank0_addr
-    if ((_split_lo2_lo[4-1:0] > 0)) begin
-        _bank0_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank0_addr
+    if ((split_low2_lo[4-1:0] > 0)) begin
+        _bank0_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank0_rrow = _split_lo2_lo[12-1:4];
+        _bank0_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 0)) begin
-        _bank0_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 0)) begin
+        _bank0_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank0_wrow = _split_lo3_lo[12-1:4];
+        _bank0_wrow = split_low3_lo[12-1:4];
     end
-    _bank0_wl = (0 - _split_lo3_lo[4-1:0]);
+    _bank0_wl = (0 - split_low3_lo[4-1:0]);
     _bank0_lrow = ld_addr[12-1:4];
     _bank0_lsel = (ld_we && (ld_addr[4-1:0] == 0));
 end
@@ -9038,23 +9038,23 @@ end
 
 
 assign _rot_lane0_bq[0] = _bank0_mem[_bank0_rrow];
-assign _pick0_0_bq[0] = _bank0_mem[lane333_out];
+assign mem_read1_mem[0] = _bank0_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank1_addr
-    if ((_split_lo2_lo[4-1:0] > 1)) begin
-        _bank1_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank1_addr
+    if ((split_low2_lo[4-1:0] > 1)) begin
+        _bank1_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank1_rrow = _split_lo2_lo[12-1:4];
+        _bank1_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 1)) begin
-        _bank1_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 1)) begin
+        _bank1_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank1_wrow = _split_lo3_lo[12-1:4];
+        _bank1_wrow = split_low3_lo[12-1:4];
     end
-    _bank1_wl = (1 - _split_lo3_lo[4-1:0]);
+    _bank1_wl = (1 - split_low3_lo[4-1:0]);
     _bank1_lrow = ld_addr[12-1:4];
     _bank1_lsel = (ld_we && (ld_addr[4-1:0] == 1));
 end
@@ -9082,23 +9082,23 @@ end
 
 
 assign _rot_lane0_bq[1] = _bank1_mem[_bank1_rrow];
-assign _pick0_0_bq[1] = _bank1_mem[lane333_out];
+assign mem_read1_mem[1] = _bank1_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank2_addr
-    if ((_split_lo2_lo[4-1:0] > 2)) begin
-        _bank2_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank2_addr
+    if ((split_low2_lo[4-1:0] > 2)) begin
+        _bank2_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank2_rrow = _split_lo2_lo[12-1:4];
+        _bank2_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 2)) begin
-        _bank2_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 2)) begin
+        _bank2_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank2_wrow = _split_lo3_lo[12-1:4];
+        _bank2_wrow = split_low3_lo[12-1:4];
     end
-    _bank2_wl = (2 - _split_lo3_lo[4-1:0]);
+    _bank2_wl = (2 - split_low3_lo[4-1:0]);
     _bank2_lrow = ld_addr[12-1:4];
     _bank2_lsel = (ld_we && (ld_addr[4-1:0] == 2));
 end
@@ -9126,23 +9126,23 @@ end
 
 
 assign _rot_lane0_bq[2] = _bank2_mem[_bank2_rrow];
-assign _pick0_0_bq[2] = _bank2_mem[lane333_out];
+assign mem_read1_mem[2] = _bank2_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank3_addr
-    if ((_split_lo2_lo[4-1:0] > 3)) begin
-        _bank3_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank3_addr
+    if ((split_low2_lo[4-1:0] > 3)) begin
+        _bank3_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank3_rrow = _split_lo2_lo[12-1:4];
+        _bank3_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 3)) begin
-        _bank3_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 3)) begin
+        _bank3_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank3_wrow = _split_lo3_lo[12-1:4];
+        _bank3_wrow = split_low3_lo[12-1:4];
     end
-    _bank3_wl = (3 - _split_lo3_lo[4-1:0]);
+    _bank3_wl = (3 - split_low3_lo[4-1:0]);
     _bank3_lrow = ld_addr[12-1:4];
     _bank3_lsel = (ld_we && (ld_addr[4-1:0] == 3));
 end
@@ -9170,23 +9170,23 @@ end
 
 
 assign _rot_lane0_bq[3] = _bank3_mem[_bank3_rrow];
-assign _pick0_0_bq[3] = _bank3_mem[lane333_out];
+assign mem_read1_mem[3] = _bank3_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank4_addr
-    if ((_split_lo2_lo[4-1:0] > 4)) begin
-        _bank4_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank4_addr
+    if ((split_low2_lo[4-1:0] > 4)) begin
+        _bank4_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank4_rrow = _split_lo2_lo[12-1:4];
+        _bank4_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 4)) begin
-        _bank4_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 4)) begin
+        _bank4_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank4_wrow = _split_lo3_lo[12-1:4];
+        _bank4_wrow = split_low3_lo[12-1:4];
     end
-    _bank4_wl = (4 - _split_lo3_lo[4-1:0]);
+    _bank4_wl = (4 - split_low3_lo[4-1:0]);
     _bank4_lrow = ld_addr[12-1:4];
     _bank4_lsel = (ld_we && (ld_addr[4-1:0] == 4));
 end
@@ -9214,23 +9214,23 @@ end
 
 
 assign _rot_lane0_bq[4] = _bank4_mem[_bank4_rrow];
-assign _pick0_0_bq[4] = _bank4_mem[lane333_out];
+assign mem_read1_mem[4] = _bank4_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank5_addr
-    if ((_split_lo2_lo[4-1:0] > 5)) begin
-        _bank5_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank5_addr
+    if ((split_low2_lo[4-1:0] > 5)) begin
+        _bank5_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank5_rrow = _split_lo2_lo[12-1:4];
+        _bank5_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 5)) begin
-        _bank5_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 5)) begin
+        _bank5_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank5_wrow = _split_lo3_lo[12-1:4];
+        _bank5_wrow = split_low3_lo[12-1:4];
     end
-    _bank5_wl = (5 - _split_lo3_lo[4-1:0]);
+    _bank5_wl = (5 - split_low3_lo[4-1:0]);
     _bank5_lrow = ld_addr[12-1:4];
     _bank5_lsel = (ld_we && (ld_addr[4-1:0] == 5));
 end
@@ -9258,23 +9258,23 @@ end
 
 
 assign _rot_lane0_bq[5] = _bank5_mem[_bank5_rrow];
-assign _pick0_0_bq[5] = _bank5_mem[lane333_out];
+assign mem_read1_mem[5] = _bank5_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank6_addr
-    if ((_split_lo2_lo[4-1:0] > 6)) begin
-        _bank6_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank6_addr
+    if ((split_low2_lo[4-1:0] > 6)) begin
+        _bank6_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank6_rrow = _split_lo2_lo[12-1:4];
+        _bank6_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 6)) begin
-        _bank6_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 6)) begin
+        _bank6_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank6_wrow = _split_lo3_lo[12-1:4];
+        _bank6_wrow = split_low3_lo[12-1:4];
     end
-    _bank6_wl = (6 - _split_lo3_lo[4-1:0]);
+    _bank6_wl = (6 - split_low3_lo[4-1:0]);
     _bank6_lrow = ld_addr[12-1:4];
     _bank6_lsel = (ld_we && (ld_addr[4-1:0] == 6));
 end
@@ -9302,23 +9302,23 @@ end
 
 
 assign _rot_lane0_bq[6] = _bank6_mem[_bank6_rrow];
-assign _pick0_0_bq[6] = _bank6_mem[lane333_out];
+assign mem_read1_mem[6] = _bank6_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank7_addr
-    if ((_split_lo2_lo[4-1:0] > 7)) begin
-        _bank7_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank7_addr
+    if ((split_low2_lo[4-1:0] > 7)) begin
+        _bank7_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank7_rrow = _split_lo2_lo[12-1:4];
+        _bank7_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 7)) begin
-        _bank7_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 7)) begin
+        _bank7_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank7_wrow = _split_lo3_lo[12-1:4];
+        _bank7_wrow = split_low3_lo[12-1:4];
     end
-    _bank7_wl = (7 - _split_lo3_lo[4-1:0]);
+    _bank7_wl = (7 - split_low3_lo[4-1:0]);
     _bank7_lrow = ld_addr[12-1:4];
     _bank7_lsel = (ld_we && (ld_addr[4-1:0] == 7));
 end
@@ -9346,23 +9346,23 @@ end
 
 
 assign _rot_lane0_bq[7] = _bank7_mem[_bank7_rrow];
-assign _pick0_0_bq[7] = _bank7_mem[lane333_out];
+assign mem_read1_mem[7] = _bank7_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank8_addr
-    if ((_split_lo2_lo[4-1:0] > 8)) begin
-        _bank8_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank8_addr
+    if ((split_low2_lo[4-1:0] > 8)) begin
+        _bank8_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank8_rrow = _split_lo2_lo[12-1:4];
+        _bank8_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 8)) begin
-        _bank8_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 8)) begin
+        _bank8_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank8_wrow = _split_lo3_lo[12-1:4];
+        _bank8_wrow = split_low3_lo[12-1:4];
     end
-    _bank8_wl = (8 - _split_lo3_lo[4-1:0]);
+    _bank8_wl = (8 - split_low3_lo[4-1:0]);
     _bank8_lrow = ld_addr[12-1:4];
     _bank8_lsel = (ld_we && (ld_addr[4-1:0] == 8));
 end
@@ -9390,23 +9390,23 @@ end
 
 
 assign _rot_lane0_bq[8] = _bank8_mem[_bank8_rrow];
-assign _pick0_0_bq[8] = _bank8_mem[lane333_out];
+assign mem_read1_mem[8] = _bank8_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank9_addr
-    if ((_split_lo2_lo[4-1:0] > 9)) begin
-        _bank9_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank9_addr
+    if ((split_low2_lo[4-1:0] > 9)) begin
+        _bank9_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank9_rrow = _split_lo2_lo[12-1:4];
+        _bank9_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 9)) begin
-        _bank9_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 9)) begin
+        _bank9_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank9_wrow = _split_lo3_lo[12-1:4];
+        _bank9_wrow = split_low3_lo[12-1:4];
     end
-    _bank9_wl = (9 - _split_lo3_lo[4-1:0]);
+    _bank9_wl = (9 - split_low3_lo[4-1:0]);
     _bank9_lrow = ld_addr[12-1:4];
     _bank9_lsel = (ld_we && (ld_addr[4-1:0] == 9));
 end
@@ -9434,23 +9434,23 @@ end
 
 
 assign _rot_lane0_bq[9] = _bank9_mem[_bank9_rrow];
-assign _pick0_0_bq[9] = _bank9_mem[lane333_out];
+assign mem_read1_mem[9] = _bank9_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank10_addr
-    if ((_split_lo2_lo[4-1:0] > 10)) begin
-        _bank10_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank10_addr
+    if ((split_low2_lo[4-1:0] > 10)) begin
+        _bank10_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank10_rrow = _split_lo2_lo[12-1:4];
+        _bank10_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 10)) begin
-        _bank10_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 10)) begin
+        _bank10_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank10_wrow = _split_lo3_lo[12-1:4];
+        _bank10_wrow = split_low3_lo[12-1:4];
     end
-    _bank10_wl = (10 - _split_lo3_lo[4-1:0]);
+    _bank10_wl = (10 - split_low3_lo[4-1:0]);
     _bank10_lrow = ld_addr[12-1:4];
     _bank10_lsel = (ld_we && (ld_addr[4-1:0] == 10));
 end
@@ -9478,23 +9478,23 @@ end
 
 
 assign _rot_lane0_bq[10] = _bank10_mem[_bank10_rrow];
-assign _pick0_0_bq[10] = _bank10_mem[lane333_out];
+assign mem_read1_mem[10] = _bank10_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank11_addr
-    if ((_split_lo2_lo[4-1:0] > 11)) begin
-        _bank11_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank11_addr
+    if ((split_low2_lo[4-1:0] > 11)) begin
+        _bank11_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank11_rrow = _split_lo2_lo[12-1:4];
+        _bank11_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 11)) begin
-        _bank11_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 11)) begin
+        _bank11_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank11_wrow = _split_lo3_lo[12-1:4];
+        _bank11_wrow = split_low3_lo[12-1:4];
     end
-    _bank11_wl = (11 - _split_lo3_lo[4-1:0]);
+    _bank11_wl = (11 - split_low3_lo[4-1:0]);
     _bank11_lrow = ld_addr[12-1:4];
     _bank11_lsel = (ld_we && (ld_addr[4-1:0] == 11));
 end
@@ -9522,23 +9522,23 @@ end
 
 
 assign _rot_lane0_bq[11] = _bank11_mem[_bank11_rrow];
-assign _pick0_0_bq[11] = _bank11_mem[lane333_out];
+assign mem_read1_mem[11] = _bank11_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank12_addr
-    if ((_split_lo2_lo[4-1:0] > 12)) begin
-        _bank12_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank12_addr
+    if ((split_low2_lo[4-1:0] > 12)) begin
+        _bank12_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank12_rrow = _split_lo2_lo[12-1:4];
+        _bank12_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 12)) begin
-        _bank12_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 12)) begin
+        _bank12_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank12_wrow = _split_lo3_lo[12-1:4];
+        _bank12_wrow = split_low3_lo[12-1:4];
     end
-    _bank12_wl = (12 - _split_lo3_lo[4-1:0]);
+    _bank12_wl = (12 - split_low3_lo[4-1:0]);
     _bank12_lrow = ld_addr[12-1:4];
     _bank12_lsel = (ld_we && (ld_addr[4-1:0] == 12));
 end
@@ -9566,23 +9566,23 @@ end
 
 
 assign _rot_lane0_bq[12] = _bank12_mem[_bank12_rrow];
-assign _pick0_0_bq[12] = _bank12_mem[lane333_out];
+assign mem_read1_mem[12] = _bank12_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank13_addr
-    if ((_split_lo2_lo[4-1:0] > 13)) begin
-        _bank13_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank13_addr
+    if ((split_low2_lo[4-1:0] > 13)) begin
+        _bank13_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank13_rrow = _split_lo2_lo[12-1:4];
+        _bank13_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 13)) begin
-        _bank13_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 13)) begin
+        _bank13_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank13_wrow = _split_lo3_lo[12-1:4];
+        _bank13_wrow = split_low3_lo[12-1:4];
     end
-    _bank13_wl = (13 - _split_lo3_lo[4-1:0]);
+    _bank13_wl = (13 - split_low3_lo[4-1:0]);
     _bank13_lrow = ld_addr[12-1:4];
     _bank13_lsel = (ld_we && (ld_addr[4-1:0] == 13));
 end
@@ -9610,23 +9610,23 @@ end
 
 
 assign _rot_lane0_bq[13] = _bank13_mem[_bank13_rrow];
-assign _pick0_0_bq[13] = _bank13_mem[lane333_out];
+assign mem_read1_mem[13] = _bank13_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank14_addr
-    if ((_split_lo2_lo[4-1:0] > 14)) begin
-        _bank14_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank14_addr
+    if ((split_low2_lo[4-1:0] > 14)) begin
+        _bank14_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank14_rrow = _split_lo2_lo[12-1:4];
+        _bank14_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 14)) begin
-        _bank14_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 14)) begin
+        _bank14_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank14_wrow = _split_lo3_lo[12-1:4];
+        _bank14_wrow = split_low3_lo[12-1:4];
     end
-    _bank14_wl = (14 - _split_lo3_lo[4-1:0]);
+    _bank14_wl = (14 - split_low3_lo[4-1:0]);
     _bank14_lrow = ld_addr[12-1:4];
     _bank14_lsel = (ld_we && (ld_addr[4-1:0] == 14));
 end
@@ -9654,23 +9654,23 @@ end
 
 
 assign _rot_lane0_bq[14] = _bank14_mem[_bank14_rrow];
-assign _pick0_0_bq[14] = _bank14_mem[lane333_out];
+assign mem_read1_mem[14] = _bank14_mem[lane333_out];
 
 
-always @(_split_lo3_lo, _split_lo2_lo, ld_we, ld_addr) begin: _bank15_addr
-    if ((_split_lo2_lo[4-1:0] > 15)) begin
-        _bank15_rrow = (_split_lo2_lo[12-1:4] + 1);
+always @(split_low3_lo, split_low2_lo, ld_we, ld_addr) begin: _bank15_addr
+    if ((split_low2_lo[4-1:0] > 15)) begin
+        _bank15_rrow = (split_low2_lo[12-1:4] + 1);
     end
     else begin
-        _bank15_rrow = _split_lo2_lo[12-1:4];
+        _bank15_rrow = split_low2_lo[12-1:4];
     end
-    if ((_split_lo3_lo[4-1:0] > 15)) begin
-        _bank15_wrow = (_split_lo3_lo[12-1:4] + 1);
+    if ((split_low3_lo[4-1:0] > 15)) begin
+        _bank15_wrow = (split_low3_lo[12-1:4] + 1);
     end
     else begin
-        _bank15_wrow = _split_lo3_lo[12-1:4];
+        _bank15_wrow = split_low3_lo[12-1:4];
     end
-    _bank15_wl = (15 - _split_lo3_lo[4-1:0]);
+    _bank15_wl = (15 - split_low3_lo[4-1:0]);
     _bank15_lrow = ld_addr[12-1:4];
     _bank15_lsel = (ld_we && (ld_addr[4-1:0] == 15));
 end
@@ -9698,11 +9698,11 @@ end
 
 
 assign _rot_lane0_bq[15] = _bank15_mem[_bank15_rrow];
-assign _pick0_0_bq[15] = _bank15_mem[lane333_out];
+assign mem_read1_mem[15] = _bank15_mem[lane333_out];
 
 
 
-assign lane335_out = _split_lo2_lo[0+:4];
+assign lane335_out = split_low2_lo[0+:4];
 
 
 
@@ -9834,10 +9834,10 @@ assign _rot_lane15_out = _rot_lane0_bq[_rot_lane15_sel];
 
 
 
-assign gemm_tile0_mem_rdata = _cat3_resize142_src;
+assign gemm_tile0_mem_rdata = cat_lanes3_resize142_src;
 
 
 
-assign rb_data = _pick0_0_bq[lane334_out];
+assign rb_data = mem_read1_mem[lane334_out];
 
 endmodule

@@ -154,10 +154,10 @@ wire [3:0] dones;
 reg bank_eff;
 wire wr_ok;
 reg [1:0] wsel;
-wire [3:0] _cat0_cat;
-wire [3:0] _cat1_cat;
-wire [3:0] _cat2_cat;
-wire [23:0] _cat3_cat;
+wire [3:0] cat_lanes0_resize0_src;
+wire [3:0] cat_lanes1_resize1_src;
+wire [3:0] cat_lanes2_resize2_src;
+wire [23:0] cat_lanes3_resize3_src;
 wire _wr_hit0_dv;
 wire _wr_hit0_rv;
 reg fm_mem_unit0_wr_desc_ready;
@@ -810,13 +810,13 @@ wire [2:0] w_mem3_part179_out;
 wire [6:0] w_mem3__fc_addr18_addr;
 wire [7:0] w_mem3_mem_read15_q;
 wire [31:0] w_mem3_resize99_src;
-wire [3:0] _cat4_y;
-wire [3:0] _cat4_cat;
-wire [3:0] _cat5_y;
-wire [3:0] _cat5_cat;
+wire [3:0] cat_lanes4_y;
+wire [3:0] cat_lanes4_resize100_src;
+wire [3:0] cat_lanes5_y;
+wire [3:0] cat_lanes5_resize101_src;
 wire [3:0] _w_join0__or20_y;
 wire [3:0] _w_join0__or21_y;
-wire [3:0] _cat6_cat;
+wire [3:0] cat_lanes6_resize102_src;
 reg _pass_ctl0_go;
 reg [3:0] _pass_ctl0_ustart;
 reg [3:0] _pass_ctl0_from_prev;
@@ -1053,10 +1053,10 @@ wire [2:0] stu0_resize139_dst;
 wire [2:0] stu0_resize140_dst;
 wire [2:0] stu0_resize141_dst;
 wire [2:0] stu0_resize142_dst;
-wire [11:0] stu0__cat7_cat;
+wire [11:0] stu0_cat_lanes7_resize143_src;
 localparam stu0__stage_p1_fc_on = 1'd0;
-wire [3:0] stu0__cat8_cat;
-wire [27:0] stu0__cat9_cat;
+wire [3:0] stu0_cat_lanes8_resize144_src;
+wire [27:0] stu0_cat_lanes9_resize145_src;
 reg [3:0] stu0__drain_addr0_rr;
 reg [3:0] stu0__drain_addr0_rc;
 reg [6:0] stu0__drain_addr0_a00;
@@ -1274,10 +1274,10 @@ wire [2:0] stu1_resize184_dst;
 wire [2:0] stu1_resize185_dst;
 wire [2:0] stu1_resize186_dst;
 wire [2:0] stu1_resize187_dst;
-wire [11:0] stu1__cat10_cat;
+wire [11:0] stu1_cat_lanes10_resize188_src;
 localparam stu1__stage_p5_fc_on = 1'd0;
-wire [3:0] stu1__cat11_cat;
-wire [27:0] stu1__cat12_cat;
+wire [3:0] stu1_cat_lanes11_resize189_src;
+wire [27:0] stu1_cat_lanes12_resize190_src;
 reg [3:0] stu1__drain_addr1_rr;
 reg [3:0] stu1__drain_addr1_rc;
 reg [6:0] stu1__drain_addr1_a00;
@@ -1495,10 +1495,10 @@ wire [2:0] stu2_resize229_dst;
 wire [2:0] stu2_resize230_dst;
 wire [2:0] stu2_resize231_dst;
 wire [2:0] stu2_resize232_dst;
-wire [11:0] stu2__cat13_cat;
+wire [11:0] stu2_cat_lanes13_resize233_src;
 localparam stu2__stage_p9_fc_on = 1'd0;
-wire [3:0] stu2__cat14_cat;
-wire [27:0] stu2__cat15_cat;
+wire [3:0] stu2_cat_lanes14_resize234_src;
+wire [27:0] stu2_cat_lanes15_resize235_src;
 reg [3:0] stu2__drain_addr2_rr;
 reg [3:0] stu2__drain_addr2_rc;
 reg [6:0] stu2__drain_addr2_a00;
@@ -1716,10 +1716,10 @@ wire [2:0] stu3_resize274_dst;
 wire [2:0] stu3_resize275_dst;
 wire [2:0] stu3_resize276_dst;
 wire [2:0] stu3_resize277_dst;
-wire [11:0] stu3__cat16_cat;
+wire [11:0] stu3_cat_lanes16_resize278_src;
 localparam stu3__stage_p13_fc_on = 1'd0;
-wire [3:0] stu3__cat17_cat;
-wire [27:0] stu3__cat18_cat;
+wire [3:0] stu3_cat_lanes17_resize279_src;
+wire [27:0] stu3_cat_lanes18_resize280_src;
 reg [3:0] stu3__drain_addr3_rr;
 reg [3:0] stu3__drain_addr3_rc;
 reg [6:0] stu3__drain_addr3_a00;
@@ -1757,17 +1757,17 @@ wire [27:0] _sink4_tap_unused;
 wire [27:0] _sink5_tap_unused;
 wire [27:0] _sink6_tap_unused;
 wire [27:0] _sink7_tap_unused;
-wire [3:0] _cat19_cat;
-wire [15:0] _cat20_cat;
-wire [3:0] _cat21_cat;
-wire [67:0] _cat22_cat;
-wire [255:0] _cat23_cat;
-wire [127:0] _cat24_cat;
-wire [127:0] _cat25_cat;
-wire [127:0] _cat26_cat;
-wire [127:0] _cat27_cat;
-wire [127:0] _cat28_cat;
-wire [127:0] _cat29_cat;
+wire [3:0] cat_lanes19_resize283_src;
+wire [15:0] cat_lanes20_resize284_src;
+wire [3:0] cat_lanes21_resize285_src;
+wire [67:0] cat_lanes22_resize286_src;
+wire [255:0] cat_lanes23_resize287_src;
+wire [127:0] cat_lanes24_resize288_src;
+wire [127:0] cat_lanes25_resize289_src;
+wire [127:0] cat_lanes26_resize290_src;
+wire [127:0] cat_lanes27_resize291_src;
+wire [127:0] cat_lanes28_resize292_src;
+wire [127:0] cat_lanes29_resize293_src;
 wire fm_mem_unit0_clears [0:2-1];
 wire fm_mem_unit0_stores [0:2-1];
 reg [15:0] fm_mem_unit0__fm_bank0__lane_mem0_mem [0:16-1];
@@ -1869,22 +1869,22 @@ reg [31:0] stu3__drain_ctl3_rd [0:4-1];
 reg [31:0] stu3__drain_ctl3_rq [0:4-1];
 wire stu3__counters3_nzm [0:4-1];
 
-assign _cat0_cat[3] = fm_mem_unit3_wr_desc_ready;
-assign _cat0_cat[2] = fm_mem_unit2_wr_desc_ready;
-assign _cat0_cat[1] = fm_mem_unit1_wr_desc_ready;
-assign _cat0_cat[0] = fm_mem_unit0_wr_desc_ready;
-assign _cat1_cat[3] = fm_mem_unit3_wr_ready;
-assign _cat1_cat[2] = fm_mem_unit2_wr_ready;
-assign _cat1_cat[1] = fm_mem_unit1_wr_ready;
-assign _cat1_cat[0] = fm_mem_unit0_wr_ready;
-assign _cat2_cat[3] = fm_mem_unit3_wr_done;
-assign _cat2_cat[2] = fm_mem_unit2_wr_done;
-assign _cat2_cat[1] = fm_mem_unit1_wr_done;
-assign _cat2_cat[0] = fm_mem_unit0_wr_done;
-assign _cat3_cat[24-1:18] = fm_mem_unit3_err;
-assign _cat3_cat[18-1:12] = fm_mem_unit2_err;
-assign _cat3_cat[12-1:6] = fm_mem_unit1_err;
-assign _cat3_cat[6-1:0] = fm_mem_unit0_err;
+assign cat_lanes0_resize0_src[3] = fm_mem_unit3_wr_desc_ready;
+assign cat_lanes0_resize0_src[2] = fm_mem_unit2_wr_desc_ready;
+assign cat_lanes0_resize0_src[1] = fm_mem_unit1_wr_desc_ready;
+assign cat_lanes0_resize0_src[0] = fm_mem_unit0_wr_desc_ready;
+assign cat_lanes1_resize1_src[3] = fm_mem_unit3_wr_ready;
+assign cat_lanes1_resize1_src[2] = fm_mem_unit2_wr_ready;
+assign cat_lanes1_resize1_src[1] = fm_mem_unit1_wr_ready;
+assign cat_lanes1_resize1_src[0] = fm_mem_unit0_wr_ready;
+assign cat_lanes2_resize2_src[3] = fm_mem_unit3_wr_done;
+assign cat_lanes2_resize2_src[2] = fm_mem_unit2_wr_done;
+assign cat_lanes2_resize2_src[1] = fm_mem_unit1_wr_done;
+assign cat_lanes2_resize2_src[0] = fm_mem_unit0_wr_done;
+assign cat_lanes3_resize3_src[24-1:18] = fm_mem_unit3_err;
+assign cat_lanes3_resize3_src[18-1:12] = fm_mem_unit2_err;
+assign cat_lanes3_resize3_src[12-1:6] = fm_mem_unit1_err;
+assign cat_lanes3_resize3_src[6-1:0] = fm_mem_unit0_err;
 assign fm_mem_unit0__fm_bank0_resize8_src[16-1:12] = fm_mem_unit0__fm_bank0_part17_out;
 assign fm_mem_unit0__fm_bank0_resize8_src[12-1:8] = fm_mem_unit0__fm_bank0_part14_out;
 assign fm_mem_unit0__fm_bank0_resize8_src[8-1:4] = fm_mem_unit0__fm_bank0_part11_out;
@@ -2029,110 +2029,110 @@ assign w_mem3_resize99_src[32-1:24] = w_mem3_mem_read15_q;
 assign w_mem3_resize99_src[24-1:16] = w_mem3_mem_read14_q;
 assign w_mem3_resize99_src[16-1:8] = w_mem3_mem_read13_q;
 assign w_mem3_resize99_src[8-1:0] = w_mem3_mem_read12_q;
-assign _cat4_cat[3] = w_mem3_wr_ready;
-assign _cat4_cat[2] = w_mem2_wr_ready;
-assign _cat4_cat[1] = w_mem1_wr_ready;
-assign _cat4_cat[0] = w_mem0_wr_ready;
-assign _cat5_cat[3] = w_mem3_wr_done;
-assign _cat5_cat[2] = w_mem2_wr_done;
-assign _cat5_cat[1] = w_mem1_wr_done;
-assign _cat5_cat[0] = w_mem0_wr_done;
-assign _cat6_cat[3] = stu3_done;
-assign _cat6_cat[2] = stu2_done;
-assign _cat6_cat[1] = stu1_done;
-assign _cat6_cat[0] = stu0_done;
-assign stu0__cat7_cat[12-1:9] = stu0_resize142_dst;
-assign stu0__cat7_cat[9-1:6] = stu0_resize141_dst;
-assign stu0__cat7_cat[6-1:3] = stu0_resize140_dst;
-assign stu0__cat7_cat[3-1:0] = stu0_resize139_dst;
-assign stu0__cat8_cat[3] = stu0__rmw0_pv[3];
-assign stu0__cat8_cat[2] = stu0__rmw0_pv[2];
-assign stu0__cat8_cat[1] = stu0__rmw0_pv[1];
-assign stu0__cat8_cat[0] = stu0__rmw0_pv[0];
-assign stu0__cat9_cat[28-1:21] = stu0__rmw0_pa[3];
-assign stu0__cat9_cat[21-1:14] = stu0__rmw0_pa[2];
-assign stu0__cat9_cat[14-1:7] = stu0__rmw0_pa[1];
-assign stu0__cat9_cat[7-1:0] = stu0__rmw0_pa[0];
-assign stu1__cat10_cat[12-1:9] = stu1_resize187_dst;
-assign stu1__cat10_cat[9-1:6] = stu1_resize186_dst;
-assign stu1__cat10_cat[6-1:3] = stu1_resize185_dst;
-assign stu1__cat10_cat[3-1:0] = stu1_resize184_dst;
-assign stu1__cat11_cat[3] = stu1__rmw1_pv[3];
-assign stu1__cat11_cat[2] = stu1__rmw1_pv[2];
-assign stu1__cat11_cat[1] = stu1__rmw1_pv[1];
-assign stu1__cat11_cat[0] = stu1__rmw1_pv[0];
-assign stu1__cat12_cat[28-1:21] = stu1__rmw1_pa[3];
-assign stu1__cat12_cat[21-1:14] = stu1__rmw1_pa[2];
-assign stu1__cat12_cat[14-1:7] = stu1__rmw1_pa[1];
-assign stu1__cat12_cat[7-1:0] = stu1__rmw1_pa[0];
-assign stu2__cat13_cat[12-1:9] = stu2_resize232_dst;
-assign stu2__cat13_cat[9-1:6] = stu2_resize231_dst;
-assign stu2__cat13_cat[6-1:3] = stu2_resize230_dst;
-assign stu2__cat13_cat[3-1:0] = stu2_resize229_dst;
-assign stu2__cat14_cat[3] = stu2__rmw2_pv[3];
-assign stu2__cat14_cat[2] = stu2__rmw2_pv[2];
-assign stu2__cat14_cat[1] = stu2__rmw2_pv[1];
-assign stu2__cat14_cat[0] = stu2__rmw2_pv[0];
-assign stu2__cat15_cat[28-1:21] = stu2__rmw2_pa[3];
-assign stu2__cat15_cat[21-1:14] = stu2__rmw2_pa[2];
-assign stu2__cat15_cat[14-1:7] = stu2__rmw2_pa[1];
-assign stu2__cat15_cat[7-1:0] = stu2__rmw2_pa[0];
-assign stu3__cat16_cat[12-1:9] = stu3_resize277_dst;
-assign stu3__cat16_cat[9-1:6] = stu3_resize276_dst;
-assign stu3__cat16_cat[6-1:3] = stu3_resize275_dst;
-assign stu3__cat16_cat[3-1:0] = stu3_resize274_dst;
-assign stu3__cat17_cat[3] = stu3__rmw3_pv[3];
-assign stu3__cat17_cat[2] = stu3__rmw3_pv[2];
-assign stu3__cat17_cat[1] = stu3__rmw3_pv[1];
-assign stu3__cat17_cat[0] = stu3__rmw3_pv[0];
-assign stu3__cat18_cat[28-1:21] = stu3__rmw3_pa[3];
-assign stu3__cat18_cat[21-1:14] = stu3__rmw3_pa[2];
-assign stu3__cat18_cat[14-1:7] = stu3__rmw3_pa[1];
-assign stu3__cat18_cat[7-1:0] = stu3__rmw3_pa[0];
-assign _cat19_cat[3] = stu3_busy;
-assign _cat19_cat[2] = stu2_busy;
-assign _cat19_cat[1] = stu1_busy;
-assign _cat19_cat[0] = stu0_busy;
-assign _cat20_cat[16-1:12] = stu3_err;
-assign _cat20_cat[12-1:8] = stu2_err;
-assign _cat20_cat[8-1:4] = stu1_err;
-assign _cat20_cat[4-1:0] = stu0_err;
-assign _cat21_cat[3] = stu3_o_valid;
-assign _cat21_cat[2] = stu2_o_valid;
-assign _cat21_cat[1] = stu1_o_valid;
-assign _cat21_cat[0] = stu0_o_valid;
-assign _cat22_cat[68-1:51] = stu3_o_data;
-assign _cat22_cat[51-1:34] = stu2_o_data;
-assign _cat22_cat[34-1:17] = stu1_o_data;
-assign _cat22_cat[17-1:0] = stu0_o_data;
-assign _cat23_cat[256-1:192] = _desc_reg3_q;
-assign _cat23_cat[192-1:128] = _desc_reg2_q;
-assign _cat23_cat[128-1:64] = _desc_reg1_q;
-assign _cat23_cat[64-1:0] = _desc_reg0_q;
-assign _cat24_cat[128-1:96] = stu3_cyc_compute;
-assign _cat24_cat[96-1:64] = stu2_cyc_compute;
-assign _cat24_cat[64-1:32] = stu1_cyc_compute;
-assign _cat24_cat[32-1:0] = stu0_cyc_compute;
-assign _cat25_cat[128-1:96] = stu3_cyc_drain;
-assign _cat25_cat[96-1:64] = stu2_cyc_drain;
-assign _cat25_cat[64-1:32] = stu1_cyc_drain;
-assign _cat25_cat[32-1:0] = stu0_cyc_drain;
-assign _cat26_cat[128-1:96] = stu3_n_rounds;
-assign _cat26_cat[96-1:64] = stu2_n_rounds;
-assign _cat26_cat[64-1:32] = stu1_n_rounds;
-assign _cat26_cat[32-1:0] = stu0_n_rounds;
-assign _cat27_cat[128-1:96] = stu3_n_mults;
-assign _cat27_cat[96-1:64] = stu2_n_mults;
-assign _cat27_cat[64-1:32] = stu1_n_mults;
-assign _cat27_cat[32-1:0] = stu0_n_mults;
-assign _cat28_cat[128-1:96] = stu3_n_deferred;
-assign _cat28_cat[96-1:64] = stu2_n_deferred;
-assign _cat28_cat[64-1:32] = stu1_n_deferred;
-assign _cat28_cat[32-1:0] = stu0_n_deferred;
-assign _cat29_cat[128-1:96] = stu3_nnz_out;
-assign _cat29_cat[96-1:64] = stu2_nnz_out;
-assign _cat29_cat[64-1:32] = stu1_nnz_out;
-assign _cat29_cat[32-1:0] = stu0_nnz_out;
+assign cat_lanes4_resize100_src[3] = w_mem3_wr_ready;
+assign cat_lanes4_resize100_src[2] = w_mem2_wr_ready;
+assign cat_lanes4_resize100_src[1] = w_mem1_wr_ready;
+assign cat_lanes4_resize100_src[0] = w_mem0_wr_ready;
+assign cat_lanes5_resize101_src[3] = w_mem3_wr_done;
+assign cat_lanes5_resize101_src[2] = w_mem2_wr_done;
+assign cat_lanes5_resize101_src[1] = w_mem1_wr_done;
+assign cat_lanes5_resize101_src[0] = w_mem0_wr_done;
+assign cat_lanes6_resize102_src[3] = stu3_done;
+assign cat_lanes6_resize102_src[2] = stu2_done;
+assign cat_lanes6_resize102_src[1] = stu1_done;
+assign cat_lanes6_resize102_src[0] = stu0_done;
+assign stu0_cat_lanes7_resize143_src[12-1:9] = stu0_resize142_dst;
+assign stu0_cat_lanes7_resize143_src[9-1:6] = stu0_resize141_dst;
+assign stu0_cat_lanes7_resize143_src[6-1:3] = stu0_resize140_dst;
+assign stu0_cat_lanes7_resize143_src[3-1:0] = stu0_resize139_dst;
+assign stu0_cat_lanes8_resize144_src[3] = stu0__rmw0_pv[3];
+assign stu0_cat_lanes8_resize144_src[2] = stu0__rmw0_pv[2];
+assign stu0_cat_lanes8_resize144_src[1] = stu0__rmw0_pv[1];
+assign stu0_cat_lanes8_resize144_src[0] = stu0__rmw0_pv[0];
+assign stu0_cat_lanes9_resize145_src[28-1:21] = stu0__rmw0_pa[3];
+assign stu0_cat_lanes9_resize145_src[21-1:14] = stu0__rmw0_pa[2];
+assign stu0_cat_lanes9_resize145_src[14-1:7] = stu0__rmw0_pa[1];
+assign stu0_cat_lanes9_resize145_src[7-1:0] = stu0__rmw0_pa[0];
+assign stu1_cat_lanes10_resize188_src[12-1:9] = stu1_resize187_dst;
+assign stu1_cat_lanes10_resize188_src[9-1:6] = stu1_resize186_dst;
+assign stu1_cat_lanes10_resize188_src[6-1:3] = stu1_resize185_dst;
+assign stu1_cat_lanes10_resize188_src[3-1:0] = stu1_resize184_dst;
+assign stu1_cat_lanes11_resize189_src[3] = stu1__rmw1_pv[3];
+assign stu1_cat_lanes11_resize189_src[2] = stu1__rmw1_pv[2];
+assign stu1_cat_lanes11_resize189_src[1] = stu1__rmw1_pv[1];
+assign stu1_cat_lanes11_resize189_src[0] = stu1__rmw1_pv[0];
+assign stu1_cat_lanes12_resize190_src[28-1:21] = stu1__rmw1_pa[3];
+assign stu1_cat_lanes12_resize190_src[21-1:14] = stu1__rmw1_pa[2];
+assign stu1_cat_lanes12_resize190_src[14-1:7] = stu1__rmw1_pa[1];
+assign stu1_cat_lanes12_resize190_src[7-1:0] = stu1__rmw1_pa[0];
+assign stu2_cat_lanes13_resize233_src[12-1:9] = stu2_resize232_dst;
+assign stu2_cat_lanes13_resize233_src[9-1:6] = stu2_resize231_dst;
+assign stu2_cat_lanes13_resize233_src[6-1:3] = stu2_resize230_dst;
+assign stu2_cat_lanes13_resize233_src[3-1:0] = stu2_resize229_dst;
+assign stu2_cat_lanes14_resize234_src[3] = stu2__rmw2_pv[3];
+assign stu2_cat_lanes14_resize234_src[2] = stu2__rmw2_pv[2];
+assign stu2_cat_lanes14_resize234_src[1] = stu2__rmw2_pv[1];
+assign stu2_cat_lanes14_resize234_src[0] = stu2__rmw2_pv[0];
+assign stu2_cat_lanes15_resize235_src[28-1:21] = stu2__rmw2_pa[3];
+assign stu2_cat_lanes15_resize235_src[21-1:14] = stu2__rmw2_pa[2];
+assign stu2_cat_lanes15_resize235_src[14-1:7] = stu2__rmw2_pa[1];
+assign stu2_cat_lanes15_resize235_src[7-1:0] = stu2__rmw2_pa[0];
+assign stu3_cat_lanes16_resize278_src[12-1:9] = stu3_resize277_dst;
+assign stu3_cat_lanes16_resize278_src[9-1:6] = stu3_resize276_dst;
+assign stu3_cat_lanes16_resize278_src[6-1:3] = stu3_resize275_dst;
+assign stu3_cat_lanes16_resize278_src[3-1:0] = stu3_resize274_dst;
+assign stu3_cat_lanes17_resize279_src[3] = stu3__rmw3_pv[3];
+assign stu3_cat_lanes17_resize279_src[2] = stu3__rmw3_pv[2];
+assign stu3_cat_lanes17_resize279_src[1] = stu3__rmw3_pv[1];
+assign stu3_cat_lanes17_resize279_src[0] = stu3__rmw3_pv[0];
+assign stu3_cat_lanes18_resize280_src[28-1:21] = stu3__rmw3_pa[3];
+assign stu3_cat_lanes18_resize280_src[21-1:14] = stu3__rmw3_pa[2];
+assign stu3_cat_lanes18_resize280_src[14-1:7] = stu3__rmw3_pa[1];
+assign stu3_cat_lanes18_resize280_src[7-1:0] = stu3__rmw3_pa[0];
+assign cat_lanes19_resize283_src[3] = stu3_busy;
+assign cat_lanes19_resize283_src[2] = stu2_busy;
+assign cat_lanes19_resize283_src[1] = stu1_busy;
+assign cat_lanes19_resize283_src[0] = stu0_busy;
+assign cat_lanes20_resize284_src[16-1:12] = stu3_err;
+assign cat_lanes20_resize284_src[12-1:8] = stu2_err;
+assign cat_lanes20_resize284_src[8-1:4] = stu1_err;
+assign cat_lanes20_resize284_src[4-1:0] = stu0_err;
+assign cat_lanes21_resize285_src[3] = stu3_o_valid;
+assign cat_lanes21_resize285_src[2] = stu2_o_valid;
+assign cat_lanes21_resize285_src[1] = stu1_o_valid;
+assign cat_lanes21_resize285_src[0] = stu0_o_valid;
+assign cat_lanes22_resize286_src[68-1:51] = stu3_o_data;
+assign cat_lanes22_resize286_src[51-1:34] = stu2_o_data;
+assign cat_lanes22_resize286_src[34-1:17] = stu1_o_data;
+assign cat_lanes22_resize286_src[17-1:0] = stu0_o_data;
+assign cat_lanes23_resize287_src[256-1:192] = _desc_reg3_q;
+assign cat_lanes23_resize287_src[192-1:128] = _desc_reg2_q;
+assign cat_lanes23_resize287_src[128-1:64] = _desc_reg1_q;
+assign cat_lanes23_resize287_src[64-1:0] = _desc_reg0_q;
+assign cat_lanes24_resize288_src[128-1:96] = stu3_cyc_compute;
+assign cat_lanes24_resize288_src[96-1:64] = stu2_cyc_compute;
+assign cat_lanes24_resize288_src[64-1:32] = stu1_cyc_compute;
+assign cat_lanes24_resize288_src[32-1:0] = stu0_cyc_compute;
+assign cat_lanes25_resize289_src[128-1:96] = stu3_cyc_drain;
+assign cat_lanes25_resize289_src[96-1:64] = stu2_cyc_drain;
+assign cat_lanes25_resize289_src[64-1:32] = stu1_cyc_drain;
+assign cat_lanes25_resize289_src[32-1:0] = stu0_cyc_drain;
+assign cat_lanes26_resize290_src[128-1:96] = stu3_n_rounds;
+assign cat_lanes26_resize290_src[96-1:64] = stu2_n_rounds;
+assign cat_lanes26_resize290_src[64-1:32] = stu1_n_rounds;
+assign cat_lanes26_resize290_src[32-1:0] = stu0_n_rounds;
+assign cat_lanes27_resize291_src[128-1:96] = stu3_n_mults;
+assign cat_lanes27_resize291_src[96-1:64] = stu2_n_mults;
+assign cat_lanes27_resize291_src[64-1:32] = stu1_n_mults;
+assign cat_lanes27_resize291_src[32-1:0] = stu0_n_mults;
+assign cat_lanes28_resize292_src[128-1:96] = stu3_n_deferred;
+assign cat_lanes28_resize292_src[96-1:64] = stu2_n_deferred;
+assign cat_lanes28_resize292_src[64-1:32] = stu1_n_deferred;
+assign cat_lanes28_resize292_src[32-1:0] = stu0_n_deferred;
+assign cat_lanes29_resize293_src[128-1:96] = stu3_nnz_out;
+assign cat_lanes29_resize293_src[96-1:64] = stu2_nnz_out;
+assign cat_lanes29_resize293_src[64-1:32] = stu1_nnz_out;
+assign cat_lanes29_resize293_src[32-1:0] = stu0_nnz_out;
 
 
 
@@ -2158,19 +2158,19 @@ end
 
 
 
-assign d_ready = _cat0_cat;
+assign d_ready = cat_lanes0_resize0_src;
 
 
 
-assign r_ready = _cat1_cat;
+assign r_ready = cat_lanes1_resize1_src;
 
 
 
-assign dones = _cat2_cat;
+assign dones = cat_lanes2_resize2_src;
 
 
 
-assign mem_err = _cat3_cat;
+assign mem_err = cat_lanes3_resize3_src;
 
 
 
@@ -5398,11 +5398,11 @@ end
 
 
 
-assign _cat4_y = _cat4_cat;
+assign cat_lanes4_y = cat_lanes4_resize100_src;
 
 
 
-assign _cat5_y = _cat5_cat;
+assign cat_lanes5_y = cat_lanes5_resize101_src;
 
 
 
@@ -5422,12 +5422,12 @@ assign w_err = (_w_join0__or21_y | w_mem3_err);
 
 
 
-assign w_ready = (_cat4_y == 15);
-assign w_done = (_cat5_y != 0);
+assign w_ready = (cat_lanes4_y == 15);
+assign w_done = (cat_lanes5_y != 0);
 
 
 
-assign unit_done = _cat6_cat;
+assign unit_done = cat_lanes6_resize102_src;
 
 
 
@@ -6957,7 +6957,7 @@ assign stu0_resize142_dst = stu0__capture1__reg7_q[3-1:0];
 
 
 
-assign w_mem0_fc_rd_idx = stu0__cat7_cat;
+assign w_mem0_fc_rd_idx = stu0_cat_lanes7_resize143_src;
 
 
 always @(posedge clk) begin: stu0__stage_p0_reg
@@ -7137,11 +7137,11 @@ assign stu0__rmw0_inr[3] = (stu0__rmw0_pa[3] < 100);
 
 
 
-assign stu0_acc_we = stu0__cat8_cat;
+assign stu0_acc_we = stu0_cat_lanes8_resize144_src;
 
 
 
-assign stu0_acc_addr = stu0__cat9_cat;
+assign stu0_acc_addr = stu0_cat_lanes9_resize145_src;
 
 
 
@@ -8596,7 +8596,7 @@ assign stu1_resize187_dst = stu1__capture9__reg27_q[3-1:0];
 
 
 
-assign w_mem1_fc_rd_idx = stu1__cat10_cat;
+assign w_mem1_fc_rd_idx = stu1_cat_lanes10_resize188_src;
 
 
 always @(posedge clk) begin: stu1__stage_p4_reg
@@ -8776,11 +8776,11 @@ assign stu1__rmw1_inr[3] = (stu1__rmw1_pa[3] < 100);
 
 
 
-assign stu1_acc_we = stu1__cat11_cat;
+assign stu1_acc_we = stu1_cat_lanes11_resize189_src;
 
 
 
-assign stu1_acc_addr = stu1__cat12_cat;
+assign stu1_acc_addr = stu1_cat_lanes12_resize190_src;
 
 
 
@@ -10235,7 +10235,7 @@ assign stu2_resize232_dst = stu2__capture17__reg47_q[3-1:0];
 
 
 
-assign w_mem2_fc_rd_idx = stu2__cat13_cat;
+assign w_mem2_fc_rd_idx = stu2_cat_lanes13_resize233_src;
 
 
 always @(posedge clk) begin: stu2__stage_p8_reg
@@ -10415,11 +10415,11 @@ assign stu2__rmw2_inr[3] = (stu2__rmw2_pa[3] < 100);
 
 
 
-assign stu2_acc_we = stu2__cat14_cat;
+assign stu2_acc_we = stu2_cat_lanes14_resize234_src;
 
 
 
-assign stu2_acc_addr = stu2__cat15_cat;
+assign stu2_acc_addr = stu2_cat_lanes15_resize235_src;
 
 
 
@@ -11874,7 +11874,7 @@ assign stu3_resize277_dst = stu3__capture25__reg67_q[3-1:0];
 
 
 
-assign w_mem3_fc_rd_idx = stu3__cat16_cat;
+assign w_mem3_fc_rd_idx = stu3_cat_lanes16_resize278_src;
 
 
 always @(posedge clk) begin: stu3__stage_p12_reg
@@ -12054,11 +12054,11 @@ assign stu3__rmw3_inr[3] = (stu3__rmw3_pa[3] < 100);
 
 
 
-assign stu3_acc_we = stu3__cat17_cat;
+assign stu3_acc_we = stu3_cat_lanes17_resize279_src;
 
 
 
-assign stu3_acc_addr = stu3__cat18_cat;
+assign stu3_acc_addr = stu3_cat_lanes18_resize280_src;
 
 
 
@@ -12450,46 +12450,46 @@ assign _sink7_tap_unused = stu3_acc_addr;
 
 
 
-assign unit_busy = _cat19_cat;
+assign unit_busy = cat_lanes19_resize283_src;
 
 
 
-assign unit_err = _cat20_cat;
+assign unit_err = cat_lanes20_resize284_src;
 
 
 
-assign o_valid = _cat21_cat;
+assign o_valid = cat_lanes21_resize285_src;
 
 
 
-assign o_data = _cat22_cat;
+assign o_data = cat_lanes22_resize286_src;
 
 
 
-assign unit_desc = _cat23_cat;
+assign unit_desc = cat_lanes23_resize287_src;
 
 
 
-assign cyc_compute = _cat24_cat;
+assign cyc_compute = cat_lanes24_resize288_src;
 
 
 
-assign cyc_drain = _cat25_cat;
+assign cyc_drain = cat_lanes25_resize289_src;
 
 
 
-assign n_rounds = _cat26_cat;
+assign n_rounds = cat_lanes26_resize290_src;
 
 
 
-assign n_mults = _cat27_cat;
+assign n_mults = cat_lanes27_resize291_src;
 
 
 
-assign n_deferred = _cat28_cat;
+assign n_deferred = cat_lanes28_resize292_src;
 
 
 
-assign nnz_out = _cat29_cat;
+assign nnz_out = cat_lanes29_resize293_src;
 
 endmodule

@@ -281,10 +281,10 @@ wire [2:0] resize36_dst;
 wire [2:0] resize37_dst;
 wire [2:0] resize38_dst;
 wire [2:0] resize39_dst;
-wire [11:0] _cat0_cat;
+wire [11:0] cat_lanes0_resize40_src;
 localparam _stage_p1_fc_on = 1'd0;
-wire [3:0] _cat1_cat;
-wire [27:0] _cat2_cat;
+wire [3:0] cat_lanes1_resize41_src;
+wire [27:0] cat_lanes2_resize42_src;
 reg [3:0] _drain_addr0_rr;
 reg [3:0] _drain_addr0_rc;
 reg [6:0] _drain_addr0_a00;
@@ -328,18 +328,18 @@ reg [31:0] _drain_ctl0_rd [0:4-1];
 reg [31:0] _drain_ctl0_rq [0:4-1];
 wire _counters0_nzm [0:4-1];
 
-assign _cat0_cat[12-1:9] = resize39_dst;
-assign _cat0_cat[9-1:6] = resize38_dst;
-assign _cat0_cat[6-1:3] = resize37_dst;
-assign _cat0_cat[3-1:0] = resize36_dst;
-assign _cat1_cat[3] = _rmw0_pv[3];
-assign _cat1_cat[2] = _rmw0_pv[2];
-assign _cat1_cat[1] = _rmw0_pv[1];
-assign _cat1_cat[0] = _rmw0_pv[0];
-assign _cat2_cat[28-1:21] = _rmw0_pa[3];
-assign _cat2_cat[21-1:14] = _rmw0_pa[2];
-assign _cat2_cat[14-1:7] = _rmw0_pa[1];
-assign _cat2_cat[7-1:0] = _rmw0_pa[0];
+assign cat_lanes0_resize40_src[12-1:9] = resize39_dst;
+assign cat_lanes0_resize40_src[9-1:6] = resize38_dst;
+assign cat_lanes0_resize40_src[6-1:3] = resize37_dst;
+assign cat_lanes0_resize40_src[3-1:0] = resize36_dst;
+assign cat_lanes1_resize41_src[3] = _rmw0_pv[3];
+assign cat_lanes1_resize41_src[2] = _rmw0_pv[2];
+assign cat_lanes1_resize41_src[1] = _rmw0_pv[1];
+assign cat_lanes1_resize41_src[0] = _rmw0_pv[0];
+assign cat_lanes2_resize42_src[28-1:21] = _rmw0_pa[3];
+assign cat_lanes2_resize42_src[21-1:14] = _rmw0_pa[2];
+assign cat_lanes2_resize42_src[14-1:7] = _rmw0_pa[1];
+assign cat_lanes2_resize42_src[7-1:0] = _rmw0_pa[0];
 
 
 
@@ -1385,7 +1385,7 @@ assign resize39_dst = _capture1__reg7_q[3-1:0];
 
 
 
-assign fc_rd_idx = _cat0_cat;
+assign fc_rd_idx = cat_lanes0_resize40_src;
 
 
 always @(posedge clk) begin: _stage_p0_reg
@@ -1565,11 +1565,11 @@ assign _rmw0_inr[3] = (_rmw0_pa[3] < 100);
 
 
 
-assign acc_we = _cat1_cat;
+assign acc_we = cat_lanes1_resize41_src;
 
 
 
-assign acc_addr = _cat2_cat;
+assign acc_addr = cat_lanes2_resize42_src;
 
 
 
