@@ -279,6 +279,16 @@ def _keeps(b: JobBuilder, count: int) -> None:
     mw, zw = p.candidates[0]
     _explicit(b, "keeps widest kernel", _fit(b, mw + 1, K, lda), zw * p.v + 1, K, lda, mw, zw, mw, False,
               klass="multiple")
+    # a cold cache streaming one row of four N-blocks: every B and C line is a first touch,
+    # only the repeated A element hits (the hit-rate bin below 10 %)
+    # (line-aligned B and C, so each vector is one line of its own)
+    Ns, L = 4 * zw * p.v, p.line
+    bb = L
+    bc = bb + _ceil(Ns * p.eb, L) * L + L
+    if bc + _ceil(Ns * p.eb, L) * L + L <= p.mem_elems * p.eb:
+        b.add("keeps cold stream", gemm.GemmCfg(M=1, N=Ns, K=1, lda=1, ldb=Ns, ldc=Ns, base_b=bb, base_c=bc,
+                                                base_buf=bc + _ceil(Ns * p.eb, L) * L, m=mw, z=zw, keep=mw),
+              reset_before=True, klass="odd")
 
 
 def _random(b: JobBuilder, count: int, capture: bool = True) -> None:
@@ -324,7 +334,7 @@ def _auto(b: JobBuilder, count: int) -> None:
 
 
 def _errors(b: JobBuilder, count: int) -> None:
-    p, rng = b.p, b.rng
+    p = b.p
     m, z = p.candidates[0]
     M, N, K = m + 1, z * p.v, p.v + 1
     lda = K + 1
