@@ -1,0 +1,255 @@
+"""Stimulus of the host family's queue testbenches (docs/host.md sections 4-9): a
+scenario is a device memory layout, the weights uploaded once, and a list of steps (tasks
+and CSR-level actions) generated up front from the run's seed.
+
+Pure Python and numpy (no cocotb): ``tests/test_host_jobs.py`` checks the generator.
+
+Memory layout (bytes, ``B = mem_bytes``): tasks' activations and results in
+``[0, B/2)``, allocated one after the other, never reused within a scenario (so two
+kernels never share a region); the weight region ``[B/2, 3B/4)`` (WGT_BASE, WGT_SIZE);
+``[3B/4, B)`` lies above MEM_LIMIT and must never be touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from lockstep.models import host as hm
+from lockstep.models.formats import HostParams
+
+__all__ = ["Step", "Scenario", "make_scenario", "SCENARIOS", "MUTATIONS"]
+
+
+@dataclass
+class Step:
+    """One thing the testbench does, in order.
+
+    Attributes:
+        kind: ``task`` (submit ``desc``), ``doorbell_overflow`` (ring a tail past the
+            free slots), ``owned_write`` (write into a slot the hardware owns),
+            ``cq_overflow`` (advance CQ_HEAD past CQ_TAIL), ``flush`` (CTRL.soft_reset),
+            ``stop_cq`` / ``resume_cq`` (the host stops / restarts consuming
+            completions), ``wait`` (``gap`` cycles), ``drain`` (wait for every completion
+            so far).
+        desc: the task's descriptor (``seq`` is stamped at submission).
+        act: the activations (M x K ints) loaded at ``desc.act_addr`` before submission.
+        mutate: ``(name, fn)``: ``fn(words, exp_seq)`` corrupts the stamped words.
+        gap: cycles to wait before the step.
+    """
+
+    kind: str
+    desc: hm.Descriptor | None = None
+    act: np.ndarray | None = None
+    mutate: tuple[str, Callable[[list[int], int], list[int]]] | None = None
+    gap: int = 0
+    label: str = "OK"
+
+
+@dataclass
+class Scenario:
+    """A whole run: layout, weights, test-port settings and the steps."""
+
+    name: str
+    wgt_base: int
+    wgt_size: int
+    mem_limit: int
+    weights: np.ndarray  # bytes at wgt_base
+    steps: list[Step] = field(default_factory=list)
+    bp_rate: int = 0
+    lat_rate: int = 0
+    err_window: tuple[int, int] | None = None  # words
+    use_irq: bool = False
+    halt_on_error: bool = False
+    exact_cycles: bool = True  # no back-pressure, no extra latency, one kernel
+
+
+def _rewrite(words: list[int], w: int, mask: int, value: int) -> list[int]:
+    out = list(words)
+    out[w] = (out[w] & ~mask) | value
+    return out
+
+
+def _rechk(words: list[int]) -> list[int]:
+    """Recompute the checksum after a field change (so the intended check fails)."""
+    return _rewrite(words, 7, 0xFF00, hm.checksum(words) << 8)
+
+
+#: Descriptor corruptions, each aimed at one status (fn(words, exp_seq) -> words).
+MUTATIONS: dict[str, tuple[str, Callable[[list[int], int], list[int]]]] = {
+    "magic": ("BAD_MAGIC", lambda w, s: _rewrite(w, 7, 0xFF, 0x5A)),
+    "checksum": ("BAD_CHECKSUM", lambda w, s: _rewrite(w, 7, 0xFF00, (((w[7] >> 8) & 0xFF) ^ 0x10) << 8)),
+    "replay": ("BAD_SEQ", lambda w, s: _rechk(_rewrite(w, 7, 0xFFFF0000, ((s - 1) & 0xFFFF) << 16))),
+    "conv": ("BAD_OPCODE", lambda w, s: _rechk(_rewrite(w, 0, 0xF, 2))),
+    "opcode15": ("BAD_OPCODE", lambda w, s: _rechk(_rewrite(w, 0, 0xF, 15))),
+    "dtype": ("BAD_DTYPE", lambda w, s: _rechk(_rewrite(w, 0, 0x300, 0x300))),
+    "rsvd7": ("RSVD_NONZERO", lambda w, s: _rechk(_rewrite(w, 0, 0x80, 0x80))),
+    "rsvd2": ("RSVD_NONZERO", lambda w, s: _rechk(_rewrite(w, 2, 1 << 31, 1 << 31))),
+    "rsvd6": ("RSVD_NONZERO", lambda w, s: _rechk(_rewrite(w, 6, 1 << 20, 1 << 20))),
+}
+
+
+def _rand_mat(rng: np.random.Generator, r: int, c: int, dtype: int) -> np.ndarray:
+    lo, hi = hm.sat_range(dtype)
+    x = rng.integers(lo, hi + 1, size=(r, c))
+    if rng.random() < 0.2:  # extremes
+        x = rng.choice([lo, hi, 0, -1, 1], size=(r, c))
+    return x
+
+
+class _Layout:
+    def __init__(self, p: HostParams) -> None:
+        self.p = p
+        self.top = 0
+        self.end = p.mem_bytes // 2
+
+    def take(self, nbytes: int) -> int | None:
+        a = self.top
+        if a + nbytes > self.end:
+            return None
+        self.top = a + (nbytes + 3) // 4 * 4
+        return a
+
+
+def _weights(p: HostParams, rng: np.random.Generator, wgt_size: int) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """The weight region: a few K x N matrices (int8 and int16) one after the other.
+    Returns the bytes and (offset, dtype, K, N) of each."""
+    mem = np.zeros(wgt_size, np.uint8)
+    blocks = []
+    off = 0
+    for dtype in (0, 1, 0, 1):
+        epw = 4 // hm.esize(dtype)
+        k = int(rng.integers(1, p.k_max // epw + 1)) * epw
+        n = int(rng.integers(1, p.n_max // epw + 1)) * epw
+        nbytes = k * n * hm.esize(dtype)
+        if off + nbytes > wgt_size:
+            break
+        hm.write_mat(mem, off, _rand_mat(rng, k, n, dtype), dtype)
+        blocks.append((off, dtype, k, n))
+        off += nbytes
+    return mem, blocks
+
+
+def _task(p: HostParams, rng: np.random.Generator, lay: _Layout, blocks: list[tuple[int, int, int, int]],
+          tag: int) -> Step | None:
+    off, dtype, k, n = blocks[int(rng.integers(len(blocks)))]
+    pool = int(rng.random() < 0.4)
+    m = int(rng.integers(1, p.m_max // 2 + 1)) * 2 if pool else int(rng.integers(1, p.m_max + 1))
+    es = hm.esize(dtype)
+    act = lay.take(m * k * es)
+    out = lay.take((m // 2 if pool else m) * n * es)
+    if act is None or out is None:
+        return None
+    shift = int(rng.integers(0, 12)) if dtype == 0 else int(rng.integers(0, 20))
+    mult = int(rng.choice([0, 1, int(rng.integers(1, 1 << 16)), 0xFFFF]))
+    d = hm.Descriptor(opcode=hm.MATMUL, relu=int(rng.random() < 0.5), pool=pool, irq=int(rng.random() < 0.5),
+                      dtype=dtype, tag=tag, m=m, n=n, k=k, shift=shift, act_addr=act, wgt_off=off, out_addr=out,
+                      mult=mult)
+    return Step("task", d, _rand_mat(rng, m, k, dtype), gap=int(rng.integers(0, 4)) * int(rng.random() < 0.5))
+
+
+def _bad(p: HostParams, rng: np.random.Generator, good: Step, sc: Scenario, which: str) -> Step:
+    """A task step turned into one error class (range errors by their fields)."""
+    d = good.desc
+    es = d.es
+    if which in MUTATIONS:
+        return Step("task", d, good.act, MUTATIONS[which], good.gap, MUTATIONS[which][0])
+    bad = {
+        "m0": {"m": 0}, "m_big": {"m": p.m_max + 1}, "k_word": {"k": d.k + 1 if es == 1 else d.k - 1},
+        "n0": {"n": 0}, "pool_odd": {"pool": 1, "m": 1},
+        "act_mis": {"act_addr": d.act_addr + 2}, "out_limit": {"out_addr": sc.mem_limit - 4},
+        "out_wgt": {"out_addr": sc.wgt_base + 4}, "out_act": {"out_addr": d.act_addr},
+        "wgt_past": {"wgt_off": sc.wgt_size - 4}, "wgt_mis": {"wgt_off": d.wgt_off + 2},
+        "nop": {"opcode": hm.NOP},
+    }[which]
+    label = {"nop": "OK"}.get(which, {"m": "BAD_DIMS", "k": "BAD_DIMS", "n": "BAD_DIMS", "p": "BAD_DIMS",
+                                      "a": "ADDR_RANGE", "o": "ADDR_RANGE", "w": "WGT_RANGE"}[which[0]])
+    return Step("task", d.with_(**bad), good.act, None, good.gap, label)
+
+
+ERROR_KINDS = tuple(MUTATIONS) + ("m0", "m_big", "k_word", "n0", "pool_odd", "act_mis", "out_limit", "out_wgt",
+                                  "out_act", "wgt_past", "wgt_mis", "nop")
+
+
+def make_scenario(name: str, p: HostParams, seed: int, tasks: int = 24) -> Scenario:
+    """The steps of scenario ``name`` (:data:`SCENARIOS`) for parameters ``p``."""
+    if name not in SCENARIOS:
+        raise ValueError(f"unknown host scenario {name!r}; known: {sorted(SCENARIOS)}")
+    rng = np.random.default_rng(seed)
+    b = p.mem_bytes
+    wgt, blocks = _weights(p, rng, b // 4)
+    sc = Scenario(name, b // 2, b // 4, 3 * b // 4, wgt)
+    lay = _Layout(p)
+    SCENARIOS[name](p, rng, sc, lay, blocks, tasks)
+    return sc
+
+
+def _stream(p, rng, sc, lay, blocks, tasks, err_every=0):
+    for t in range(tasks):
+        st = _task(p, rng, lay, blocks, 0x100 + t)
+        if st is None:
+            break
+        if err_every and t % err_every == err_every - 1:
+            st = _bad(p, rng, st, sc, ERROR_KINDS[(t // err_every) % len(ERROR_KINDS)])
+        sc.steps.append(st)
+
+
+def _sc_stream(p, rng, sc, lay, blocks, tasks):
+    """Good tasks back to back: bit-exact results, exec_cycles exact, PERF_BUSY = sum."""
+    _stream(p, rng, sc, lay, blocks, tasks)
+    sc.exact_cycles = p.n_kernels == 1
+
+
+def _sc_errors(p, rng, sc, lay, blocks, tasks):
+    """Every error class between good tasks (the next tasks still complete), NOP,
+    doorbell overflow, a write to an owned slot, a bad CQ_HEAD, IRQs."""
+    _stream(p, rng, sc, lay, blocks, max(tasks, 2 * len(ERROR_KINDS)), err_every=2)
+    at = len(sc.steps) // 3
+    sc.steps[at:at] = [Step("doorbell_overflow"), Step("owned_write"), Step("cq_overflow")]
+    sc.use_irq = True
+    sc.exact_cycles = p.n_kernels == 1
+
+
+def _sc_backpressure(p, rng, sc, lay, blocks, tasks):
+    """Random memory back-pressure and latency, a full SQ (tasks submitted with no gap)
+    and a full CQ (the host stops consuming for a while): results unchanged, nothing lost."""
+    _stream(p, rng, sc, lay, blocks, tasks)
+    for st in sc.steps:
+        st.gap = 0
+    sc.steps.insert(2, Step("stop_cq"))
+    sc.steps.insert(2 + p.depth + 4, Step("resume_cq", gap=400))
+    sc.bp_rate, sc.lat_rate = int(rng.integers(3, 10)), int(rng.integers(3, 10))
+    sc.exact_cycles = False
+
+
+def _sc_memerr(p, rng, sc, lay, blocks, tasks):
+    """An error window of two words: the last word of one task's result (a write error)
+    and the first word of the next task's activations (a read error; the layout puts
+    them side by side): MEM_ERR for exactly those two, no write outside their result
+    ranges, every other task exact."""
+    _stream(p, rng, sc, lay, blocks, tasks)
+    t1 = sc.steps[len(sc.steps) // 2].desc
+    t2 = sc.steps[len(sc.steps) // 2 + 1].desc
+    o_end = hm.task_ranges(t1, sc.wgt_base)["out"][1] // 4
+    if t2.act_addr // 4 != o_end:
+        raise AssertionError("memerr layout: the second task's activations must follow the first's result")
+    sc.err_window = (o_end - 1, o_end + 1)
+    sc.exact_cycles = False
+
+
+def _sc_flush(p, rng, sc, lay, blocks, tasks):
+    """A soft reset with tasks in flight and queued: each completes exactly once
+    (ABORTED or done), then new tasks complete normally."""
+    _stream(p, rng, sc, lay, blocks, tasks)
+    for st in sc.steps:
+        st.gap = 0
+    sc.steps.insert(len(sc.steps) // 2, Step("flush", gap=int(rng.integers(20, 200))))
+    sc.exact_cycles = False
+
+
+SCENARIOS: dict[str, Callable[..., None]] = {
+    "stream": _sc_stream, "errors": _sc_errors, "backpressure": _sc_backpressure, "memerr": _sc_memerr,
+    "flush": _sc_flush,
+}

@@ -1,0 +1,396 @@
+"""pyuvm environment of the whole command path on ``host_top`` (front end, kernels,
+arbiter, device memory; docs/host.md). The scenario (:mod:`.jobs`, option ``scenario``)
+is a list of steps run by :class:`Submitter` through :class:`~.driver.HostDriver`;
+:class:`CqMonitor` consumes the CQ (on the ``cq_nonempty`` pin, or on ``irq`` with a
+slow poll as a fallback, as a real driver with interrupt coalescing would);
+:class:`QueueScoreboard` replays the golden model (:class:`lockstep.models.host.FrontModel`)
+in SQ order once everything has completed and checks:
+
+* every submitted tag completes exactly once; the CQ order rules
+  (:func:`~lockstep.models.host.order_problems`);
+* each completion's status and kernel id (a front-end id for errors and NOP, a kernel
+  for dispatched tasks); exec_cycles equal to :func:`~lockstep.models.host.exec_cycles`
+  when the scenario has no back-pressure and one kernel, never below it otherwise;
+* the whole device memory read back equals the model's image (results bit-exact, error
+  tasks wrote nothing, nothing above MEM_LIMIT touched); a MEM_ERR or aborted task's
+  result range is the only undefined region;
+* PERF_DONE/PERF_ERR, PERF_BUSY (= the sum of kernel 0's exec_cycles), PERF_BUSY1,
+  the memory beats (= the model's words when no task failed on the memory), EXP_SEQ,
+  the pointers, STATUS at the end, IRQ_STATUS bits, the DMA byte counters;
+* the CSR-level error steps: an overflowing doorbell and a write to an owned slot are
+  ignored and flagged, a bad CQ_HEAD is ignored and flagged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cocotb
+import numpy as np
+from cocotb.triggers import Event, First, RisingEdge, SimTimeoutError, Timer, with_timeout
+from pyuvm import uvm_component, uvm_env, uvm_test
+
+from lockstep.models import host as hm
+from lockstep.models.formats import HostParams
+
+from ..context import CLOCK_NS, TbContext, start
+from ..coverage import Covergroup
+from .driver import HostDriver
+from .jobs import Scenario, make_scenario
+
+__all__ = ["HostTopTest"]
+
+_CTRL_EN, _CTRL_SR, _CTRL_IRQ, _CTRL_HALT = 1, 2, 4, 8
+_IRQ_BITS = ("cpl", "err", "doorbell_overflow", "write_to_owned_slot", "cq_head_overflow")
+
+
+class Shared:
+    """What the components share: the driver, the scenario and the record of the run."""
+
+    def __init__(self, ctx: TbContext, p: HostParams, sc: Scenario, drv: HostDriver) -> None:
+        self.ctx, self.p, self.sc, self.drv = ctx, p, sc, drv
+        self.submitted: list[list[int]] = []  # descriptor words in SQ order
+        self.labels: list[str] = []
+        self.cq: list[hm.Completion] = []
+        self.cq_cycle: list[int] = []
+        self.problems: list[str] = []
+        self.irq_seen = 0  # IRQ_STATUS bits the monitor cleared
+        self.wakes = {"irq": 0, "poll": 0, "pin": 0}
+        self.cq_full_seen = False
+        self.consume = Event()
+        self.consume.set()
+        self.flagged: set[str] = set()  # IRQ bits the CSR steps must have set
+        self.done = Event()
+        self.b2b = 0  # doorbells rung with no gap after the previous one
+        self.occ_seen: set[int] = set()
+
+    def note(self, msg: str) -> None:
+        if len(self.problems) < 40:
+            self.problems.append(msg)
+
+
+class Submitter(uvm_component):
+    """Runs the scenario's steps in order."""
+
+    async def run_steps(self, sh: Shared) -> None:
+        drv, p, sc = sh.drv, sh.p, sh.sc
+        last_ring = -10
+        for st in sc.steps:
+            await drv.cycles(st.gap)
+            if st.kind == "task":
+                d = st.desc  # its activations are in the preloaded image (HostTopTest._setup)
+                words = d.with_(seq=drv.seq).words()
+                if st.mutate is not None:
+                    words = st.mutate[1](words, drv.seq)
+                if st.mutate is None or st.mutate[0] != "BAD_SEQ":
+                    drv.seq = (drv.seq + 1) & 0xFFFF
+                sh.submitted.append(words)
+                sh.labels.append(st.label)
+                ring = await drv.submit_words(words)
+                sh.occ_seen.add(min(drv.last_occupancy, p.depth))
+                if ring - last_ring <= 10 and st.gap == 0:
+                    sh.b2b += 1
+                last_ring = ring
+            elif st.kind == "doorbell_overflow":
+                await self._doorbell_overflow(sh)
+            elif st.kind == "owned_write":
+                await self._owned_write(sh)
+            elif st.kind == "cq_overflow":
+                async with drv.lock:
+                    bad = (drv.cq_head + p.depth + 1) % (2 * p.depth)
+                    await drv._write(hm.CSR["CQ_HEAD"], bad)
+                    if await drv._read(hm.CSR["CQ_HEAD"]) != drv.cq_head:
+                        sh.note("a CQ_HEAD past CQ_TAIL was taken")
+                sh.flagged.add("cq_head_overflow")
+            elif st.kind == "flush":
+                ctrl = _CTRL_EN | (_CTRL_IRQ if sc.use_irq else 0)
+                await drv.set_reg("CTRL", ctrl | _CTRL_SR)
+                for _ in range(10000):
+                    if not (await drv.reg("STATUS")) >> 7 & 1:
+                        break
+                    await drv.cycles(16)
+                else:
+                    sh.note("the flush did not end within 160000 cycles")
+            elif st.kind == "stop_cq":
+                sh.consume.clear()
+            elif st.kind == "resume_cq":
+                sh.consume.set()
+            elif st.kind == "wait":
+                pass
+            else:
+                raise ValueError(f"unknown step kind {st.kind!r}")
+        sh.consume.set()
+
+    async def _doorbell_overflow(self, sh: Shared) -> None:
+        drv, p = sh.drv, sh.p
+        async with drv.lock:
+            head = await drv._read(hm.CSR["SQ_HEAD"])
+            bad = (head + p.depth + 1) % (2 * p.depth)
+            await drv._write(hm.CSR["SQ_TAIL"], bad)
+            if await drv._read(hm.CSR["SQ_TAIL"]) != drv.sq_tail:
+                sh.note("an overflowing doorbell changed SQ_TAIL")
+        sh.flagged.add("doorbell_overflow")
+
+    async def _owned_write(self, sh: Shared) -> None:
+        """Write garbage into the newest slot the hardware owns (when two or more are
+        owned, so the head cannot pass it before the write lands)."""
+        drv, p = sh.drv, sh.p
+        for _ in range(200):
+            async with drv.lock:
+                head = await drv._read(hm.CSR["SQ_HEAD"])
+                if drv.sq_occupancy(head) >= 2:
+                    slot = (drv.sq_tail - 1) % p.depth
+                    await drv._write(hm.SQ_BASE + 32 * slot + 4 * 3, 0xDEAD0000)
+                    sh.flagged.add("write_to_owned_slot")
+                    return
+            await drv.cycles(3)
+        sh.note("owned_write: never found two owned slots (the step proves nothing)")
+
+
+class CqMonitor(uvm_component):
+    """Consumes the CQ; records each entry and the cycle it was read."""
+
+    async def run_cq(self, sh: Shared, expected: int) -> None:
+        drv, p = sh.drv, sh.p
+        while len(sh.cq) < expected:
+            await sh.consume.wait()
+            if sh.sc.use_irq:
+                t = await First(RisingEdge(drv.dut.irq), Timer(64 * CLOCK_NS, "ns"))
+                sh.wakes["irq" if isinstance(t, RisingEdge) else "poll"] += 1
+                st = await drv.reg("IRQ_STATUS")
+                if st:
+                    sh.irq_seen |= st
+                    await drv.set_reg("IRQ_STATUS", st)
+            else:
+                await drv.wait_cq()
+                sh.wakes["pin"] += 1
+            if not sh.consume.is_set():
+                continue
+            tail = await drv.reg("CQ_TAIL")
+            if (tail - drv.cq_head) % (2 * p.depth) == p.depth:
+                sh.cq_full_seen = True
+            got = await drv.completions()
+            now = drv.now()
+            sh.cq += got
+            sh.cq_cycle += [now] * len(got)
+        sh.done.set()
+
+
+class QueueScoreboard(uvm_component):
+    """The golden model replayed in SQ order, and every end-of-run check."""
+
+    def check_all(self, sh: Shared, image: np.ndarray, device: np.ndarray, regs: dict[str, int],
+                  tp: dict[str, int]) -> list[str]:
+        p, sc = sh.p, sh.sc
+        errs = list(sh.problems)
+        tags = [hm.Descriptor.unpack(w).tag for w in sh.submitted]
+        errs += hm.order_problems(tags, sh.cq, p.n_kernels)
+        by_tag = {}
+        for c in sh.cq:
+            by_tag.setdefault(c.tag, c)
+        fm = hm.FrontModel(p, image.copy(), sc.wgt_base, sc.wgt_size, sc.mem_limit, 0, sc.err_window)
+        undefined = []
+        n_ok = n_err = busy0 = busy1 = 0
+        rd = wr = 0
+        clean = True
+        irq_exp = 0
+        for words, label in zip(sh.submitted, sh.labels):
+            d = hm.Descriptor.unpack(words)
+            c = by_tag.get(d.tag)
+            if c is None:
+                continue
+            if c.status == hm.ST["ABORTED"] and c.kernel == hm.FE_KERNEL:
+                o = fm.flush(words)
+            else:
+                o = fm.submit(words)
+            where = f"tag {d.tag:#06x} ({label})"
+            if c.status == hm.ST["ABORTED"] and c.kernel != hm.FE_KERNEL:
+                if not o.on_kernel:
+                    errs.append(f"{where}: ABORTED on kernel {c.kernel}, but the model does not dispatch it "
+                                f"({HostParams.STATUS[o.status]})")
+                undefined.append(o.out)
+                clean = False
+            elif c.status != o.status:
+                errs.append(f"{where}: status {c.status_name}, model {HostParams.STATUS[o.status]}")
+            if o.status == hm.ST["MEM_ERR"]:
+                undefined.append(o.out)
+                clean = False
+            if c.status == hm.ST["ABORTED"] and sh.sc.name != "flush":
+                errs.append(f"{where}: ABORTED without a flush")
+            if o.on_kernel and c.kernel == hm.FE_KERNEL and c.status != hm.ST["ABORTED"]:
+                errs.append(f"{where}: completed by the front end, the model dispatches it")
+            if not o.on_kernel and c.kernel != hm.FE_KERNEL:
+                errs.append(f"{where}: completed by kernel {c.kernel}, the model completes it in the front end")
+            if c.kernel == hm.FE_KERNEL and c.cycles != 0:
+                errs.append(f"{where}: a front-end completion with exec_cycles {c.cycles}")
+            if o.cycles is not None and c.status == hm.ST["OK"]:
+                if sc.exact_cycles and c.cycles != o.cycles:
+                    errs.append(f"{where}: exec_cycles {c.cycles}, model {o.cycles} (no back-pressure)")
+                elif c.cycles < o.cycles:
+                    errs.append(f"{where}: exec_cycles {c.cycles} below the stall-free {o.cycles}")
+            rd += o.rd_words
+            wr += o.wr_words
+            n_ok += c.status == hm.ST["OK"]
+            n_err += c.status != hm.ST["OK"]
+            busy0 += c.cycles if c.kernel == 0 else 0
+            busy1 += c.cycles if c.kernel == 1 else 0
+            if d.irq:  # W0[6] of whatever completed, errors included
+                irq_exp |= 1
+            if c.status != hm.ST["OK"]:
+                irq_exp |= 2
+        # memory: the device against the model, undefined ranges excepted
+        dev = device.copy()
+        mdl = fm.mem
+        for lo, hi in undefined:
+            mdl[lo:hi] = dev[lo:hi]
+        diff = np.flatnonzero(dev != mdl)
+        if diff.size:
+            a = int(diff[0])
+            owner = [f"{hm.Descriptor.unpack(w).tag:#06x}" for w in sh.submitted
+                     if hm.task_ranges(hm.Descriptor.unpack(w), sc.wgt_base)["out"][0] <= a
+                     < hm.task_ranges(hm.Descriptor.unpack(w), sc.wgt_base)["out"][1]]
+            errs.append(f"device memory: {diff.size} byte(s) differ from the model; first at {a:#x} "
+                        f"(device {dev[a]:#04x}, model {mdl[a]:#04x}; result of task(s) {owner or 'none'})")
+        exp_regs = {"PERF_DONE": n_ok, "PERF_ERR": n_err, "PERF_BUSY": busy0, "PERF_BUSY1": busy1,
+                    "EXP_SEQ": fm.exp_seq, "SQ_HEAD": sh.drv.sq_tail, "CQ_TAIL": sh.drv.cq_head}
+        if clean:
+            exp_regs.update(PERF_RD_BEATS=rd, PERF_WR_BEATS=wr)
+        for name, v in exp_regs.items():
+            if regs[name] != v:
+                errs.append(f"{name} = {regs[name]}, expected {v}")
+        status = regs["STATUS"]
+        if status & 0x1F != 0b10100:  # not busy, SQ not full, SQ empty, CQ not full, CQ empty
+            errs.append(f"STATUS = {status:#x} at the end: expected idle with both queues empty")
+        bits = sh.irq_seen | regs["IRQ_STATUS"]
+        want = irq_exp | sum(1 << _IRQ_BITS.index(f) for f in sh.flagged)
+        if bits != want:
+            errs.append(f"IRQ_STATUS bits seen {bits:#x}, expected {want:#x} ({', '.join(sorted(sh.flagged))})")
+        if tp["DMA_WR_BYTES"] != sh.drv.dma_bytes["wr"] or tp["DMA_RD_BYTES"] != sh.drv.dma_bytes["rd"]:
+            errs.append(f"DMA byte counters {tp['DMA_WR_BYTES']}/{tp['DMA_RD_BYTES']}, the driver moved "
+                        f"{sh.drv.dma_bytes['wr']}/{sh.drv.dma_bytes['rd']}")
+        if sc.name == "backpressure" and sh.cq_full_seen and regs["PERF_CQ_STALL"] == 0:
+            errs.append("the CQ was full while a completion waited, but PERF_CQ_STALL = 0")
+        self.counts = {"ok": n_ok, "err": n_err, "busy0": busy0, "busy1": busy1}
+        return errs
+
+
+class HostEnv(uvm_env):
+    def build_phase(self) -> None:
+        self.submitter = Submitter("submitter", self)
+        self.monitor = CqMonitor("monitor", self)
+        self.scoreboard = QueueScoreboard("scoreboard", self)
+
+
+def _coverage(sh: Shared) -> Covergroup:
+    p = sh.p
+    cg = Covergroup("host.queue")
+    cg.point("status", lambda c: c.status, list(range(12)))
+    cg.point("kernel", lambda c: c.kernel, [hm.FE_KERNEL] + list(range(p.n_kernels)))
+    cg.point("sq_occupancy", lambda o: o, sorted({0, 1, p.depth - 1, p.depth}))
+    cg.point("task", lambda t: t, [(op, r, pl, dt) for op in (0, 1) for r in (0, 1) for pl in (0, 1) for dt in (0, 1)])
+    return cg
+
+
+class HostTopTest(uvm_test):
+    """One scenario on host_top, checked against the golden model (module docstring)."""
+
+    def build_phase(self) -> None:
+        self.ctx = TbContext.from_env()
+        self.p = HostParams.from_dict(self.ctx.params)
+        sc = make_scenario(self.ctx.opt("scenario", "stream"), self.p, self.ctx.seed,
+                           int(self.ctx.opt("tasks", 24)))
+        self.sh = Shared(self.ctx, self.p, sc, HostDriver(cocotb.top, self.p))
+        self.env = HostEnv("env", self)
+
+    async def _setup(self) -> np.ndarray:
+        """Registers, test port and the device memory image (poison, weights)."""
+        sh, drv, sc, p = self.sh, self.sh.drv, self.sh.sc, self.p
+        await drv.tp_write("SEED", self.ctx.seed or 1)
+        await drv.tp_write("BP_RATE", sc.bp_rate)
+        await drv.tp_write("LAT_RATE", sc.lat_rate)
+        lo, hi = sc.err_window or (0, 0)
+        await drv.tp_write("ERR_LO", lo)
+        await drv.tp_write("ERR_HI", hi)
+        for name, v in (("WGT_BASE", sc.wgt_base), ("WGT_SIZE", sc.wgt_size), ("MEM_LIMIT", sc.mem_limit)):
+            await drv.set_reg(name, v)
+            got = await drv.reg(name)
+            if got != v:
+                sh.note(f"{name} reads {got:#x} after writing {v:#x}")
+        rng = np.random.default_rng(self.ctx.seed + 7)
+        image = rng.integers(0, 256, p.mem_bytes).astype(np.uint8)
+        image[sc.wgt_base:sc.wgt_base + sc.wgt_size] = sc.weights
+        # the activations of every task land in the image too (regions are never reused)
+        for st in sc.steps:
+            d = st.desc
+            if st.kind == "task" and st.act is not None and d.m and d.k and d.act_addr % 4 == 0:
+                raw = np.zeros(d.m * d.k * d.es, np.uint8)
+                hm.write_mat(raw, 0, st.act, d.dtype)
+                if raw.size % 4 == 0 and d.act_addr + raw.size <= sc.wgt_base:
+                    image[d.act_addr:d.act_addr + raw.size] = raw
+        await drv.dma_write(0, image)
+        ctrl = _CTRL_EN | (_CTRL_IRQ if sc.use_irq else 0) | (_CTRL_HALT if sc.halt_on_error else 0)
+        await drv.set_reg("PERF_CTRL", 1)
+        await drv.set_reg("CTRL", ctrl)
+        return image
+
+    async def run_phase(self) -> None:
+        self.raise_objection()
+        sh, drv, p = self.sh, self.sh.drv, self.p
+        await start(cocotb.top)
+        regs0 = {n: await drv.reg(n) for n in ("ID", "HW_CFG", "CTRL", "STATUS", "MEM_LIMIT", "EXP_SEQ")}
+        want0 = {"ID": hm.ID_VALUE, "HW_CFG": hm.hw_cfg(p), "CTRL": 0, "STATUS": 0b10100, "MEM_LIMIT": p.mem_bytes,
+                 "EXP_SEQ": 0}
+        for n, v in want0.items():
+            if regs0[n] != v:
+                sh.note(f"reset value of {n} = {regs0[n]:#x}, expected {v:#x}")
+        await drv.csr_write(hm.CSR["ID"], 0x12345678)  # RO: ignored
+        if await drv.reg("ID") != hm.ID_VALUE:
+            sh.note("a write to the RO register ID changed it")
+        image = await self._setup()
+        t0 = drv.now()
+        n_tasks = sum(st.kind == "task" for st in sh.sc.steps)
+        mon = cocotb.start_soon(self.env.monitor.run_cq(sh, n_tasks))
+        budget = 4000 + n_tasks * 6000 + 400
+        try:
+            await with_timeout(self.env.submitter.run_steps(sh), budget * CLOCK_NS, "ns")
+            await with_timeout(sh.done.wait(), budget * CLOCK_NS, "ns")
+        except SimTimeoutError:
+            sh.note(f"watchdog: {len(sh.cq)} of {n_tasks} completions after {drv.now() - t0} cycles")
+            mon.cancel()
+        t1 = drv.now()
+        await drv.cycles(4)
+        names = ("PERF_DONE", "PERF_ERR", "PERF_BUSY", "PERF_BUSY1", "PERF_RD_BEATS", "PERF_WR_BEATS", "PERF_CQ_STALL",
+                 "PERF_TOTAL", "EXP_SEQ", "SQ_HEAD", "CQ_TAIL", "STATUS", "IRQ_STATUS")
+        regs = {n: await drv.reg(n) for n in names}
+        tp = {n: await drv.tp_read(n) for n in ("DMA_WR_BYTES", "DMA_RD_BYTES")}
+        device = await drv.dma_read(0, p.mem_bytes)
+        errs = self.env.scoreboard.check_all(sh, image, device, regs, tp)
+        cg = _coverage(sh)
+        for c in sh.cq:
+            cg.sample(c)
+        for o in sh.occ_seen:
+            cg.sample(o)
+        for w in sh.submitted:
+            d = hm.Descriptor.unpack(w)
+            if d.opcode in (0, 1) and d.dtype in (0, 1):
+                cg.sample((d.opcode, d.relu, d.pool, d.dtype))
+        self.cg = cg
+        self.ctx.summary.update(scenario=sh.sc.name, tasks=n_tasks, cycles=t1 - t0, **self.env.scoreboard.counts,
+                                perf_busy=regs["PERF_BUSY"], perf_total=regs["PERF_TOTAL"],
+                                cq_stall=regs["PERF_CQ_STALL"], wakes=sh.wakes, b2b=sh.b2b,
+                                sq_full_waits=drv.full_waits, cq_full_seen=sh.cq_full_seen)
+        self.errors = errs
+        self.drop_objection()
+
+    def check_phase(self) -> None:
+        errors = self.errors
+        self.ctx.summary.update(errors=errors[:20])
+        self.ctx.write_summary()
+        for e in errors[:50]:
+            self.logger.error(e)
+        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+
+    def report_phase(self) -> None:
+        self.ctx.summary.update(self.cg.summary())
+        self.ctx.summary["coverage_file"] = str(self.cg.export(self.ctx.results))
+        self.ctx.write_summary()
