@@ -13,7 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, GemmParams, MxParams, SparseParams
+from lockstep.models.formats import (
+    MX_ELEMENTS,
+    PATENT,
+    BfpFormat,
+    FabricParams,
+    GemmParams,
+    HostParams,
+    MxParams,
+    SparseParams,
+)
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -646,3 +655,37 @@ for _m, _z in GEMM_SWEEP_KERNELS:
               opts={"lds": _lds, "kernels": [[_m, _z]], "m_blocks": 2, "n_blocks": 2, "k": GEMM_SWEEP_K},
               doc=f"GEMM sweep (make gemm-report): (m, z) = ({_m}, {_z}), lda {_lds[0]}..{_lds[-1]}, no copy / "
                   "inline copy / padded, each from a cold cache; counters and cycles against the model")
+
+
+# ---- host: the whole command path on host_top (spec 002, docs/host.md) -------------------
+# Small tasks (M <= 8, K <= 16, N <= 8) and a 16 KiB device memory keep each run short on
+# Icarus; the scenarios are verif/host/jobs.py, the library's test verif/host/pipe_env.py.
+_HS = HostParams(m_max=8, k_max=16, n_max=8, mem_aw=14)
+_HS2 = HostParams(**{**_HS.to_dict(), "n_kernels": 2, "depth": 4})
+
+
+def _host(name: str, params: HostParams, module: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="host", toplevel="host_top", params=params,
+                        generator="lockstep.gen.host.top:emit_top", test_module=f"lockstep.verif.host.{module}",
+                        doc=doc, tier=tier, **kw))
+
+
+_host("host_top_stream", _HS, "test_top", "host_top: good tasks back to back; results, exec_cycles, PERF_BUSY = sum",
+      opts={"scenario": "stream", "tasks": 16})
+_host("host_top_errors", _HS, "test_top", "host_top: every error class between good tasks, NOP, doorbell overflow, "
+      "owned-slot write, bad CQ_HEAD, IRQ-driven CQ", opts={"scenario": "errors"})
+_host("host_top_backpressure", _HS, "test_top", "host_top: random memory back-pressure and latency, full SQ, full CQ",
+      opts={"scenario": "backpressure", "tasks": 20})
+_host("host_top_memerr", _HS, "test_top", "host_top: MEM_ERR on a read and on a write; nothing else affected",
+      opts={"scenario": "memerr", "tasks": 10})
+_host("host_top_flush", _HS, "test_top", "host_top: soft reset with tasks in flight and queued; each once, then on",
+      opts={"scenario": "flush", "tasks": 14})
+_host("host_top_two", _HS2, "test_top", "host_top, two kernels, SQ depth 4: back-pressure, interleaved completions",
+      opts={"scenario": "backpressure", "tasks": 20})
+_host("host_top_mutant", _HS, "test_top", "negative: a memory latency of 2 checked as 3 must fail (exec_cycles)",
+      tb_params=HostParams(**{**_HS.to_dict(), "mem_lat": 3}), expect_fail=True, opts={"scenario": "stream", "tasks": 4})
+_host("host_pipe_stream", _HS, "test_pipe", "host library, stream mode: random stage times, route both, two streams",
+      opts={"mode": "stream", "tasks": 12, "streams": 2, "both_every": 3,
+            "times": {"pre": ["uniform", 20, 120], "post": ["uniform", 20, 120]}})
+_host("host_pipe_lockstep", _HS2, "test_pipe", "host library, lock-step mode, two kernels: periods, order, bytes",
+      opts={"mode": "lockstep", "tasks": 8, "times": {"pre": 60, "post": 30}})

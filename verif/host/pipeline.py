@@ -102,7 +102,10 @@ class HostLibrary:
         self.drv, self.p, self.dtype = drv, p, dtype
         self.frac, self.wfrac, self.ofrac = frac, wfrac, ofrac
         self.mult, self.shift = scale_for(frac, wfrac, ofrac)
-        self.mode, self.times = mode, dict(times or {})
+        # a JSON option turns ("uniform", lo, hi) into a list: draw_times wants the tuple
+        self.mode = mode
+        self.times = {k: tuple(v) if isinstance(v, list) and v and isinstance(v[0], str) else v
+                      for k, v in (times or {}).items()}
         self.workers = {"pre": 1, "post": 1, **(workers or {})}
         self.queue_depth, self.seed = queue_depth, seed
         self.wq = {k: quantize(np.asarray(w, np.float32), dtype, wfrac)[0] for k, w in weights.items()}
