@@ -689,3 +689,26 @@ _host("host_pipe_stream", _HS, "test_pipe", "host library, stream mode: random s
             "times": {"pre": ["uniform", 20, 120], "post": ["uniform", 20, 120]}})
 _host("host_pipe_lockstep", _HS2, "test_pipe", "host library, lock-step mode, two kernels: periods, order, bytes",
       opts={"mode": "lockstep", "tasks": 8, "times": {"pre": 60, "post": 30}})
+
+
+# ---- host: the measured claims (docs/host.md section 12, `make host-report`) ---------------
+# Fixed tasks (int8 16 x 32 @ 32 x 16: exec_cycles 899 at mem_lat 2) so the analytic model's
+# stage times are constants; pre = post = 400 cycles, so the host is not the bottleneck for
+# one kernel or two. Verilator only: the same library code and host_top run on both
+# simulators in host_pipe_stream / host_pipe_lockstep (quick tier); these are longer streams.
+_HM = HostParams(m_max=16, k_max=32, n_max=16, mem_aw=16)
+HOST_MEASURE_SHAPE = (16, 32, 16)
+HOST_MEASURE_TASKS = 24
+for _mode in ("serial", "lockstep", "stream"):
+    for _nk in (1, 2):
+        _host(f"host_measure_{_mode}_k{_nk}", HostParams(**{**_HM.to_dict(), "n_kernels": _nk}), "test_pipe",
+              f"host library measured (make host-report): {_mode} mode, {_nk} kernel(s), {HOST_MEASURE_TASKS} tasks",
+              tier="full", sims=("verilator",),
+              opts={"mode": _mode, "tasks": HOST_MEASURE_TASKS, "shape": list(HOST_MEASURE_SHAPE), "layers": 1,
+                    "times": {"pre": 400, "post": 400}, "chart": True})
+# The rebalancing example (spec 4.2 scaled by 450 cycles): pre work 2 x 2700 on two workers,
+# post work 2 x 900 on two, kernel 899; the report runs it again with the tuner's workers.
+_host("host_rebalance", _HM, "test_pipe", "host library, stream: pre-processing the bottleneck (before the tuner)",
+      tier="full", sims=("verilator",),
+      opts={"mode": "stream", "tasks": HOST_MEASURE_TASKS, "shape": list(HOST_MEASURE_SHAPE), "layers": 1,
+            "times": {"pre": 2700, "post": 900}, "workers": {"pre": 2, "post": 2}, "chart": True})
