@@ -62,17 +62,22 @@ def top_ports(fmt: HostParams) -> dict[str, dict]:
 
 
 @block
-def host_top(fmt: HostParams, **ports):
-    """The front end and the engine, joined by name (module docstring)."""
-    p = _check(fmt, "host_top")
+def host_top(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, k_busy, irq, busy, cq_nonempty, sq_full,
+             dma_we, dma_addr, dma_wdata, dma_re, dma_raddr, dma_rdata, tp_we, tp_addr, tp_wdata, tp_raddr, tp_rdata,
+             fmt: HostParams):
+    """The front end and the engine, joined by name (module docstring). Ports:
+    :func:`top_ports` (MyHDL names a top's ports by its arguments, so they are listed)."""
+    ports = dict(locals())
+    p = _check(ports.pop("fmt"), "host_top")
+    if set(ports) != set(_top_ports_with_clock(p)):
+        raise ParamError(f"host_top: the argument list {sorted(ports)} is not top_ports {sorted(top_ports(p))}")
     wires = {n: (new_bool() if d["width"] == 1 else new_vec(d["width"])) for n, d in _shared(p).items()
              if n not in _SHOWN}
     sig = {**wires, **ports}
     fp, ep = front_ports(p), engine_ports(p)
-    clk, rst = ports["clk"], ports["rst"]
     return [
-        host_front(clk=clk, rst=rst, fmt=p, **{n: sig[n] for n in fp if n not in ("clk", "rst")}),
-        host_engine(clk=clk, rst=rst, fmt=p, **{n: sig[n] for n in ep if n not in ("clk", "rst")}),
+        host_front(fmt=p, **{n: sig[n] for n in fp}),
+        host_engine(fmt=p, **{n: sig[n] for n in ep}),
     ]
 
 

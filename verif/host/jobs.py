@@ -219,7 +219,9 @@ def _sc_backpressure(p, rng, sc, lay, blocks, tasks):
     for st in sc.steps:
         st.gap = 0
     sc.steps.insert(2, Step("stop_cq"))
-    sc.steps.insert(2 + p.depth + 4, Step("resume_cq", gap=400))
+    # depth + 2 tasks after the stop: enough to fill the CQ and stall a kernel, never more
+    # than the SQ, the kernels and the CQ hold (the submitter would wait forever)
+    sc.steps.insert(2 + 1 + p.depth + 2, Step("resume_cq"))
     sc.bp_rate, sc.lat_rate = int(rng.integers(3, 10)), int(rng.integers(3, 10))
     sc.exact_cycles = False
 
