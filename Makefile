@@ -17,7 +17,7 @@ SEEDS ?= $(if $(filter full,$(TIER)),3,1)
 TESTS ?=
 REPORTS := build/reports
 
-.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench sparse-report gemm-report clean
+.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench sparse-report gemm-report host-report clean
 
 help: ## this list
 	@echo "lockstep make targets:"
@@ -83,6 +83,9 @@ bench: $(SETUP_STAMP) ## simulated cycles/s per testbench and simulator -> build
 
 sparse-report: $(SETUP_STAMP) ## sparse speedup vs sparsity and cluster makespan, measured in simulation -> build/reports/sparse
 	@$(RUN) python ci/sparse_report.py $(if $(SIM),--sims $(SIM))
+
+host-report: $(SETUP_STAMP) ## host pipeline busy fraction: serial/lock-step/stream x 1, 2 kernels vs the model, rebalancing -> build/reports/host
+	@$(RUN) python ci/host_report.py $(if $(SIM),--sims $(SIM))
 
 gemm-report: $(SETUP_STAMP) ## gemm misses/cycles vs lda (no copy, inline copy, padded) [SIM=] [REUSE=1] -> build/reports/gemm
 	@$(RUN) python ci/gemm_report.py $(if $(SIM),--sims $(SIM)) $(if $(filter 1 yes true,$(REUSE)),--reuse)

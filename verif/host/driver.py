@@ -179,6 +179,7 @@ class HostDriver:
                 occ = self.sq_occupancy(head)
                 self.last_occupancy = max(self.last_occupancy, occ)
                 if occ < depth:
+                    self.slot_cycle = self.now()  # a free slot: the packet's write starts
                     slot = self.sq_tail % depth
                     for w, v in enumerate(words):
                         await self._write(hm.SQ_BASE + 32 * slot + 4 * w, v)

@@ -149,7 +149,14 @@ class HostPipeTest(uvm_test):
             errs.append(f"PERF_BUSY {busy} vs {pins} busy cycles seen on k_busy[0] ({n0} tasks)")
         total = c1 - c0
         kb = [busy_fraction(lib.events, f"kernel{k}", c0, c1) for k in range(p.n_kernels)]
-        ctx.summary.update(mode=lib.mode, tasks=len(tasks), cycles=total, busy=kb, perf_busy=busy,
+        # steady state: from the 3rd kernel task's start to the end of the 3rd-last one
+        ks = sorted((e for e in lib.events if e.kind == "kernel"), key=lambda e: e.start)
+        steady = None
+        if len(ks) >= 6:
+            s0, s1 = ks[2].start, ks[-3].end
+            steady = float(np.mean([busy_fraction(lib.events, f"kernel{k}", s0, s1) for k in range(p.n_kernels)]))
+        ctx.summary.update(mode=lib.mode, tasks=len(tasks), cycles=total, busy=kb, busy_steady=steady,
+                           busy_mean=float(np.mean(kb)), sq_wait=lib.sq_wait, perf_busy=busy,
                            weights_bytes=w_bytes, act_bytes=a_bytes, periods=lib.periods[:64],
                            mean={k: float(np.mean([e.end - e.start for e in lib.events if e.kind == k] or [0]))
                                  for k in ("pre", "dma_wr", "desc", "kernel", "dma_rd", "post")},

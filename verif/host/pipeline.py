@@ -121,6 +121,7 @@ class HostLibrary:
         self._cpl: dict[int, hm.Completion] = {}
         self.layer_of: dict[int, Hashable] = {}
         self.periods: list[int] = []
+        self.sq_wait = 0  # cycles the exec stage waited for a free SQ slot
         self.img = None
 
     # ---- set-up ----------------------------------------------------------------------
@@ -214,7 +215,9 @@ class HostLibrary:
         self.events.append(Event("dma_wr", pk.tag, "dma_wr", t0, t1))
         self._waiting[pk.tag] = CEvent()
         await self.drv.submit(pk.descriptor(0, self.img.dev_addr, self.img.dev_addr))
-        self.events.append(Event("desc", pk.tag, "dma_wr", t1, self.drv.now()))
+        # the packet write itself; the wait for a free SQ slot before it is not a transfer
+        self.events.append(Event("desc", pk.tag, "dma_wr", self.drv.slot_cycle, self.drv.now()))
+        self.sq_wait += self.drv.slot_cycle - t1
 
     async def _collect(self, pk: TaskPacket) -> None:
         """Wait for the completion, read the result back, free the device memory."""
