@@ -58,8 +58,9 @@ def _models(s: dict[str, Any], mode: str, nk: int, workers: dict[str, int] | Non
     kw = {"workers": workers} if workers else {}
     if mode == "stream":
         an = stream_model(p, m["kernel"], q, s["tasks"], n_kernels=nk, **steps, **kw)
-    else:
+    else:  # one task in the exec stage at a time: n kernels share its busy time
         an = MODELS[mode](p, m["kernel"], q, s["tasks"], **steps, **kw)
+        an = an._replace(busy=an.busy / nk)
     des = simulate(mode, s["tasks"], {"pre": p, "post": q, "kernel": m["kernel"], **steps}, workers=workers,
                    n_kernels=nk, sq_depth=8)
     return {"model_busy": an.busy, "model_total": an.exact, "des_total": des.total,
