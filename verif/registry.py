@@ -712,3 +712,5 @@ _host("host_rebalance", _HM, "test_pipe", "host library, stream: pre-processing 
       tier="full", sims=("verilator",),
       opts={"mode": "stream", "tasks": HOST_MEASURE_TASKS, "shape": list(HOST_MEASURE_SHAPE), "layers": 1,
             "times": {"pre": 2700, "post": 900}, "workers": {"pre": 2, "post": 2}, "chart": True})
+_host("host_example", _HS, "test_example", "the README's example: submit your own float tasks through the library",
+      opts={})
