@@ -17,7 +17,16 @@ soft reset flushes (section 7). Blocks:
 
 Ports: :func:`front_ports`. Kernel ``i`` is bit ``i`` of the ``K = n_kernels``-bit buses
 (``cpl_status`` bits ``[4i+3:4i]``, ``cpl_cycles`` bits ``[32i+31:32i]``); the command
-fields are the head slot's (meaningful with a ``cmd_valid`` bit set).
+fields are the head slot's (meaningful with a ``cmd_valid`` bit set). The contract's
+``abort`` is the port ``k_abort``: ``verilator -Wall`` refuses ``abort`` (SYMRSVDWORD, a C++
+library name) and no warning is waived.
+
+Decisions the contract leaves open: an access whose address is not a multiple of 4 is
+unmapped; CTRL.soft_reset and CTRL.resume read 0; a CSR write and a hardware event in the
+same cycle: IRQ_STATUS bits set by the event stay set, a counter clear wins over the
+cycle's count, an error completion's halt wins over a resume; completions written while
+flushing (ABORTED) leave ``halted`` and ``err_sticky`` clear but set IRQ_STATUS.err (and
+cpl for a descriptor with irq_en); PERF_MEM_STALL adds one per waiting kernel per cycle.
 """
 
 from __future__ import annotations
@@ -251,9 +260,9 @@ def host_front(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, cmd_
                             cnt))
     kb1 = kb[1] if nk > 1 else const0(1)
     insts.append(_outputs(flushing, kb[0], kb1, cq_empty, k_abort, busy, cq_nonempty))
-    insts.append(csr_read(csr_raddr, csr_rdata, en, irq_en, hoe, busy, kb[0], kb1, flushing, halted, err_sticky, sq_full,
-                          sq_empty, cq_full, cq_empty, sq_tail, sq_head, cq_head, cq_tail, irq_status, cnt, wgt_base,
-                          wgt_size, mem_limit, exp_seq, cq_rd0, cq_rd1, p))
+    insts.append(csr_read(csr_raddr, csr_rdata, en, irq_en, hoe, busy, kb[0], kb1, flushing, halted, err_sticky,
+                          sq_full, sq_empty, cq_full, cq_empty, sq_tail, sq_head, cq_head, cq_tail, irq_status, cnt,
+                          wgt_base, wgt_size, mem_limit, exp_seq, cq_rd0, cq_rd1, p))
     return insts
 
 

@@ -101,9 +101,9 @@ def cfg_regs(clk, rst, we_wbase, we_wsize, we_mlim, csr_wdata, wgt_base, wgt_siz
 
 
 @block
-def csr_read(csr_raddr, csr_rdata, en, irq_en, hoe, busy, kb0, kb1, flushing, halted, err_sticky, sq_full, sq_empty, cq_full,
-             cq_empty, sq_tail, sq_head, cq_head, cq_tail, irq_status, cnt, wgt_base, wgt_size, mem_limit, exp_seq,
-             cq_rd0, cq_rd1, fmt: HostParams):
+def csr_read(csr_raddr, csr_rdata, en, irq_en, hoe, busy, kb0, kb1, flushing, halted, err_sticky, sq_full, sq_empty,
+             cq_full, cq_empty, sq_tail, sq_head, cq_head, cq_tail, irq_status, cnt, wgt_base, wgt_size, mem_limit,
+             exp_seq, cq_rd0, cq_rd1, fmt: HostParams):
     """``csr_rdata``: the register at ``csr_raddr`` (combinational, no side effects).
 
     Ports:
