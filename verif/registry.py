@@ -664,7 +664,7 @@ _host_front("host_front_checks", HostParams(),
             "host_front, 1 kernel, depth 8: reset values, pointer rules, random descriptors of every error class, "
             "IRQ, halt/resume, CQ full, tight limits, a flush, counters")
 _host_front("host_front_two", HostParams(n_kernels=2, depth=16, mem_aw=20, m_max=64, k_max=128, n_max=32),
-            ["reset", "stream:100", "b2b:8", "cqfull", "halt:2", "pointers", "flush", "stream:100"],
+            ["reset", "stream:100", "b2b:8", "cqfull", "halt:2", "pointers", "flush", "flush:cqfull", "stream:100"],
             "host_front, 2 kernels, depth 16: dispatch to the lowest idle kernel, interleaved completions "
             "(kernel 0 first), back-to-back doorbells, CQ full with both kernels holding, halt, pointers, a flush")
 _host_front("host_front_flush", HostParams(depth=4, n_kernels=2),

@@ -209,6 +209,7 @@ class FrontBfm:
         self.abort_cycles = 0
         self.both_busy = 0
         self.sr_written = False
+        self.k_busy_now = 0
         self.drive({n: 0 for n in self.INPUTS})
 
     # ---- pins
@@ -249,6 +250,7 @@ class FrontBfm:
             st |= s << 4 * k.i
             cyc |= c << 32 * k.i
         any_busy = busy != 0
+        self.k_busy_now = busy
         rd = int(any_busy and self.rng.random() < 0.4)
         wr = int(any_busy and self.rng.random() < 0.2)
         vals = {"cmd_ready": ready, "k_busy": busy, "cpl_valid": cv, "cpl_status": st, "cpl_cycles": cyc,
@@ -347,7 +349,7 @@ class DescGen:
     :class:`FrontModel` of the generator's own) tracks EXP_SEQ as the front end will."""
 
     KINDS = ("ok", "ok", "ok", "ok", "nop", "magic", "checksum", "seq", "opcode", "dtype", "rsvd", "dims", "dims",
-             "addr", "overlap", "wgt", "wgt")
+             "addr", "overlap", "wgt", "wgt", "memerr")
 
     def __init__(self, p: HostParams, rng: np.random.Generator, tag0: int, window: tuple[int, int]) -> None:
         self.p = p
@@ -439,6 +441,8 @@ class DescGen:
                 lo, hi = lay.wgt_base - ob + 4, lay.wgt_base + lay.wgt_size - 4
             out = int(self.rng.choice([lo, hi])) if self.rng.random() < 0.5 else 4 * self._int(lo // 4, hi // 4)
             return d.with_(out_addr=max(0, out))
+        if kind == "memerr":  # a good task whose results meet the kernels' error window
+            return d.with_(out_addr=4 * self.window[0] + 4 * self._int(-(ob // 4) + 1, 0))
         if kind == "wgt":
             wb = d.k * d.n * es
             opts = [{"wgt_off": d.wgt_off + self._int(1, 3)}, {"wgt_off": lay.wgt_size - wb + 4},
@@ -454,8 +458,8 @@ class DescGen:
         d = self.good(irq, clean).with_(tag=self.tag, seq=self.model.exp_seq)
         self.tag = (self.tag + 1) & 0xFFFF
         d = self.mutate(d, kind)
-        if kind != "ok" and not clean and self.rng.random() < 0.15:
-            d = self.mutate(d, str(self.rng.choice(self.KINDS[4:])))
+        if kind not in ("ok", "memerr") and not clean and self.rng.random() < 0.15:
+            d = self.mutate(d, str(self.rng.choice(self.KINDS[4:-1])))
         words = d.words()
         self.model.submit(words)
         return words
@@ -535,6 +539,9 @@ class Host:
             self.obs.samples.append(("sq_occ", (self.tail - self.head) % self.ptr_mod))
         if addr == CSR["STATUS"]:
             self.obs.samples.append(("cq_full", "full" if out["rdata"] & S_CQ_FULL else "not_full"))
+            kb = self.bfm.k_busy_now
+            self.expect("STATUS busy and kernel busy bits = k_busy", out["rdata"] & (S_BUSY | 3 << S_KBUSY),
+                        int(kb != 0) | kb << S_KBUSY)
         if addr == CSR["IRQ_STATUS"]:
             for b, name in enumerate(("cpl", "err", "doorbell_overflow", "write_to_owned_slot", "cq_head_overflow")):
                 if out["rdata"] >> b & 1:
@@ -713,6 +720,7 @@ class Phases:
 
     def __init__(self, h: Host, p: HostParams, rng: np.random.Generator) -> None:
         self.h, self.p, self.rng = h, p, rng
+        self.flushes = 0
 
     async def run(self, ph: Phase) -> PhaseObs:
         return await getattr(self, f"ph_{ph.name}")(ph)
@@ -783,6 +791,7 @@ class Phases:
         for w in words[:-1]:
             await h.put(w)
         await h.ring()
+        await h.read(CSR["SQ_HEAD"])  # occupancy sample: depth - 1
         await h.put(words[-1])
         await h.ring()
         h.expect("SQ_TAIL after filling", await h.read(CSR["SQ_TAIL"]), (head + d) % (2 * d))
@@ -837,8 +846,14 @@ class Phases:
                 left -= b
             elif act < 0.8 and not lazy:
                 await h.drain(None if r.random() < 0.6 else int(r.integers(1, 4)))
-            elif act < 0.9:
+            elif act < 0.86:
                 await h.drain(int(r.integers(1, 3)))
+            elif act < 0.9 and (h.tail - h.head) % h.ptr_mod:
+                # a write into a slot the host handed over (owned unless the head passed it
+                # meanwhile): ignored, or harmless in a free slot; the statuses show which
+                k = int(r.integers(0, (h.tail - h.head) % h.ptr_mod))
+                slot = (h.head + k) % p.depth
+                await h.write(SQ_BASE + SQ_SLOT * slot + 4 * int(r.integers(0, 8)), int(r.integers(0, M32)))
             else:
                 await h.idle(int(r.integers(1, 30)))
         return await h.finish()
@@ -982,7 +997,8 @@ class Phases:
     async def ph_flush(self, ph: Phase) -> PhaseObs:
         h, p, d, r = self.h, self.p, self.p.depth, self.rng
         await h.begin("flush", Layout.make(p, r))
-        await h.write(CSR["CTRL"], CTRL_EN | (CTRL_HOE if r.random() < 0.3 else 0))
+        hoe = r.random() < 0.2  # an error then halts: the flush also ends a halt
+        await h.write(CSR["CTRL"], CTRL_EN | (CTRL_HOE if hoe else 0))
         for k in h.bfm.kernels:
             k.busy_range = (20, 60)  # tasks in flight when the flush comes
         cq_full = ph.variant == "cqfull"
@@ -992,23 +1008,28 @@ class Phases:
                 if await h.read(CSR["CQ_TAIL"]) == (h.cq_head + d) % (2 * d):
                     break
         await h.read(CSR["SQ_HEAD"])
-        n = min(h.free(), p.n_kernels + int(r.integers(1, d + 1)))
+        self.flushes += 1  # odd flushes leave a slot for submissions during the flush, even ones fill the SQ
+        room = h.free() - 1 if self.flushes % 2 else h.free()
+        n = max(1, min(room, p.n_kernels + int(r.integers(1, d + 1))))
         kinds = ["ok"] * 6 + ["nop", "magic", "dims", "seq", "addr"]
-        await h.submit([h.gen.make(kinds) for _ in range(n)], batch=n)
+        first_ok = [h.gen.make(["ok"], clean=True)] if not hoe else []  # a task in flight at the soft reset
+        await h.submit(first_ok + [h.gen.make(kinds) for _ in range(n - len(first_ok))], batch=n)
         for _ in range(100):  # until the kernels are busy (or one is and the head waits), or the SQ is empty
             states = [k.state for k in h.bfm.kernels]
             if "idle" not in states or ("busy" in states and r.random() < 0.2):
                 break
             if await h.read(CSR["SQ_HEAD"]) == h.tail:
                 break
-        await h.idle(int(r.integers(0, 6)))
+        # descriptors for "during the flush", written now into free slots, rung after the soft reset
+        during = [await h.put(h.gen.make()) for _ in range(min(h.free(), int(r.integers(1, 3))))]
+        await h.idle(int(r.integers(0, 4)))
         # the soft reset; SQ_HEAD read in the same cycle (the head may still leave at this edge)
         out = await h.bfm.step(we=(CSR["CTRL"], CTRL_EN | CTRL_SR), raddr=CSR["SQ_HEAD"])
         h.ctrl = CTRL_EN
         head0 = h.head = out["rdata"]
         in_sq = (h.tail - head0) % (2 * d)
         busy = sum(k.state == "busy" for k in h.bfm.kernels)
-        h.obs.samples += [("flush", "in_flight")] * bool(busy) + [("flush", "queued")] * bool(in_sq > 1)
+        h.obs.samples += [("flush", "in_flight")] * bool(busy) + [("flush", "queued")] * bool(in_sq)
         if cq_full:
             h.obs.samples.append(("flush", "cq_full"))
         first = h.pos - in_sq  # absolute position of the head at the soft reset
@@ -1017,21 +1038,16 @@ class Phases:
                 s.flush = "may"
             elif s.pos > first:
                 s.flush = "must"
-        st = await h.read(CSR["STATUS"])
-        h.expect("STATUS.flushing after soft_reset, halted and err_sticky clear", st & (S_FLUSHING | S_HALTED | S_ERR),
-                 S_FLUSHING)
-        # submissions during the flush
-        room = h.free() if in_sq < d else 0
-        during = []
-        if room:
-            for _ in range(min(room, int(r.integers(1, 3)))):
-                during.append(await h.put(h.gen.make()))
-            await h.bfm.step(we=(CSR["SQ_TAIL"], (h.tail + len(during)) % (2 * d)))
+        # the next cycle: STATUS, and the doorbell of the descriptors written before
+        tail = (h.tail + len(during)) % (2 * d)
+        out = await h.bfm.step(we=(CSR["SQ_TAIL"], tail) if during else None, raddr=CSR["STATUS"])
+        h.expect("STATUS.flushing after soft_reset, halted and err_sticky clear",
+                 out["rdata"] & (S_FLUSHING | S_HALTED | S_ERR), S_FLUSHING)
+        if during:
             # still flushing in the next cycle: the flush saw them (a flush ending at the
             # doorbell's edge would not)
             fl = bool(await h.read(CSR["STATUS"]) & S_FLUSHING)
-            h.staged = []
-            h.tail = (h.tail + len(during)) % (2 * d)
+            h.staged, h.tail = [], tail
             for s in during:
                 s.cycle = h.bfm.cycle - 1
                 s.flush = "must" if fl else "after"
