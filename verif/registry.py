@@ -668,7 +668,7 @@ _host_front("host_front_two", HostParams(n_kernels=2, depth=16, mem_aw=20, m_max
             "host_front, 2 kernels, depth 16: dispatch to the lowest idle kernel, interleaved completions "
             "(kernel 0 first), back-to-back doorbells, CQ full with both kernels holding, halt, pointers, a flush")
 _host_front("host_front_flush", HostParams(depth=4, n_kernels=2),
-            ["reset", "flush", "stream:20", "flush:cqfull", "flush", "pointers", "flush:cqfull"],
+            ["reset", "flush", "stream:40", "flush:cqfull", "flush", "pointers", "flush:cqfull", "stream:30"],
             "host_front, 2 kernels, depth 4: soft reset with tasks in the kernels, in the SQ, during the flush and "
             "with a full CQ: ABORTED once each, pointers kept, new submissions work")
 _host_front("host_front_small", HostParams(depth=2, mem_aw=12, m_max=8, k_max=16, n_max=8),

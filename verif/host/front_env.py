@@ -18,8 +18,10 @@ Python plays both sides:
 falling edge, outputs read 1 ns later, kernel transitions at the rising edge that ends the
 cycle) and checks in every cycle: ``cmd_valid`` one-hot to the lowest ready kernel and
 never to a busy one; kernel 1's completion never taken while kernel 0 offers one;
-``busy`` = some kernel busy. It counts what it drove (each kernel's busy cycles, beats,
-stall bits, cycles with CTRL.enable) for the counters.
+``busy`` = some kernel busy; ``k_abort`` high the cycle after a soft reset. It counts what
+it drove (each kernel's busy cycles, beats, stall bits, cycles with CTRL.enable) for the
+counters. Every STATUS read also checks the busy bits against ``k_busy`` and flushing
+against ``k_abort``; every CQ_TAIL read ``cq_nonempty``; IRQ_STATUS reads ``irq``.
 
 The run is a list of *phases* (the ``phases`` option; sequence items). Each phase starts
 and ends quiet (SQ and CQ empty, kernels idle, every completion read):
@@ -29,8 +31,10 @@ and ends quiet (SQ and CQ empty, kernels idle, every completion read):
 * ``pointers``: (enable off) a full SQ, doorbell overflow and a backward doorbell ignored
   and flagged, a write to an owned slot ignored and flagged, a bad CQ_HEAD flagged; IRQ
   W1C bit by bit and ``irq``; then the SQ drains.
-* ``stream``: random descriptors of every class (OK, NOP, each error, several at once)
-  with random batches, doorbells, partial CQ reads and idle gaps.
+* ``stream``: random descriptors of every class (OK, NOP, each error, several at once,
+  results in the error window) with random batches, doorbells (one per batch or back to
+  back), partial CQ reads, idle gaps and writes into slots the host handed over (ignored
+  while owned: the statuses would show a corrupted descriptor).
 * ``b2b``: doorbells in consecutive cycles.
 * ``irq``: IRQ_STATUS cpl / err per descriptor, ``irq`` with irq_en on and off.
 * ``halt``: halt_on_error with an error completion: nothing fetched until resume.
@@ -85,7 +89,7 @@ IRQ_CPL, IRQ_ERR, IRQ_DBO, IRQ_OWN, IRQ_CQH = (1 << i for i in range(5))
 SQ_SLOT, CQ_SLOT = 32, 8
 PERF = ("PERF_BUSY", "PERF_TOTAL", "PERF_DONE", "PERF_ERR", "PERF_RD_BEATS", "PERF_WR_BEATS", "PERF_CQ_STALL",
         "PERF_BUSY1", "PERF_MEM_STALL")
-#: The phases a run may list, each with its cycle budget per descriptor (the watchdog).
+#: The phases a run may list (``name[:count][:variant]`` in the ``phases`` option).
 PHASES = ("reset", "pointers", "stream", "b2b", "irq", "halt", "cqfull", "limits", "flush")
 CMD_FIELDS = ("cmd_m", "cmd_n", "cmd_k", "cmd_act", "cmd_wgt", "cmd_out", "cmd_es16", "cmd_relu", "cmd_pool",
               "cmd_mult", "cmd_shift")
@@ -210,6 +214,7 @@ class FrontBfm:
         self.both_busy = 0
         self.sr_written = False
         self.k_busy_now = 0
+        self.abort_now = 0
         self.drive({n: 0 for n in self.INPUTS})
 
     # ---- pins
@@ -265,6 +270,7 @@ class FrontBfm:
         if raddr is not None:
             out["rdata"] = self.get("csr_rdata")
         cmdv, cplr, abort = self.get("cmd_valid"), self.get("cpl_ready"), self.get("k_abort")
+        self.abort_now = abort
         if self.get("busy") != int(any_busy):
             self.problem(f"busy output {int(not any_busy)} with k_busy = {busy:#x}")
         # ---- the command handshake: one-hot, to the lowest ready kernel
@@ -542,6 +548,7 @@ class Host:
             kb = self.bfm.k_busy_now
             self.expect("STATUS busy and kernel busy bits = k_busy", out["rdata"] & (S_BUSY | 3 << S_KBUSY),
                         int(kb != 0) | kb << S_KBUSY)
+            self.expect("STATUS.flushing = k_abort", int(bool(out["rdata"] & S_FLUSHING)), self.bfm.abort_now)
         if addr == CSR["IRQ_STATUS"]:
             for b, name in enumerate(("cpl", "err", "doorbell_overflow", "write_to_owned_slot", "cq_head_overflow")):
                 if out["rdata"] >> b & 1:
@@ -1312,7 +1319,8 @@ class FrontTest(uvm_test):
                                  f"{budget} cycles") from exc
         if self.bfm.both_busy:
             self.env.coverage.cg.sample(("interleave", "both_busy"))
-        self.ctx.summary["cycles"] = self.bfm.cycle
+        self.ctx.summary.update(cycles=self.bfm.cycle, both_kernels_busy_cycles=self.bfm.both_busy,
+                                abort_cycles=self.bfm.abort_cycles)
         self.drop_objection()
 
     def check_phase(self) -> None:
