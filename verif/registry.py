@@ -657,6 +657,35 @@ for _m, _z in GEMM_SWEEP_KERNELS:
                   "inline copy / padded, each from a cold cache; counters and cycles against the model")
 
 
+# ---- host front end (spec 002, docs/host.md) ----
+
+
+def _host_front(name: str, params: HostParams, phases: list[str], doc: str, **kw: Any) -> None:
+    _register(Testbench(name=name, family="host", toplevel="host_front", params=params,
+                        generator="lockstep.gen.host:emit_front", test_module="lockstep.verif.host.test_front",
+                        doc=doc, opts={"phases": phases}, **kw))
+
+
+_host_front("host_front_checks", HostParams(),
+            ["reset", "pointers", "stream:150", "irq", "halt:2", "cqfull", "limits:60", "limits:30:wgt_beyond", "flush",
+             "stream:150"],
+            "host_front, 1 kernel, depth 8: reset values, pointer rules, random descriptors of every error class, "
+            "IRQ, halt/resume, CQ full, tight limits, a flush, counters")
+_host_front("host_front_two", HostParams(n_kernels=2, depth=16, mem_aw=20, m_max=64, k_max=128, n_max=32),
+            ["reset", "stream:100", "b2b:8", "cqfull", "halt:2", "pointers", "flush", "flush:cqfull", "stream:100"],
+            "host_front, 2 kernels, depth 16: dispatch to the lowest idle kernel, interleaved completions "
+            "(kernel 0 first), back-to-back doorbells, CQ full with both kernels holding, halt, pointers, a flush")
+_host_front("host_front_flush", HostParams(depth=4, n_kernels=2),
+            ["reset", "flush", "stream:40", "flush:cqfull", "flush", "pointers", "flush:cqfull", "stream:30"],
+            "host_front, 2 kernels, depth 4: soft reset with tasks in the kernels, in the SQ, during the flush and "
+            "with a full CQ: ABORTED once each, pointers kept, new submissions work")
+_host_front("host_front_small", HostParams(depth=2, mem_aw=12, m_max=8, k_max=16, n_max=8),
+            ["reset", "pointers", "stream:60", "cqfull", "halt:1", "flush", "flush:cqfull", "stream:30"],
+            "host_front, 1 kernel, depth 2, a 4 KiB memory: the smallest queues and pointers")
+_host_front("host_front_mutant", HostParams(), ["reset", "stream:30"], tb_params=HostParams(depth=16),
+            expect_fail=True, doc="negative: a depth-8 front end checked as depth 16 must fail the scoreboard")
+
+
 # ---- host: the whole command path on host_top (spec 002, docs/host.md) -------------------
 # Small tasks (M <= 8, K <= 16, N <= 8) and a 16 KiB device memory keep each run short on
 # Icarus; the scenarios are verif/host/jobs.py, the library's test verif/host/pipe_env.py.
