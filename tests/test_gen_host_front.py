@@ -71,7 +71,7 @@ def test_widths_come_from_host_params(key):
     assert ports["csr_wdata"]["width"] == ports["csr_rdata"]["width"] == 32
     assert {n for n, q in ports.items() if q["dir"] == "out"} == {
         "csr_rdata", "cmd_valid", "cmd_m", "cmd_n", "cmd_k", "cmd_act", "cmd_wgt", "cmd_out", "cmd_es16", "cmd_relu",
-        "cmd_pool", "cmd_mult", "cmd_shift", "k_abort", "cpl_ready", "irq", "busy", "cq_nonempty"}
+        "cmd_pool", "cmd_mult", "cmd_shift", "k_abort", "cpl_ready", "irq", "busy", "cq_nonempty", "sq_full"}
 
 
 def test_refuses_other_records(tmp_path):

@@ -370,7 +370,9 @@ class DescGen:
         self.model.wgt_base, self.model.wgt_size, self.model.mem_limit = lay.wgt_base, lay.wgt_size, lay.mem_limit
 
     def _int(self, lo: int, hi: int) -> int:
-        return int(self.rng.integers(lo, hi + 1))
+        """Uniform in [lo, hi]; ``lo`` when the range is empty (a second break applied to
+        an already broken descriptor can empty it: the model still decides the status)."""
+        return int(self.rng.integers(lo, hi + 1)) if hi >= lo else lo
 
     def good(self, irq: int | None = None, clean: bool = False) -> Descriptor:
         """An OK MATMUL for the layout; ``clean``: its results avoid the error window."""
