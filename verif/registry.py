@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import MX_ELEMENTS, PATENT, BfpFormat, FabricParams, GemmParams, MxParams, SparseParams
+from lockstep.models.formats import (MX_ELEMENTS, PATENT, BfpFormat, FabricParams, GemmParams, HostParams, MxParams,
+                                     SparseParams)
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 
@@ -646,3 +647,36 @@ for _m, _z in GEMM_SWEEP_KERNELS:
               opts={"lds": _lds, "kernels": [[_m, _z]], "m_blocks": 2, "n_blocks": 2, "k": GEMM_SWEEP_K},
               doc=f"GEMM sweep (make gemm-report): (m, z) = ({_m}, {_z}), lda {_lds[0]}..{_lds[-1]}, no copy / "
                   "inline copy / padded, each from a cold cache; counters and cycles against the model")
+
+
+# ---- host kernels and device memory (spec 002, docs/host.md) ----
+def _host_engine(name: str, params: HostParams, scenario: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="host", toplevel="host_engine", params=params,
+                        generator="lockstep.gen.host:emit_engine", test_module="lockstep.verif.host.test_engine",
+                        doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
+
+
+# small kernels (8 lanes, K up to 16, M up to 8) and a 4 KiB memory keep each run short
+_HE = HostParams(m_max=8, k_max=16, n_max=8, mem_aw=12)
+_HE2 = HostParams(**{**_HE.to_dict(), "n_kernels": 2})
+_host_engine("host_engine_tasks", _HE, "tasks",
+             "host engine: every dtype x relu x pool at the shape minima and maxima, scaler corners (saturation, "
+             "mult 0 / 65535, shift 0 / 31), random tasks; results bit-exact, cpl_cycles = exec_cycles")
+_host_engine("host_engine_bp", _HE, "bp",
+             "host engine: random back-pressure and response holds (LFSR seed, bp_rate, lat_rate): results "
+             "unchanged, cpl_cycles = the busy cycles observed")
+_host_engine("host_engine_errors", _HE, "errors",
+             "host engine: MEM_ERR windows over W, A and the output, flush (abort) in busy cycles, resets; the "
+             "next task fine, nothing written outside the output range")
+_host_engine("host_engine_two", _HE2, "two",
+             "host engine, two kernels: tasks on both at once through the round-robin arbiter (shared W too), "
+             "each alone at exec_cycles, a MEM_ERR on one kernel, both flushed")
+_host_engine("host_engine_qlat", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=4, mem_q=4), "tasks",
+             "host engine at mem_q = mem_lat = 4 (the least queue that never refuses a burst): exec_cycles exact",
+             opts={"steps": 14})
+_host_engine("host_engine_q2", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=5, mem_q=2), "bp",
+             "host engine with mem_q = 2 < mem_lat = 5: the queue paces every burst (cycles exact without "
+             "back-pressure), random back-pressure too", opts={"steps": 14})
+_host_engine("host_engine_mutant", _HE, "tasks", tb_params=HostParams(**{**_HE.to_dict(), "mem_lat": 3}),
+             expect_fail=True, opts={"steps": 10},
+             doc="negative: a mem_lat = 2 engine checked as mem_lat = 3 must fail (exec_cycles)")

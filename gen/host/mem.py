@@ -113,11 +113,11 @@ def arb_ports(fmt: HostParams) -> dict[str, dict]:
     out = {"clk": port("in", 1, "clock"), "rst": port("in", 1, "synchronous reset: order FIFO empty")}
     side = _mem_side(fmt)
     flip = {"in": "out", "out": "in"}
-    for k in ("k0", "k1"):
+    for k in ("k0", "k1"):  # the arbiter is the memory to each kernel
         for n, r in side.items():
-            out[f"{k}_{n}"] = port(flip[r["dir"]], r["width"], f"kernel {k[1]}: {r['doc'].split(': ', 1)[1]}")
-    for n, r in side.items():
-        out[f"m_{n}"] = port(r["dir"], r["width"], f"memory: {r['doc'].split(': ', 1)[1]}")
+            out[f"{k}_{n}"] = port(r["dir"], r["width"], f"kernel {k[1]}: {r['doc'].split(': ', 1)[1]}")
+    for n, r in side.items():  # and a kernel to the memory
+        out[f"m_{n}"] = port(flip[r["dir"]], r["width"], f"memory: {r['doc'].split(': ', 1)[1]}")
     return out
 
 
