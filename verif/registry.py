@@ -677,6 +677,17 @@ _host_engine("host_engine_qlat", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12
 _host_engine("host_engine_q2", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=5, mem_q=2), "bp",
              "host engine with mem_q = 2 < mem_lat = 5: the queue paces every burst (cycles exact without "
              "back-pressure), random back-pressure too", opts={"steps": 14})
+# full tier: the generators' corner cases (k_max = n_max = 4: one int8 word a row; sizes that are
+# not powers of two; the longest latency)
+_host_engine("host_engine_tiny", HostParams(m_max=2, k_max=4, n_max=4, mem_aw=8, mem_lat=1, mem_q=2), "bp",
+             "host engine, the smallest kernel (4 lanes, K up to 4, M up to 2), a 256-byte memory, mem_lat = 1",
+             tier="full", opts={"steps": 40})
+_host_engine("host_engine_odd", HostParams(n_kernels=2, m_max=5, k_max=12, n_max=12, mem_aw=11, mem_lat=3, mem_q=3),
+             "two", "host engine, two kernels of 12 lanes, K up to 12, M up to 5 (sizes not powers of two), "
+             "mem_q = mem_lat = 3", tier="full", opts={"steps": 40})
+_host_engine("host_engine_lat8", HostParams(m_max=6, k_max=20, n_max=16, mem_aw=12, mem_lat=8, mem_q=9), "errors",
+             "host engine at the longest latency (mem_lat = 8, mem_q = 9), 16 lanes, K up to 20: errors, flushes, "
+             "resets", tier="full", opts={"steps": 36})
 _host_engine("host_engine_mutant", _HE, "tasks", tb_params=HostParams(**{**_HE.to_dict(), "mem_lat": 3}),
              expect_fail=True, opts={"steps": 10},
              doc="negative: a mem_lat = 2 engine checked as mem_lat = 3 must fail (exec_cycles)")

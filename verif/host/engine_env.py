@@ -16,8 +16,8 @@ tasks on the two kernels at once (``n_kernels = 2``). For each step :class:`Engi
   ``out_addr >> 2``) with its one-hot ``cmd_valid`` (cycle 0 ends at the taking edge);
   optionally raises ``flush`` (docs/host.md's ``abort``) in a chosen busy cycle, for one
   cycle or until the completion;
-* waits for each kernel's ``cpl_valid`` edge (a monitor wakes on ``k_busy`` and
-  ``cpl_valid`` changes only), holds ``cpl_ready`` low for a few cycles (optionally
+* waits for each kernel's ``cpl_valid`` edge (monitors wake on changes of ``k_busy``,
+  ``cpl_valid``, ``rd_beat``, ``wr_beat`` and ``k_stall`` only), holds ``cpl_ready`` low for a few cycles (optionally
   pulsing ``flush`` then: a held completion stays OK), takes the completion;
 * reads each output range back through the DMA port with ``dma_re`` (one counted word
   per cycle), then the whole memory without ``dma_re``, then the DMA byte counters.
@@ -41,6 +41,10 @@ tasks on the two kernels at once (``n_kernels = 2``). For each step :class:`Engi
 * two tasks at once (no back-pressure): each ``exec <= cycles <= exec + min(own
   requests, the other's requests)`` (round robin: each request waits at most one grant of
   the other kernel; a starved kernel fails this);
+* the counter strobes, counted from their edges: ``rd_beat`` / ``wr_beat`` cycles equal the
+  tasks' read / write requests (every task OK); a kernel's ``k_stall`` cycles are 0 alone
+  without back-pressure, equal its cycles beyond ``exec_cycles`` when no response is held
+  (``lat_rate`` 0: every lost cycle is a stall), and at most that otherwise;
 * the DMA byte counters (written, read) equal 4 bytes per ``dma_we`` / ``dma_re`` cycle
   since the last reset; the test registers read back as written (masked to their widths).
 
@@ -339,7 +343,7 @@ def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: in
         steps.append(Step(tag, tasks, loads_of(tasks, rng), tp or _tp(), **kw))
 
     def rand_bp() -> dict[str, int]:
-        return _tp(seed=int(rng.integers(0, 1 << 32)), bp=g.ri(0, 12), lat=g.ri(0, 12))
+        return _tp(seed=int(rng.integers(0, 1 << 32)), bp=g.ri(0, 12), lat=g.ri(0, 12) if rng.random() < 0.6 else 0)
 
     def chain(k: int) -> list[Task]:
         """Two tasks on kernel ``k``, the second taken in the first idle cycle."""
@@ -448,6 +452,9 @@ class StepObs:
     reset_nonzero: int = 0
     mem: np.ndarray | None = None
     dma: tuple[int, int] = (0, 0)
+    rd_beats: int = 0
+    wr_beats: int = 0
+    stalls: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -471,6 +478,7 @@ class EngineBfm:
         self.busy_log: list[list[tuple[int, int]]] = [[] for _ in range(self.nk)]
         self.cpl_log: list[list[tuple[int, int]]] = [[] for _ in range(self.nk)]
         self.cpl_ev = [Event() for _ in range(self.nk)]
+        self.high = [0] * (2 + self.nk)  # cycles with rd_beat, wr_beat, k_stall[i] high
 
     def drive(self, **vals: int) -> None:
         for n, v in vals.items():
@@ -499,6 +507,31 @@ class EngineBfm:
                     if c >> i & 1:
                         self.cpl_ev[i].set()
             pb, pc = b, c
+
+    async def beats(self) -> None:
+        """Count the cycles ``rd_beat``, ``wr_beat`` and each ``k_stall`` bit are high, from
+        their edges (:attr:`high`; the bits are 0 between steps)."""
+        d = self.dut
+        sigs = [d.rd_beat, d.wr_beat, d.k_stall]
+        n = 2 + self.nk
+        prev, since = 0, [0] * n
+
+        def bits() -> int:
+            v = int(d.k_stall.value) << 2 | int(d.wr_beat.value) << 1 | int(d.rd_beat.value)
+            return v
+
+        prev = bits()
+        while True:
+            await First(*(x.value_change for x in sigs))
+            t = int(get_sim_time("ns"))
+            v = bits()
+            for i in range(n):
+                if (v ^ prev) >> i & 1:
+                    if v >> i & 1:
+                        since[i] = t
+                    else:
+                        self.high[i] += (t - since[i]) // CLOCK_NS
+            prev = v
 
     async def reset(self) -> None:
         self.dut.rst.value = 1
@@ -564,6 +597,7 @@ class EngineBfm:
             self.cpl_log[i].clear()
             self.cpl_ev[i].clear()
         obs.tasks = [TaskObs() for _ in step.tasks]
+        self.high = [0] * (2 + self.nk)
         done = []
         for j, t in enumerate(step.tasks):
             if j and step.chain:  # the next command in the first idle cycle (E + 2 after the take)
@@ -585,6 +619,7 @@ class EngineBfm:
                 done.append(cocotb.start_soon(self._complete(t, obs.tasks[j], obs, budget)))
         for c in done:
             await c
+        obs.rd_beats, obs.wr_beats, obs.stalls = self.high[0], self.high[1], self.high[2:]
         for k in range(self.nk):  # each task's edges: from its take to the next take on its kernel
             mine = sorted((obs.tasks[j].take, j) for j, t in enumerate(step.tasks) if t.kernel == k)
             for i, (t0, j) in enumerate(mine):
@@ -726,7 +761,39 @@ class Golden:
                 undefined[o0 // 4:o1 // 4] = True
                 if want == MEM_ERR:  # writes inside the error window are dropped: the poison stays
                     dropped[max(lo, o0 // 4):max(lo, min(hi, o1 // 4))] = True
+        errs += self.strobes(step, obs)
         return errs + self.compare(obs, undefined & ~dropped)
+
+    def strobes(self, step: Step, obs: StepObs) -> list[str]:
+        """The counter strobes over the step: ``rd_beat`` / ``wr_beat`` cycles = the read /
+        write requests of the tasks (every task OK); each kernel's ``k_stall`` cycles = its
+        task's cycles beyond its alone, unstalled schedule when no response is held
+        (``lat_rate`` 0), at most that otherwise (``mem_q >= mem_lat``), 0 without
+        back-pressure and another kernel."""
+        p, errs = self.p, []
+        status = [expected_status(step, t) for t in step.tasks]
+        if all(s == OK for s in status):
+            rd = sum(host.task_words(t.desc)[0] + t.desc.m * host.task_words(t.desc)[1] for t in step.tasks)
+            wr = sum(host.out_rows(t.desc) * host.task_words(t.desc)[2] for t in step.tasks)
+            if (obs.rd_beats, obs.wr_beats) != (rd, wr):
+                errs.append(f"rd_beat, wr_beat cycles = {obs.rd_beats}, {obs.wr_beats}; want the requests {rd}, {wr}")
+        if p.mem_q < p.mem_lat:
+            return errs
+        for j, t in enumerate(step.tasks):
+            o, st = obs.tasks[j], obs.stalls[t.kernel] if t.kernel < len(obs.stalls) else None
+            if status[j] != OK or o.cycles < 0 or st is None:
+                continue
+            if sum(x.kernel == t.kernel for x in step.tasks) > 1:
+                continue  # a chain: the kernel's stalls are both tasks'
+            slack = o.cycles - host.exec_cycles(t.desc, p)
+            if not step.backpressure and not step.concurrent and st:
+                errs.append(f"task {j}: k_stall high {st} cycles alone without back-pressure (want 0)")
+            elif step.tp.get("lat_rate", 0) == 0 and st != slack:
+                errs.append(f"task {j}: k_stall high {st} cycles, want cycles - exec_cycles = {slack} (no held "
+                            "response: every lost cycle is a stall)")
+            elif st > slack:
+                errs.append(f"task {j}: k_stall high {st} cycles, more than cycles - exec_cycles = {slack}")
+        return errs
 
     def after_reset(self, obs: StepObs) -> list[str]:
         """``rst``: the golden image and DMA counts cleared; the DUT's registers and memory 0."""
@@ -935,6 +1002,7 @@ class EngineTest(uvm_test):
         await start(cocotb.top)
         await self.bfm.fall()
         cocotb.start_soon(self.bfm.monitor())
+        cocotb.start_soon(self.bfm.beats())
         words = self.bfm.mem_words
         total = sum(step_budget(s, self.params) + len(s.loads) + 2 * words + 64 for s in self.steps) + 1000
         try:
