@@ -743,3 +743,47 @@ _host("host_rebalance", _HM, "test_pipe", "host library, stream: pre-processing 
             "times": {"pre": 2700, "post": 900}, "workers": {"pre": 2, "post": 2}, "chart": True})
 _host("host_example", _HS, "test_example", "the README's example: submit your own float tasks through the library",
       opts={})
+
+
+# ---- host kernels and device memory (spec 002, docs/host.md) ----
+def _host_engine(name: str, params: HostParams, scenario: str, doc: str, tier: str = "quick", **kw: Any) -> None:
+    _register(Testbench(name=name, family="host", toplevel="host_engine", params=params,
+                        generator="lockstep.gen.host:emit_engine", test_module="lockstep.verif.host.test_engine",
+                        doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
+
+
+# small kernels (8 lanes, K up to 16, M up to 8) and a 4 KiB memory keep each run short
+_HE = HostParams(m_max=8, k_max=16, n_max=8, mem_aw=12)
+_HE2 = HostParams(**{**_HE.to_dict(), "n_kernels": 2})
+_host_engine("host_engine_tasks", _HE, "tasks",
+             "host engine: every dtype x relu x pool at the shape minima and maxima, scaler corners (saturation, "
+             "mult 0 / 65535, shift 0 / 31), random tasks; results bit-exact, cpl_cycles = exec_cycles")
+_host_engine("host_engine_bp", _HE, "bp",
+             "host engine: random back-pressure and response holds (LFSR seed, bp_rate, lat_rate): results "
+             "unchanged, cpl_cycles = the busy cycles observed")
+_host_engine("host_engine_errors", _HE, "errors",
+             "host engine: MEM_ERR windows over W, A and the output, flush (abort) in busy cycles, resets; the "
+             "next task fine, nothing written outside the output range")
+_host_engine("host_engine_two", _HE2, "two",
+             "host engine, two kernels: tasks on both at once through the round-robin arbiter (shared W too), "
+             "each alone at exec_cycles, a MEM_ERR on one kernel, both flushed")
+_host_engine("host_engine_qlat", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=4, mem_q=4), "tasks",
+             "host engine at mem_q = mem_lat = 4 (the least queue that never refuses a burst): exec_cycles exact",
+             opts={"steps": 14})
+_host_engine("host_engine_q2", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=5, mem_q=2), "bp",
+             "host engine with mem_q = 2 < mem_lat = 5: the queue paces every burst (cycles exact without "
+             "back-pressure), random back-pressure too", opts={"steps": 14})
+# full tier: the generators' corner cases (k_max = n_max = 4: one int8 word a row; sizes that are
+# not powers of two; the longest latency)
+_host_engine("host_engine_tiny", HostParams(m_max=2, k_max=4, n_max=4, mem_aw=8, mem_lat=1, mem_q=2), "bp",
+             "host engine, the smallest kernel (4 lanes, K up to 4, M up to 2), a 256-byte memory, mem_lat = 1",
+             tier="full", opts={"steps": 40})
+_host_engine("host_engine_odd", HostParams(n_kernels=2, m_max=5, k_max=12, n_max=12, mem_aw=11, mem_lat=3, mem_q=3),
+             "two", "host engine, two kernels of 12 lanes, K up to 12, M up to 5 (sizes not powers of two), "
+             "mem_q = mem_lat = 3", tier="full", opts={"steps": 40})
+_host_engine("host_engine_lat8", HostParams(m_max=6, k_max=20, n_max=16, mem_aw=12, mem_lat=8, mem_q=9), "errors",
+             "host engine at the longest latency (mem_lat = 8, mem_q = 9), 16 lanes, K up to 20: errors, flushes, "
+             "resets", tier="full", opts={"steps": 36})
+_host_engine("host_engine_mutant", _HE, "tasks", tb_params=HostParams(**{**_HE.to_dict(), "mem_lat": 3}),
+             expect_fail=True, opts={"steps": 10},
+             doc="negative: a mem_lat = 2 engine checked as mem_lat = 3 must fail (exec_cycles)")
