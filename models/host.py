@@ -34,6 +34,7 @@ from .host_desc import (
 from .host_front import FrontModel, Outcome, order_problems
 from .host_kernel import (
     DTYPES,
+    burst_cycles,
     exec_cycles,
     kernel_ref,
     read_mat,
@@ -46,7 +47,7 @@ from .host_kernel import (
 
 __all__ = [
     "CQ_BASE", "CSR", "DTYPES", "FE_KERNEL", "ID_VALUE", "MAGIC", "MATMUL", "NOP", "SQ_BASE", "ST", "Completion",
-    "Descriptor", "FrontModel", "Limits", "Outcome", "check", "checksum", "esize", "exec_cycles", "hw_cfg",
+    "Descriptor", "FrontModel", "burst_cycles", "Limits", "Outcome", "check", "checksum", "esize", "exec_cycles", "hw_cfg",
     "kernel_ref", "order_problems", "out_rows", "read_mat", "sat_range", "scale", "task_ranges", "task_words",
     "write_mat",
 ]

@@ -11,8 +11,8 @@ import numpy as np
 from .formats import HostParams
 from .host_desc import Descriptor, esize, out_rows
 
-__all__ = ["DTYPES", "sat_range", "read_mat", "write_mat", "scale", "kernel_ref", "exec_cycles", "task_words",
-           "task_ranges"]
+__all__ = ["DTYPES", "sat_range", "read_mat", "write_mat", "scale", "kernel_ref", "burst_cycles", "exec_cycles",
+           "task_words", "task_ranges"]
 
 #: numpy storage type per descriptor dtype code.
 DTYPES = {0: np.int8, 1: np.int16}
@@ -45,13 +45,16 @@ def write_mat(mem: np.ndarray, addr: int, mat: np.ndarray, dtype: int) -> None:
     mem[addr:addr + raw.size] = raw
 
 
-def scale(acc: np.ndarray, mult: int, shift: int, dtype: int) -> np.ndarray:
+def scale(acc: np.ndarray, mult: int, shift: int, dtype: int, saturate: bool = True) -> np.ndarray:
     """The scaler: ``sat((acc * mult + r) >> shift)``, ``r = 2**(shift-1)`` when ``shift``
-    > 0 (round half up), arithmetic shift, saturation to ``dtype``."""
+    > 0 (round half up), arithmetic shift, saturation to ``dtype`` (``saturate=False``:
+    the value before it, to see which end a task clamps to)."""
     acc = np.asarray(acc, dtype=np.int64)
     r = (1 << (shift - 1)) if shift > 0 else 0
     # |acc| < 2**38 and mult < 2**16: the product fits int64 exactly
     y = (acc * int(mult) + r) >> shift
+    if not saturate:
+        return y
     lo, hi = sat_range(dtype)
     return np.clip(y, lo, hi)
 
@@ -77,13 +80,29 @@ def task_words(d: Descriptor) -> tuple[int, int, int]:
     return d.k * d.n * es // 4, d.k * es // 4, d.n * es // 4
 
 
+def burst_cycles(words: int, p: HostParams) -> int:
+    """Cycles of a burst of ``words`` requests on a memory that never refuses for any
+    other reason (docs/host.md section 8): request ``j`` issues in cycle
+    ``max(j, issue(j-1) + 1, issue(j - mem_q) + mem_lat)`` (the memory holds ``mem_q`` in
+    flight, a slot frees in the cycle its response leaves); the phase ends in the cycle
+    the last response arrives. ``words + mem_lat`` when ``mem_q >= mem_lat``."""
+    q, lat = p.mem_q, p.mem_lat
+    if q >= lat:
+        return words + lat
+    iss: list[int] = []
+    for j in range(words):
+        iss.append(j if j < q else max(iss[-1] + 1, iss[j - q] + lat))
+    return iss[-1] + lat + 1
+
+
 def exec_cycles(d: Descriptor, p: HostParams) -> int:
     """Busy cycles of an OK MATMUL with no back-pressure, fixed latency and no other
     kernel on the port (docs/host.md section 8):
-    ``1 + (wW + L) + M (wA + L + K) + M' (wO + L)``."""
-    lat = p.mem_lat
+    ``1 + B(wW) + M (B(wA) + K) + M' B(wO)`` with ``B`` = :func:`burst_cycles`
+    (``B(w) = w + L`` when ``mem_q >= mem_lat``)."""
     ww, wa, wo = task_words(d)
-    return 1 + (ww + lat) + d.m * (wa + lat + d.k) + out_rows(d) * (wo + lat)
+    b = lambda w: burst_cycles(w, p)  # noqa: E731
+    return 1 + b(ww) + d.m * (b(wa) + d.k) + out_rows(d) * b(wo)
 
 
 def task_ranges(d: Descriptor, wgt_base: int) -> dict[str, tuple[int, int]]:

@@ -855,35 +855,18 @@ class Golden:
         return errs
 
 
-def queued_burst(words: int, p: HostParams) -> int:
-    """Cycles of a burst of ``words`` requests when the memory holds fewer requests than
-    its latency (``mem_q < mem_lat``): request ``j`` issues in cycle ``max(j, issue(j-1) + 1,
-    issue(j - mem_q) + mem_lat)`` (a slot frees in the cycle its response leaves); the phase
-    ends when the last response arrives. With ``mem_q >= mem_lat`` this is ``words +
-    mem_lat``, section 8's phase length."""
-    q, lat = p.mem_q, p.mem_lat
-    iss: list[int] = []
-    for j in range(words):
-        iss.append(j if j < q else max(iss[-1] + 1, iss[j - q] + lat))
-    return iss[-1] + lat + 1
-
-
 def model_cycles(d: host.Descriptor, p: HostParams) -> int:
-    """The busy cycles of a task alone with no back-pressure: ``exec_cycles`` when
-    ``mem_q >= mem_lat``, else section 8's schedule with each burst at the queue's pace
-    (:func:`queued_burst`; the kernels' limit docs/host.md section 1 states)."""
-    if p.mem_q >= p.mem_lat:
-        return host.exec_cycles(d, p)
-    ww, wa, wo = host.task_words(d)
-    return 1 + queued_burst(ww, p) + d.m * (queued_burst(wa, p) + d.k) + host.out_rows(d) * queued_burst(wo, p)
+    """The busy cycles of a task alone with no back-pressure (the model's
+    :func:`~lockstep.models.host.exec_cycles`, which paces each burst by the memory's
+    queue when ``mem_q < mem_lat``)."""
+    return host.exec_cycles(d, p)
 
 
 def saturates(t: Task) -> set[str]:
     """Which ends of the element range the scaler clamps to in this task (``lo``/``hi``)."""
     d = t.desc
     acc = np.asarray(t.a, dtype=np.int64) @ np.asarray(t.w, dtype=np.int64)
-    r = (1 << (d.shift - 1)) if d.shift > 0 else 0
-    y = (acc * d.mult + r) >> d.shift
+    y = host.scale(acc, d.mult, d.shift, d.dtype, saturate=False)
     lo, hi = host.sat_range(d.dtype)
     return ({"lo"} if (y < lo).any() else set()) | ({"hi"} if (y > hi).any() else set())
 
