@@ -155,3 +155,11 @@ def test_order_rules():
     assert "does not exist" in h.order_problems([1], [c(1, 0, 1)], 1)[0]
     # repeated tags match the oldest unmatched submission
     assert h.order_problems([5, 5], [c(5, 0, 0), c(5, 0, 0)], 1) == []
+
+
+def test_burst_pacing_by_a_short_memory_queue():
+    # mem_q = 2, mem_lat = 4, 5 words: issues at 0, 1, 4 (slot of 0 frees), 5, 8; the last
+    # response arrives in cycle 12, so the phase lasts 13 cycles (9 with a long enough queue)
+    assert h.burst_cycles(5, HostParams(mem_q=2, mem_lat=4)) == 13
+    assert h.burst_cycles(5, HostParams(mem_q=4, mem_lat=4)) == 9
+    assert h.burst_cycles(1, HostParams(mem_q=2, mem_lat=8)) == 9
