@@ -170,6 +170,7 @@ class HostPipeTest(uvm_test):
         for t in tasks:
             cg.sample((lib.mode, t.route))
         self.cg, self.errs = cg, errs
+        ctx.summary.update(blocks=len(res), mismatches=len(errs))
         self.drop_objection()
 
     def check_phase(self) -> None:

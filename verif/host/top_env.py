@@ -391,6 +391,8 @@ class HostTopTest(uvm_test):
                                 cq_stall=regs["PERF_CQ_STALL"], wakes=sh.wakes, b2b=sh.b2b,
                                 sq_full_waits=drv.full_waits, cq_full_seen=sh.cq_full_seen)
         self.errors = errs
+        # what the regression reads: transactions checked and the scoreboard's mismatches
+        self.ctx.summary.update(blocks=len(sh.cq), mismatches=len(errs))
         self.drop_objection()
 
     def check_phase(self) -> None:
