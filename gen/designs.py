@@ -6,13 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lockstep.models.formats import PATENT, FabricParams, GemmParams, MxParams, SparseParams
+from lockstep.models.formats import PATENT, FabricParams, GemmParams, HostParams, MxParams, SparseParams
 
 from .bfp import emit_dot, emit_mx_quantizer, emit_quantizer, emit_renorm, emit_stats, emit_to_float
 from .common import Emitted
 from .gemm import emit_kernel_select, emit_ld_detect, emit_sa_cache
 from .gemm.tile import emit_tile as emit_gemm_tile
 from .gemm.top import emit_top as emit_gemm_top
+from .host.top import emit_top as emit_host_top
 from .sched import emit_counter, emit_mesh, emit_ring, emit_tile
 from .sparse import emit_cluster, emit_decoder, emit_encoder, emit_fm_mem, emit_profiler, emit_stu, emit_w_mem
 
@@ -56,4 +57,5 @@ DEFAULT_DESIGNS: list[Design] = [
     Design("gemm", "sa_cache", emit_sa_cache, GemmParams()),
     Design("gemm", "gemm_tile", emit_gemm_tile, GemmParams(mem_aw=12)),
     Design("gemm", "gemm_top", emit_gemm_top, GemmParams(mem_aw=12)),
+    Design("host", "host_top", emit_host_top, HostParams()),
 ]

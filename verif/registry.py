@@ -741,6 +741,8 @@ _host("host_rebalance", _HM, "test_pipe", "host library, stream: pre-processing 
       tier="full", sims=("verilator",),
       opts={"mode": "stream", "tasks": HOST_MEASURE_TASKS, "shape": list(HOST_MEASURE_SHAPE), "layers": 1,
             "times": {"pre": 2700, "post": 900}, "workers": {"pre": 2, "post": 2}, "chart": True})
+_host("host_pipe_serial", _HS, "test_pipe", "host library, serial mode (no pipeline): the debug route host and both",
+      opts={"mode": "serial", "tasks": 6, "both_every": 2, "times": {"pre": 30, "post": 30}})
 _host("host_example", _HS, "test_example", "the README's example: submit your own float tasks through the library",
       opts={})
 
