@@ -4,11 +4,11 @@ sequence item and handed to the environment's driver in order."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, ClassVar, Iterable
 
-from pyuvm import ConfigDB, uvm_sequence, uvm_sequence_item
+from pyuvm import ConfigDB, uvm_env, uvm_sequence, uvm_sequence_item, uvm_sequencer
 
-__all__ = ["Item", "ListSeq"]
+__all__ = ["DriverEnv", "Item", "ListSeq"]
 
 
 class Item(uvm_sequence_item):
@@ -41,3 +41,24 @@ class ListSeq(uvm_sequence):
             item = Item(f"{self.prefix}{i}", obj)
             await self.start_item(item)
             await self.finish_item(item)
+
+
+class DriverEnv(uvm_env):
+    """The environment most testbenches here share: a sequencer feeds the driver, whose
+    analysis port feeds the scoreboard and the coverage collector. A subclass names the
+    three component classes (``DRIVER``, ``SCOREBOARD``, ``COVERAGE``)."""
+
+    DRIVER: ClassVar[type]
+    SCOREBOARD: ClassVar[type]
+    COVERAGE: ClassVar[type]
+
+    def build_phase(self) -> None:
+        self.seqr = uvm_sequencer("seqr", self)
+        self.driver = self.DRIVER("driver", self)
+        self.scoreboard = self.SCOREBOARD("scoreboard", self)
+        self.coverage = self.COVERAGE("coverage", self)
+
+    def connect_phase(self) -> None:
+        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
+        self.driver.ap.connect(self.scoreboard.analysis_export)
+        self.driver.ap.connect(self.coverage.analysis_export)

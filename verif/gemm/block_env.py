@@ -33,8 +33,6 @@ from pyuvm import (
     ConfigDB,
     uvm_analysis_port,
     uvm_driver,
-    uvm_env,
-    uvm_sequencer,
     uvm_subscriber,
     uvm_test,
 )
@@ -43,7 +41,7 @@ from lockstep.models.formats import GemmParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
-from ..seq import ListSeq
+from ..seq import DriverEnv, ListSeq
 
 __all__ = ["BlockBfm", "BlockTest", "BlockUnit"]
 
@@ -188,17 +186,8 @@ class BlockCoverage(uvm_subscriber):
             self.cg.sample(s)
 
 
-class BlockEnv(uvm_env):
-    def build_phase(self) -> None:
-        self.seqr = uvm_sequencer("seqr", self)
-        self.driver = BlockDriver("driver", self)
-        self.scoreboard = BlockScoreboard("scoreboard", self)
-        self.coverage = BlockCoverage("coverage", self)
-
-    def connect_phase(self) -> None:
-        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
-        self.driver.ap.connect(self.scoreboard.analysis_export)
-        self.driver.ap.connect(self.coverage.analysis_export)
+class BlockEnv(DriverEnv):
+    DRIVER, SCOREBOARD, COVERAGE = BlockDriver, BlockScoreboard, BlockCoverage
 
 
 class BlockTest(uvm_test):

@@ -37,8 +37,6 @@ from pyuvm import (
     ConfigDB,
     uvm_analysis_port,
     uvm_driver,
-    uvm_env,
-    uvm_sequencer,
     uvm_subscriber,
     uvm_test,
 )
@@ -48,7 +46,7 @@ from lockstep.models.formats import GemmParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
-from ..seq import ListSeq
+from ..seq import DriverEnv, ListSeq
 from .jobs import GemmJob, make_jobs
 
 __all__ = ["GemmTest"]
@@ -346,17 +344,8 @@ class GemmCoverage(uvm_subscriber):
         self.cg.sample(msg[0])
 
 
-class GemmEnv(uvm_env):
-    def build_phase(self) -> None:
-        self.seqr = uvm_sequencer("seqr", self)
-        self.driver = GemmDriver("driver", self)
-        self.scoreboard = GemmScoreboard("scoreboard", self)
-        self.coverage = GemmCoverage("coverage", self)
-
-    def connect_phase(self) -> None:
-        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
-        self.driver.ap.connect(self.scoreboard.analysis_export)
-        self.driver.ap.connect(self.coverage.analysis_export)
+class GemmEnv(DriverEnv):
+    DRIVER, SCOREBOARD, COVERAGE = GemmDriver, GemmScoreboard, GemmCoverage
 
 
 class GemmTest(uvm_test):

@@ -65,8 +65,6 @@ from pyuvm import (
     ConfigDB,
     uvm_analysis_port,
     uvm_driver,
-    uvm_env,
-    uvm_sequencer,
     uvm_subscriber,
     uvm_test,
 )
@@ -76,7 +74,7 @@ from lockstep.models.formats import HostParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
-from ..seq import ListSeq
+from ..seq import DriverEnv, ListSeq
 
 __all__ = ["EngineTest", "Step", "Task", "make_steps"]
 
@@ -952,17 +950,8 @@ class EngineCoverage(uvm_subscriber):
             self.cg.sample((step, t, o, o.status, obs))
 
 
-class EngineEnv(uvm_env):
-    def build_phase(self) -> None:
-        self.seqr = uvm_sequencer("seqr", self)
-        self.driver = EngineDriver("driver", self)
-        self.scoreboard = EngineScoreboard("scoreboard", self)
-        self.coverage = EngineCoverage("coverage", self)
-
-    def connect_phase(self) -> None:
-        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
-        self.driver.ap.connect(self.scoreboard.analysis_export)
-        self.driver.ap.connect(self.coverage.analysis_export)
+class EngineEnv(DriverEnv):
+    DRIVER, SCOREBOARD, COVERAGE = EngineDriver, EngineScoreboard, EngineCoverage
 
 
 class EngineTest(uvm_test):

@@ -68,7 +68,7 @@ from typing import Any
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, SimTimeoutError, Timer, with_timeout
-from pyuvm import ConfigDB, uvm_analysis_port, uvm_driver, uvm_env, uvm_sequencer, uvm_subscriber, uvm_test
+from pyuvm import ConfigDB, uvm_analysis_port, uvm_driver, uvm_subscriber, uvm_test
 
 from lockstep.models import host
 from lockstep.models.formats import HostParams
@@ -76,7 +76,7 @@ from lockstep.models.host import CQ_BASE, CSR, FE_KERNEL, ID_VALUE, MATMUL, NOP,
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
-from ..seq import ListSeq
+from ..seq import DriverEnv, ListSeq
 
 __all__ = ["FrontTest", "PHASES"]
 
@@ -1253,17 +1253,8 @@ class FrontCoverage(uvm_subscriber):
             self.cg.sample(s)
 
 
-class FrontEnv(uvm_env):
-    def build_phase(self) -> None:
-        self.seqr = uvm_sequencer("seqr", self)
-        self.driver = FrontDriver("driver", self)
-        self.scoreboard = FrontScoreboard("scoreboard", self)
-        self.coverage = FrontCoverage("coverage", self)
-
-    def connect_phase(self) -> None:
-        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
-        self.driver.ap.connect(self.scoreboard.analysis_export)
-        self.driver.ap.connect(self.coverage.analysis_export)
+class FrontEnv(DriverEnv):
+    DRIVER, SCOREBOARD, COVERAGE = FrontDriver, FrontScoreboard, FrontCoverage
 
 
 #: Descriptors (or rounds) of a phase when its spec gives no count.
