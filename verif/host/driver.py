@@ -8,7 +8,8 @@ pin-level access to ``host_top`` (docs/host.md sections 4, 9 and 11).
   word per cycle (the host <-> device transfers of the patent's memory map).
 * Queues: :meth:`HostDriver.submit` writes a descriptor into the tail slot and rings the
   doorbell, waiting (without polling every cycle) while the SQ is full: the back-pressure
-  the application sees. :meth:`HostDriver.completions` reads every CQ entry present and
+  the application sees. :meth:`HostDriver.submit_batch` writes up to ``depth``
+  descriptors behind one doorbell. :meth:`HostDriver.completions` reads every CQ entry present and
   advances CQ_HEAD; :meth:`HostDriver.wait_cq` sleeps until one is present (on the
   ``cq_nonempty`` or ``irq`` pin). A full SQ sleeps on the ``sq_full`` pin.
 * Test port: :meth:`HostDriver.tp_write`, :meth:`HostDriver.tp_read` (seed, back-pressure
@@ -191,6 +192,30 @@ class HostDriver:
             await ReadOnly()
             if int(self.dut.sq_full.value):
                 await FallingEdge(self.dut.sq_full)
+
+    async def submit_batch(self, batch: list[list[int]]) -> int:
+        """Write several descriptors (at most ``depth``) into consecutive slots and ring the
+        doorbell once for all of them (the patent's batch of 8); waits until the SQ has
+        room for the whole batch. Returns the cycle of the doorbell."""
+        depth = self.p.depth
+        if not 1 <= len(batch) <= depth:
+            raise ValueError(f"submit_batch: {len(batch)} descriptors; a batch holds 1 to {depth}")
+        while True:
+            async with self.lock:
+                head = await self._read(hm.CSR["SQ_HEAD"])
+                occ = self.sq_occupancy(head)
+                if occ + len(batch) <= depth:
+                    self.slot_cycle = self.now()
+                    tail = self.sq_tail
+                    for words in batch:
+                        for w, v in enumerate(words):
+                            await self._write(hm.SQ_BASE + 32 * (tail % depth) + 4 * w, v)
+                        tail = (tail + 1) % (2 * depth)
+                    self.sq_tail = tail
+                    await self._write(hm.CSR["SQ_TAIL"], self.sq_tail)
+                    return self.now()
+            self.full_waits += 1
+            await self.cycles(4 * self.p.depth)  # room for a whole batch: the kernels must drain
 
     async def completions(self) -> list[hm.Completion]:
         """Every CQ entry present, in CQ order; CQ_HEAD advanced past them."""

@@ -28,7 +28,8 @@ class Step:
     """One thing the testbench does, in order.
 
     Attributes:
-        kind: ``task`` (submit ``desc``), ``doorbell_overflow`` (ring a tail past the
+        kind: ``task`` (submit ``desc``; with ``batch`` > 1 this task and the next
+            ``batch - 1`` task steps go behind one doorbell), ``doorbell_overflow`` (ring a tail past the
             free slots), ``owned_write`` (write into a slot the hardware owns),
             ``cq_overflow`` (advance CQ_HEAD past CQ_TAIL), ``flush`` (CTRL.soft_reset),
             ``stop_cq`` / ``resume_cq`` (the host stops / restarts consuming
@@ -46,6 +47,7 @@ class Step:
     mutate: tuple[str, Callable[[list[int], int], list[int]]] | None = None
     gap: int = 0
     label: str = "OK"
+    batch: int = 1
 
 
 @dataclass
@@ -197,8 +199,10 @@ def _stream(p, rng, sc, lay, blocks, tasks, err_every=0):
 
 
 def _sc_stream(p, rng, sc, lay, blocks, tasks):
-    """Good tasks back to back: bit-exact results, exec_cycles exact, PERF_BUSY = sum."""
+    """Good tasks back to back, the first ``depth`` of them as one batch behind a single
+    doorbell: bit-exact results, exec_cycles exact, PERF_BUSY = sum."""
     _stream(p, rng, sc, lay, blocks, tasks)
+    sc.steps[0].batch = min(p.depth, len(sc.steps))
     sc.exact_cycles = p.n_kernels == 1
 
 

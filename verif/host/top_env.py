@@ -62,6 +62,7 @@ class Shared:
         self.flagged: set[str] = set()  # IRQ bits the CSR steps must have set
         self.done = Event()
         self.b2b = 0  # doorbells rung with no gap after the previous one
+        self.batches: list[int] = []  # sizes of the batches behind one doorbell
         self.occ_seen: set[int] = set()
 
     def note(self, msg: str) -> None:
@@ -75,9 +76,22 @@ class Submitter(uvm_component):
     async def run_steps(self, sh: Shared) -> None:
         drv, p, sc = sh.drv, sh.p, sh.sc
         last_ring = -10
+        pending: list[list[int]] = []  # a batch being gathered
+        want = 0
         for st in sc.steps:
             await drv.cycles(st.gap)
-            if st.kind == "task":
+            if st.kind == "task" and (st.batch > 1 or pending):
+                want = want or st.batch
+                words = st.desc.with_(seq=drv.seq).words()
+                drv.seq = (drv.seq + 1) & 0xFFFF
+                sh.submitted.append(words)
+                sh.labels.append(st.label)
+                pending.append(words)
+                if len(pending) == want:
+                    last_ring = await drv.submit_batch(pending)
+                    sh.batches.append(len(pending))
+                    pending, want = [], 0
+            elif st.kind == "task":
                 d = st.desc  # its activations are in the preloaded image (HostTopTest._setup)
                 words = d.with_(seq=drv.seq).words()
                 if st.mutate is not None:
@@ -298,6 +312,7 @@ def _coverage(sh: Shared) -> Covergroup:
     cg.point("sq_occupancy", lambda s: s.get("occ"), sorted({0, 1, p.depth - 1, p.depth}))
     cg.point("matmul", lambda s: s.get("task"), [(1, r, pl, dt) for r in (0, 1) for pl in (0, 1) for dt in (0, 1)])
     cg.point("nop", lambda s: s.get("task", (None,))[0], [0])
+    cg.point("batch", lambda s: s.get("batch"), [p.depth])
     return cg
 
 
@@ -381,6 +396,8 @@ class HostTopTest(uvm_test):
             cg.sample({"status": c.status, "kernel": c.kernel})
         for o in sh.occ_seen:
             cg.sample({"occ": o})
+        for b in sh.batches:
+            cg.sample({"batch": b})
         for w in sh.submitted:
             d = hm.Descriptor.unpack(w)
             if d.opcode in (0, 1) and d.dtype in (0, 1):
