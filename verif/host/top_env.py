@@ -312,7 +312,8 @@ def _coverage(sh: Shared) -> Covergroup:
     cg.point("sq_occupancy", lambda s: s.get("occ"), sorted({0, 1, p.depth - 1, p.depth}))
     cg.point("matmul", lambda s: s.get("task"), [(1, r, pl, dt) for r in (0, 1) for pl in (0, 1) for dt in (0, 1)])
     cg.point("nop", lambda s: s.get("task", (None,))[0], [0])
-    cg.point("batch", lambda s: s.get("batch"), [p.depth])
+    # a whole SQ behind one doorbell (named, so runs of different depths merge)
+    cg.point("batch", lambda s: "full" if s.get("batch") == p.depth else None, ["full"])
     return cg
 
 
