@@ -674,6 +674,11 @@ class MemoryMap:
     def _bytes(self, block: Hashable) -> np.ndarray:
         return self._host[self._check(block)]
 
+    def host_bytes(self, block: Hashable) -> np.ndarray:
+        """The bytes of a registered host block (a view: the application's memory, or
+        the weight image :meth:`upload_weights_once` built)."""
+        return self._bytes(block)
+
     def _range(self, block: Hashable, lo: int, hi: int | None) -> tuple[int, int]:
         size = self._bytes(block).size
         hi = size if hi is None else hi
