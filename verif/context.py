@@ -75,6 +75,21 @@ class TbContext:
         path.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
         return path
 
+    def finish(self, errors: list[str], logger: Any) -> None:
+        """The end of a test's check phase: write the summary, log the first 50 errors
+        and fail when there is any (the message names the first)."""
+        self.write_summary()
+        for e in errors[:50]:
+            logger.error(e)
+        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+
+    def report_coverage(self, cg: Any) -> None:
+        """The report phase: the cover group's figures into the summary, the coverage
+        database next to it."""
+        self.summary.update(cg.summary())
+        self.summary["coverage_file"] = str(cg.export(self.results))
+        self.write_summary()
+
 
 async def start(dut: SimHandleBase, reset_cycles: int = 2) -> None:
     """Start the clock and hold ``rst`` high for ``reset_cycles`` edges.

@@ -309,7 +309,4 @@ class StreamTest(uvm_test):
         self.drop_objection()
 
     def report_phase(self) -> None:
-        cg = self.env.coverage.cg
-        self.ctx.summary.update(cg.summary())
-        self.ctx.summary["coverage_file"] = str(cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.env.coverage.cg)

@@ -227,13 +227,7 @@ class BlockTest(uvm_test):
         if sb.items != len(self.items):
             errors.append(f"{sb.items} of {len(self.items)} items checked")
         self.ctx.summary.update(blocks=sb.items, mismatches=sb.bad, errors=errors[:20])
-        self.ctx.write_summary()
-        for e in errors[:50]:
-            self.logger.error(e)
-        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+        self.ctx.finish(errors, self.logger)
 
     def report_phase(self) -> None:
-        cg = self.env.coverage.cg
-        self.ctx.summary.update(cg.summary())
-        self.ctx.summary["coverage_file"] = str(cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.env.coverage.cg)

@@ -379,13 +379,7 @@ class GemmTest(uvm_test):
             errors.append(f"{sb.jobs} of {len(self.jobs)} jobs checked")
         self.ctx.summary.update(blocks=sb.jobs, mismatches=sb.bad, errors=errors[:20], perf=sb.perf,
                                 cycles=sum(p["cycles"] or 0 for p in sb.perf))
-        self.ctx.write_summary()
-        for e in errors[:50]:
-            self.logger.error(e)
-        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+        self.ctx.finish(errors, self.logger)
 
     def report_phase(self) -> None:
-        cg = self.env.coverage.cg
-        self.ctx.summary.update(cg.summary())
-        self.ctx.summary["coverage_file"] = str(cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.env.coverage.cg)

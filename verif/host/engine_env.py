@@ -990,13 +990,7 @@ class EngineTest(uvm_test):
             errors.append(f"{sb.steps} of {len(self.steps)} steps checked")
         self.ctx.summary.update(blocks=sb.steps, tasks=sb.tasks, mismatches=sb.bad, errors=errors[:20],
                                 cycles=int(get_sim_time("ns")) // CLOCK_NS)
-        self.ctx.write_summary()
-        for e in errors[:50]:
-            self.logger.error(e)
-        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+        self.ctx.finish(errors, self.logger)
 
     def report_phase(self) -> None:
-        cg = self.env.coverage.cg
-        self.ctx.summary.update(cg.summary())
-        self.ctx.summary["coverage_file"] = str(cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.env.coverage.cg)

@@ -1323,14 +1323,8 @@ class FrontTest(uvm_test):
             errors.append(f"{sb.phases} of {len(self.items)} phases checked")
         self.ctx.summary.update(blocks=sb.phases, tasks=sb.tasks, completions=len(sb.cq), mismatches=sb.bad,
                                 errors=errors[:20], perf=sb.perf)
-        self.ctx.write_summary()
-        for e in errors[:50]:
-            self.logger.error(e)
-        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+        self.ctx.finish(errors, self.logger)
 
     def report_phase(self) -> None:
-        cg = self.env.coverage.cg
-        self.ctx.summary.update(cg.summary())
-        self.ctx.summary["coverage_file"] = str(cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.env.coverage.cg)
 

@@ -175,12 +175,7 @@ class HostPipeTest(uvm_test):
 
     def check_phase(self) -> None:
         self.ctx.summary.update(errors=self.errs[:20])
-        self.ctx.write_summary()
-        for e in self.errs[:50]:
-            self.logger.error(e)
-        assert not self.errs, f"{len(self.errs)} error(s); first: {self.errs[0]}"
+        self.ctx.finish(self.errs, self.logger)
 
     def report_phase(self) -> None:
-        self.ctx.summary.update(self.cg.summary())
-        self.ctx.summary["coverage_file"] = str(self.cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.cg)

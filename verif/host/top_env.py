@@ -416,12 +416,7 @@ class HostTopTest(uvm_test):
     def check_phase(self) -> None:
         errors = self.errors
         self.ctx.summary.update(errors=errors[:20])
-        self.ctx.write_summary()
-        for e in errors[:50]:
-            self.logger.error(e)
-        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+        self.ctx.finish(errors, self.logger)
 
     def report_phase(self) -> None:
-        self.ctx.summary.update(self.cg.summary())
-        self.ctx.summary["coverage_file"] = str(self.cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.cg)

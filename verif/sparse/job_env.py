@@ -385,13 +385,7 @@ class JobTest(uvm_test):
         if sb.jobs == 0:
             errors.append("no job was checked")
         self.ctx.summary.update(blocks=sb.jobs, mismatches=sb.bad, errors=errors[:20])
-        self.ctx.write_summary()
-        for e in errors[:50]:
-            self.logger.error(e)
-        assert not errors, f"{len(errors)} scoreboard error(s); first: {errors[0]}"
+        self.ctx.finish(errors, self.logger)
 
     def report_phase(self) -> None:
-        cg = self.env.coverage.cg
-        self.ctx.summary.update(cg.summary())
-        self.ctx.summary["coverage_file"] = str(cg.export(self.ctx.results))
-        self.ctx.write_summary()
+        self.ctx.report_coverage(self.env.coverage.cg)
