@@ -713,8 +713,9 @@ _host("host_top_two", _HS2, "test_top", "host_top, two kernels, SQ depth 4: back
       opts={"scenario": "backpressure", "tasks": 20})
 _host("host_top_mutant", _HS, "test_top", "negative: a memory latency of 2 checked as 3 must fail (exec_cycles)",
       tb_params=HostParams(**{**_HS.to_dict(), "mem_lat": 3}), expect_fail=True, opts={"scenario": "stream", "tasks": 4})
-_host("host_pipe_stream", _HS, "test_pipe", "host library, stream mode: random stage times, route both, two streams",
-      opts={"mode": "stream", "tasks": 12, "streams": 2, "both_every": 3,
+_host("host_pipe_stream", _HS, "test_pipe", "host library, stream mode: random stage times, route both, two streams, "
+      "tasks above m_max and n_max cut and joined by the library", opts={"mode": "stream", "tasks": 12, "streams": 2,
+                                                                         "both_every": 3, "split": True,
             "times": {"pre": ["uniform", 20, 120], "post": ["uniform", 20, 120]}})
 _host("host_pipe_lockstep", _HS2, "test_pipe", "host library, lock-step mode, two kernels: periods, order, bytes",
       opts={"mode": "lockstep", "tasks": 8, "times": {"pre": 60, "post": 30}})

@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import cocotb
 import numpy as np
+from cocotb.triggers import SimTimeoutError, with_timeout
 from pyuvm import uvm_test
 
 from lockstep.models import host as hm
 from lockstep.models.formats import HostParams
-from lockstep.models.host_lib import dequantize, quantize
+from lockstep.models.host_lib import dequantize, quantize, split_task
 from lockstep.models.host_pipe import busy_fraction, timing_chart
 
-from ..context import TbContext, start
+from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
 from .driver import HostDriver
 from .pipeline import HostLibrary, Task
@@ -41,14 +42,18 @@ __all__ = ["HostPipeTest"]
 
 
 def make_tasks(p: HostParams, rng: np.random.Generator, n: int, shape: tuple[int, int, int] | None, layers: int,
-               streams: int, both_every: int, dtype: int) -> tuple[dict, list[Task]]:
-    """Layers of float weights and ``n`` float tasks (shapes inside ``p``'s limits,
-    whole words)."""
+               streams: int, both_every: int, dtype: int, split: bool = False) -> tuple[dict, list[Task]]:
+    """Layers of float weights and ``n`` float tasks: shapes inside ``p``'s limits and
+    whole words, or with ``split`` any K up to ``k_max`` and M, N up to about twice their
+    limits (the library cuts and pads them)."""
     epw = 4 // hm.esize(dtype)
     ws = {}
     for li in range(layers):
         if shape:
             k, nn = shape[1], shape[2]
+        elif split:
+            k = int(rng.integers(1, p.k_max - epw + 2))
+            nn = int(rng.integers(1, 2 * p.n_max + 4))
         else:
             k = int(rng.integers(1, p.k_max // epw + 1)) * epw
             nn = int(rng.integers(1, p.n_max // epw + 1)) * epw
@@ -58,13 +63,22 @@ def make_tasks(p: HostParams, rng: np.random.Generator, n: int, shape: tuple[int
         key = f"layer{int(rng.integers(layers))}" if not shape else f"layer{i % layers}"
         k = ws[key].shape[0]
         pool = bool(rng.random() < 0.3) and not shape
-        m = shape[0] if shape else int(rng.integers(1, p.m_max // 2 + 1)) * (2 if pool else 1)
+        m_top = p.m_max + 1 if split else p.m_max // 2 + 1
+        m = shape[0] if shape else int(rng.integers(1, m_top)) * (2 if pool else 1)
         x = (rng.standard_normal((m, k)) * 3).astype(np.float32)
         if i % 7 == 3:
             x[0, 0] = np.nan  # defined: NaN -> 0
         route = "both" if both_every and i % both_every == both_every - 1 else "accel"
         tasks.append(Task(x, key, relu=bool(rng.random() < 0.5), pool=pool, stream=i % streams, route=route))
     return ws, tasks
+
+
+def _stage_bound(spec) -> int:
+    """A generous bound on one packet's stage time (a number, ("uniform", lo, hi) or
+    ("exp", mean)) for the watchdog."""
+    if isinstance(spec, tuple):
+        return int(spec[2]) if spec[0] == "uniform" else int(20 * spec[1])
+    return int(np.max(spec))
 
 
 class HostPipeTest(uvm_test):
@@ -83,7 +97,8 @@ class HostPipeTest(uvm_test):
         dtype = int(ctx.opt("dtype", 0))
         shape = tuple(ctx.opt("shape", ())) or None
         ws, tasks = make_tasks(p, rng, int(ctx.opt("tasks", 16)), shape, int(ctx.opt("layers", 3)),
-                               int(ctx.opt("streams", 1)), int(ctx.opt("both_every", 0)), dtype)
+                               int(ctx.opt("streams", 1)), int(ctx.opt("both_every", 0)), dtype,
+                               bool(ctx.opt("split", False)))
         frac, wfrac, ofrac = (2, 3, 2) if dtype == 0 else (6, 6, 6)
         lib = HostLibrary(drv, p, ws, dtype=dtype, frac=frac, wfrac=wfrac, ofrac=ofrac,
                           mode=ctx.opt("mode", "stream"), times=ctx.opt("times", {"pre": 50, "post": 50}),
@@ -94,9 +109,16 @@ class HostPipeTest(uvm_test):
         await lib.start()
         w_bytes = lib.img.nbytes
         c0 = drv.now()
-        res = await lib.run(tasks)
-        c1 = drv.now()
         errs: list[str] = []
+        # a watchdog: a pipeline that loses a packet or deadlocks fails instead of hanging
+        budget = 20000 + 40 * sum(t.x.size for t in tasks) + 4000 * len(tasks) * (1 + bool(ctx.opt("split", False)))
+        budget += sum(_stage_bound(v) for v in lib.times.values()) * 4 * len(tasks)
+        try:
+            res = await with_timeout(lib.run(tasks), budget * CLOCK_NS, "ns")
+        except SimTimeoutError:
+            res = list(lib.results)
+            errs.append(f"watchdog: {len(res)} of {len(tasks)} results after {budget} cycles")
+        c1 = drv.now()
         # the second pass over the same layers moves no weight byte
         again = lib.wmap.upload_weights_once(lib.wq, dtype)
         if again.moved:
@@ -126,10 +148,12 @@ class HostPipeTest(uvm_test):
                             f"(first at {np.argwhere(r.data != ref)[0].tolist()})")
         if len(res) != len(tasks):
             errs.append(f"{len(res)} results for {len(tasks)} tasks")
-        # bytes moved: weights once plus every task's activations; results read once
-        a_bytes = sum(t.x.size * hm.esize(dtype) for t in tasks if t.route != "host")
-        o_bytes = sum((t.x.shape[0] // (2 if t.pool else 1)) * ws[t.layer].shape[1] * hm.esize(dtype) for t in tasks
-                      if t.route != "host")
+        # bytes moved: weights once plus every task's activations (K padded to whole
+        # words); results read once (N padded)
+        sps = [split_task(*t.x.shape, ws[t.layer].shape[1], p, dtype, t.pool) for t in tasks if t.route != "host"]
+        a_bytes = sum(s.m * s.kp * hm.esize(dtype) for s in sps)
+        o_bytes = sum((s.m // (2 if s.pool else 1)) * s.np_ * hm.esize(dtype) for s in sps)
+        ctx.summary["hw_tasks"] = sum(s.count for s in sps)
         dma_wr, dma_rd = await drv.tp_read("DMA_WR_BYTES"), await drv.tp_read("DMA_RD_BYTES")
         if dma_wr != w_bytes + a_bytes or lib.map.h2d_bytes + lib.wmap.h2d_bytes != dma_wr:
             errs.append(f"DMA bytes written {dma_wr}, map counted {lib.map.h2d_bytes + lib.wmap.h2d_bytes}; "

@@ -38,7 +38,7 @@ from typing import Any
 import cocotb
 import numpy as np
 from cocotb.queue import Queue
-from cocotb.triggers import Edge, Event as CEvent, ReadOnly
+from cocotb.triggers import Event as CEvent, ReadOnly
 
 from lockstep.models import host as hm
 from lockstep.models.formats import HostParams
@@ -52,6 +52,7 @@ from lockstep.models.host_lib import (
     host_run,
     quantize,
     scale_for,
+    split_task,
     to_bytes,
 )
 from lockstep.models.host_pipe import Event, InOrder, draw_times
@@ -67,7 +68,11 @@ ROUTES = ("accel", "host", "both")
 @dataclass
 class Task:
     """What the application submits: ``x`` (float, M x K) times the weights of
-    ``layer`` (K x N float), then the scaler to ``ofrac`` fraction bits, ReLU and pool."""
+    ``layer`` (K x N float), then the scaler to ``ofrac`` fraction bits, ReLU and pool.
+    Any M and N: the library cuts the task into hardware tasks of at most ``m_max`` rows
+    and ``n_max`` columns (:func:`~lockstep.models.host_lib.split_task`; K and N padded to
+    whole words with zeros, which is exact) and joins their results; K must fit
+    ``k_max``."""
 
     x: np.ndarray
     layer: Hashable
@@ -108,7 +113,12 @@ class HostLibrary:
                       for k, v in (times or {}).items()}
         self.workers = {"pre": 1, "post": 1, **(workers or {})}
         self.queue_depth, self.seed = queue_depth, seed
-        self.wq = {k: quantize(np.asarray(w, np.float32), dtype, wfrac)[0] for k, w in weights.items()}
+        # each layer's weights quantised, zero-padded and cut into the column panels the
+        # kernel reads (one per n_max columns); the image holds every panel of every layer
+        self.splits = {k: split_task(2, *np.shape(w), p, dtype) for k, w in weights.items()}
+        self.wq = {(k, cb): panel for k, w in weights.items()
+                   for cb, panel in enumerate(self.splits[k].panels(quantize(np.asarray(w, np.float32), dtype,
+                                                                             wfrac)[0]))}
         b = p.mem_bytes
         # data and results in the lower half, the weight image in the upper half
         self.map = MemoryMap(DeviceAllocator(b // 2, base=0, align=64))
@@ -119,7 +129,14 @@ class HostLibrary:
         self._tag = 0
         self._waiting: dict[int, CEvent] = {}
         self._cpl: dict[int, hm.Completion] = {}
-        self.layer_of: dict[int, Hashable] = {}
+        self.layer_of: dict[int, tuple[Hashable, int]] = {}  # packet tag -> (layer, column panel)
+        self.task_of: dict[int, int] = {}  # packet tag -> application task
+        self.task_split: dict[int, Any] = {}
+        self.in_key: dict[int, tuple] = {}  # packet tag -> its row block's host block id
+        self._in_addr: dict[tuple, int] = {}  # row block -> device address while mapped
+        self._in_left: dict[tuple, int] = {}  # row block -> packets not yet collected
+        self._on_device: set[int] = set()  # packets holding device memory
+        self._parts: dict[int, list[TaskPacket]] = {}
         self.periods: list[int] = []
         self.sq_wait = 0  # cycles the exec stage waited for a free SQ slot
         self.img = None
@@ -157,7 +174,7 @@ class HostLibrary:
         self.kbusy = getattr(self, "kbusy", {})
         self.kbusy[k] = []
         while True:
-            await Edge(pin)
+            await pin.value_change
             await ReadOnly()
             v = int(pin.value) >> k & 1
             if v and not busy:
@@ -167,17 +184,25 @@ class HostLibrary:
             busy = v
 
     # ---- stages ------------------------------------------------------------------------
-    def _packet(self, t: Task, seq: int) -> TaskPacket:
-        m, k = np.asarray(t.x).shape
-        wk = self.wq[t.layer]
-        tag = self._tag
-        self._tag = (self._tag + 1) & 0xFFFF
-        self.layer_of[tag] = t.layer
-        pk = TaskPacket(tag=tag, m=m, k=k, n=wk.shape[1], stream=t.stream, seq=seq, dtype=self.dtype,
-                        frac=self.frac, wfrac=self.wfrac, ofrac=self.ofrac, scale_mult=self.mult,
-                        scale_shift=self.shift, relu=t.relu, pool=t.pool, route=t.route,
-                        wgt_off=self.img.offsets[t.layer] if self.img else 0, payload_in=np.asarray(t.x))
-        return pk
+    def _packets(self, t: Task, ti: int) -> list[TaskPacket]:
+        """The hardware tasks of application task ``ti`` (row blocks x column blocks)."""
+        x = np.asarray(t.x)
+        sp = split_task(x.shape[0], x.shape[1], self.splits[t.layer].n, self.p, self.dtype, t.pool)
+        out = []
+        for rb, cb, _ in sp.tasks():
+            m, k, n = sp.dims(rb, cb)
+            tag = self._tag
+            self._tag = (self._tag + 1) & 0xFFFF
+            self.layer_of[tag] = (t.layer, cb)
+            self.task_of[tag] = ti
+            self.in_key[tag] = ("in", ti, rb)
+            self._in_left[("in", ti, rb)] = len(sp.col_blocks)
+            out.append(TaskPacket(tag=tag, m=m, k=k, n=n, stream=t.stream, seq=ti, dtype=self.dtype, frac=self.frac,
+                                  wfrac=self.wfrac, ofrac=self.ofrac, scale_mult=self.mult, scale_shift=self.shift,
+                                  relu=t.relu, pool=t.pool, route=t.route,
+                                  wgt_off=self.img.offsets[(t.layer, cb)], payload_in=sp.a_block(x, rb)))
+        self.task_split[ti] = sp
+        return out
 
     async def _pre(self, pk: TaskPacket, cycles: float) -> None:
         t0 = self.drv.now()
@@ -194,9 +219,16 @@ class HostLibrary:
             return
         a = to_bytes(pk.payload_in, pk.dtype)
         mo = (pk.m // 2 if pk.pool else pk.m) * pk.n * hm.esize(pk.dtype)
-        blk_in, blk_out = ("in", pk.tag), ("out", pk.tag)
-        pk.dev_in_addr = self.map.map_block(blk_in, a)
+        # the packets of one row block share its device copy: mapped once, and the
+        # transferred flags keep push() from moving it again (the patent's write once)
+        blk_in, blk_out = self.in_key[pk.tag], ("out", pk.tag)
+        if blk_in in self._in_addr:
+            self.map.host_write(blk_in, 0, a)  # identical bytes: no flag clears
+        else:
+            self._in_addr[blk_in] = self.map.map_block(blk_in, a)
+        pk.dev_in_addr = self._in_addr[blk_in]
         pk.dev_out_addr = self.map.map_block(blk_out, np.zeros(mo, np.uint8))
+        self._on_device.add(pk.tag)
         t0 = self.drv.now()
         for tr in self.map.push(blk_in):
             await self.drv.dma_write(tr.dev_addr, a[tr.offset:tr.offset + tr.nbytes])
@@ -236,11 +268,23 @@ class HostLibrary:
                 cmp = compare(pk.payload_out, ref)
                 if not cmp:
                     pk.fail(f"route both: accelerator and host differ: {cmp.message}")
-        self.map.unmap(("in", pk.tag))
+        self._release(pk)
+
+    def _release(self, pk: TaskPacket) -> None:
+        """Free a collected packet's device memory: its result, and its row block once
+        every packet of that block is collected."""
+        if pk.tag not in self._on_device:
+            return
+        self._on_device.discard(pk.tag)
         self.map.unmap(("out", pk.tag))
+        key = self.in_key[pk.tag]
+        self._in_left[key] -= 1
+        if self._in_left[key] == 0:
+            self.map.unmap(key)
+            del self._in_addr[key], self._in_left[key]
 
     def wq_for(self, pk: TaskPacket) -> np.ndarray:
-        """The quantised weights of the packet's layer."""
+        """The quantised weights of the packet: its layer's column panel."""
         return self.wq[self.layer_of[pk.tag]]
 
     async def _post(self, pk: TaskPacket, cycles: float) -> None:
@@ -249,18 +293,35 @@ class HostLibrary:
         if pk.status == "OK":
             pk.payload_out = dequantize(pk.payload_out, pk.dtype, pk.ofrac)
         self.events.append(Event("post", pk.tag, "post", t0, self.drv.now()))
-        for tag, res in self.inorder.complete(pk.tag, pk.to_result()):
-            self.results.append(res)
+        for tag, done in self.inorder.complete(pk.tag, pk):
+            self._join(done)
+
+    def _join(self, pk: TaskPacket) -> None:
+        """Packets come back in submission order per stream; an application task's
+        result is its packets' results joined, once the last one is back."""
+        ti = self.task_of[pk.tag]
+        parts = self._parts.setdefault(ti, [])
+        parts.append(pk)
+        sp = self.task_split[ti]
+        if len(parts) < sp.count:
+            return
+        del self._parts[ti]
+        bad = next((q for q in parts if q.status != "OK"), None)
+        if bad is not None:
+            self.results.append(TaskResult(ti, pk.stream, bad.status, None,
+                                           f"hardware task {bad.tag}: {bad.error}"))
+        else:
+            self.results.append(TaskResult(ti, pk.stream, "OK", sp.join([q.payload_out for q in parts])))
 
     # ---- modes -------------------------------------------------------------------------
     async def run(self, tasks: list[Task]) -> list[TaskResult]:
         """Every task through the pipeline; the results in submission order per stream."""
-        n = len(tasks)
+        pks = [pk for i, t in enumerate(tasks) for pk in self._packets(t, i)]
+        n = len(pks)
         tm = draw_times(n, {k: v for k, v in self.times.items() if k in ("pre", "post")}, self.seed)
         w = self.workers
         pre_t = tm["pre"] / w["pre"] if self.mode != "stream" else tm["pre"]
         post_t = tm["post"] / w["post"] if self.mode != "stream" else tm["post"]
-        pks = [self._packet(t, i) for i, t in enumerate(tasks)]
         for pk in pks:
             self.inorder.submit(pk.tag, pk.stream)
         self.t_start = self.drv.now()
@@ -284,7 +345,7 @@ class HostLibrary:
                     await job
                 self.periods.append(self.drv.now() - t0)
         else:
-            await self._stream(pks, pre_t, post_t)
+            await self._stream(pks, pre_t, post_t, len(tasks))
         self.t_end = self.drv.now()
         self._kernel_events(pks)
         return self.results
@@ -293,7 +354,7 @@ class HostLibrary:
         await self._submit(pk)
         await self._collect(pk)
 
-    async def _stream(self, pks: list[TaskPacket], pre_t: np.ndarray, post_t: np.ndarray) -> None:
+    async def _stream(self, pks: list[TaskPacket], pre_t: np.ndarray, post_t: np.ndarray, n_tasks: int) -> None:
         q_pre, q_fly, q_post = Queue(self.queue_depth), Queue(), Queue(self.queue_depth)
         src = list(range(len(pks)))
         self.q_max = {"pre": 0, "post": 0}
@@ -323,7 +384,7 @@ class HostLibrary:
             while True:
                 i = await q_post.get()
                 await self._post(pks[i], post_t[i])
-                if len(self.results) == len(pks):
+                if len(self.results) == n_tasks:  # one result per application task
                     done.set()
 
         for wk in range(self.workers["pre"]):

@@ -2,9 +2,10 @@
 (``make sim TEST=host_example``; the README walks through it).
 
 The application has float32 activations and one weight matrix per layer. The library
-quantises them (8-bit fixed point here), uploads every layer's weights once, streams the
-tasks through pre-processing, the accelerator and post-processing, and returns one result
-per task in submission order. Route ``both`` also runs each task on the host CPU and
+quantises them (8-bit fixed point here), uploads every layer's weights once, cuts tasks
+larger than the hardware's limits into hardware tasks, streams them through
+pre-processing, the accelerator and post-processing, and returns one result per task in
+submission order. Route ``both`` also runs each task on the host CPU and
 fails it if the two differ by one bit.
 """
 
@@ -19,13 +20,15 @@ from lockstep.verif.host.pipeline import HostLibrary, Task
 
 @cocotb.test()
 async def submit_my_tasks(dut):
-    """Eight tasks over two layers, stream mode, every result compared with the host."""
+    """Nine tasks over three layers, stream mode, every result compared with the host;
+    the last is larger than one hardware task and comes back joined."""
     ctx = TbContext.from_env()                               # what the runner passes in
     p = HostParams.from_dict(ctx.params)                     # the DUT's parameters
     await start(dut)                                         # clock and reset
     rng = np.random.default_rng(2026)
     layers = {"fc1": rng.standard_normal((16, 8)).astype(np.float32),
-              "fc2": rng.standard_normal((8, 8)).astype(np.float32)}
+              "fc2": rng.standard_normal((8, 8)).astype(np.float32),
+              "fc3": rng.standard_normal((12, 20)).astype(np.float32)}  # N = 20 > n_max: cut
     lib = HostLibrary(HostDriver(dut, p), p, layers, dtype=0, frac=3, wfrac=4, ofrac=2, mode="stream",
                       times={"pre": 40, "post": 40})        # host stage costs in cycles
     await lib.start()                                        # weights uploaded once, device enabled
@@ -33,6 +36,7 @@ async def submit_my_tasks(dut):
              for _ in range(4)]
     tasks += [Task(rng.standard_normal((8, 8)).astype(np.float32), "fc2", pool=True, route="both")
               for _ in range(4)]
+    tasks.append(Task(rng.standard_normal((10, 12)).astype(np.float32), "fc3", route="both"))  # 2 x 3 hardware tasks
     results = await lib.run(tasks)                           # one result per task, in order
     for r in results:
         dut._log.info(f"task {r.tag}: {r.status}, {r.data.shape} float32, first row {r.data[0]}")
