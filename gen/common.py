@@ -255,6 +255,18 @@ def port_signals(ports: dict[str, dict]) -> dict[str, Signal]:
     return sigs
 
 
+def port(d: str, w: int, doc: str) -> dict:
+    """One port record of a ``*_ports`` list: direction, width and a line of doc."""
+    return {"dir": d, "width": w, "doc": doc}
+
+
+def check_record(params: Any, params_type: type, who: str) -> Any:
+    """Refuse anything but a ``params_type`` record (the message names both types)."""
+    if not isinstance(params, params_type):
+        raise ParamError(f"{who}: params must be a {params_type.__name__}, got {type(params).__name__}")
+    return params
+
+
 def emit_stream_unit(
     top: Callable[..., Any],
     params: Any,
@@ -272,8 +284,7 @@ def emit_stream_unit(
     Raises:
         ParamError: when ``params`` is not a ``params_type``.
     """
-    if not isinstance(params, params_type):
-        raise ParamError(f"{name}: params must be a {params_type.__name__}, got {type(params).__name__}")
+    check_record(params, params_type, name)
     if os.environ.get("PYTHONHASHSEED") != "0":
         # MyHDL orders sensitivity lists and reset assignments by iterating sets of
         # names, which follows Python's per-process string hashing. Convert in a child

@@ -35,7 +35,7 @@ from myhdl import always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import GemmParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, resize, split_low
+from ..common import Emitted, emit_stream_unit, port, resize, split_low
 from ..sched.parts import new_bool, new_vec, wire
 from .detect import check_gemm
 
@@ -552,9 +552,6 @@ def agu_ports(p: GemmParams) -> dict[str, dict]:
     """Port list of :func:`gemm_agu` (name -> dir, width, doc); docs/gemm.md section 9."""
     wd = gemm_widths(p)
     kinds = ", ".join(f"{i} {k}" for i, k in enumerate(GemmParams.KINDS))
-
-    def port(d: str, w: int, doc: str) -> dict:
-        return {"dir": d, "width": w, "doc": doc}
 
     return {
         "clk": port("in", 1, "clock"),

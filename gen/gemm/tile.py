@@ -33,7 +33,7 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 
 from lockstep.models.formats import GemmParams, _clog2
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane, mem_read, resize, split_low
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, mem_read, port, resize, split_low
 from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
 from .agu import KIND, agu_ports, gemm_agu, gemm_widths
 from .cache import sa_cache
@@ -944,9 +944,6 @@ def tile_ports(fmt: GemmParams) -> dict[str, dict]:
     wd = gemm_widths(fmt)
     v, ew = fmt.v, fmt.ew
     kinds = ", ".join(f"{i} {k}" for i, k in enumerate(GemmParams.KINDS))
-
-    def port(d: str, w: int, doc: str) -> dict:
-        return {"dir": d, "width": w, "doc": doc}
 
     return {
         "clk": port("in", 1, "clock"),

@@ -25,9 +25,9 @@ from myhdl import always_comb, block
 
 from lockstep.models.formats import HostParams
 
-from ..common import Emitted, cat_lanes, emit_stream_unit
+from ..common import Emitted, cat_lanes, emit_stream_unit, port
 from ..sched.parts import bit_of, new_bool, new_vec, wire
-from .kernel import CYC_BITS, DIM_BITS, check_host, host_kernel, kernel_timing, port
+from .kernel import CYC_BITS, DIM_BITS, check_host, host_kernel, kernel_timing
 from .mem import dev_mem, dma_tp_ports, mem_arb
 
 __all__ = ["emit_engine", "engine_ports", "host_engine"]

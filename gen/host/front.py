@@ -36,15 +36,16 @@ from pathlib import Path
 from myhdl import Signal, always_comb, block, intbv
 from myhdl._Signal import Constant
 
-from lockstep.models.formats import HostParams, ParamError
+from lockstep.models.formats import HostParams
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, port
 from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
 from .front_check import front_check
 from .front_cq import CPL_BITS, cpl_pick, cq_writer, dispatch, front_state, kernel_link
 from .front_csr import cfg_regs, csr_decode, csr_read, ctrl_regs
 from .front_perf import COUNTERS, front_perf
 from .front_sq import sq_ptrs, sq_store
+from .kernel import check_host
 
 __all__ = ["check_host", "emit_front", "front_ports", "host_front"]
 
@@ -52,20 +53,10 @@ __all__ = ["check_host", "emit_front", "front_ports", "host_front"]
 CSR_AW = 12
 
 
-def check_host(fmt: object, who: str) -> HostParams:
-    """Refuse anything but a :class:`HostParams` (the message names the type)."""
-    if not isinstance(fmt, HostParams):
-        raise ParamError(f"{who}: params must be a HostParams, got {type(fmt).__name__}")
-    return fmt
-
-
 def front_ports(fmt: HostParams) -> dict[str, dict]:
     """Port list of :func:`host_front` (docs/host.md section 11; ``K = n_kernels``)."""
     p = check_host(fmt, "front_ports")
     k, aww = p.n_kernels, p.aww
-
-    def port(d: str, w: int, doc: str) -> dict:
-        return {"dir": d, "width": w, "doc": doc}
 
     return {
         "clk": port("in", 1, "clock"),

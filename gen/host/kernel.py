@@ -48,12 +48,12 @@ from pathlib import Path
 
 from myhdl import always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import HostParams, ParamError, _clog2
+from lockstep.models.formats import HostParams, _clog2
 
-from ..common import Emitted, emit_stream_unit, mem_read, resize, split_low
+from ..common import Emitted, check_record, emit_stream_unit, mem_read, port, resize, split_low
 from ..sched.parts import new_bool, new_vec
 
-__all__ = ["KernelWidths", "check_host", "emit_kernel", "host_kernel", "kernel_ports", "kernel_widths", "port"]
+__all__ = ["KernelWidths", "check_host", "emit_kernel", "host_kernel", "kernel_ports", "kernel_widths"]
 
 #: Kernel states.
 S_IDLE, S_SETUP, S_WGT, S_ACT, S_MAC, S_OUT, S_DRAIN, S_DONE = range(8)
@@ -69,10 +69,9 @@ def _bits(v: int) -> int:
 
 
 def check_host(fmt: object, who: str) -> HostParams:
-    """Refuse anything but a :class:`HostParams` (the message names the type)."""
-    if not isinstance(fmt, HostParams):
-        raise ParamError(f"{who}: params must be a HostParams, got {type(fmt).__name__}")
-    return fmt
+    """Refuse anything but a :class:`HostParams` (the message names the type); every
+    host generator calls this one."""
+    return check_record(fmt, HostParams, who)
 
 
 @dataclass(frozen=True)
@@ -105,11 +104,6 @@ def kernel_widths(p: HostParams) -> KernelWidths:
     return KernelWidths(mb=_bits(p.m_max), nb=_bits(p.n_max), kb=_bits(p.k_max), lb=_clog2(p.n_max),
                         eb=_clog2(p.k_max), rwb=_clog2(p.k_max // 2), bw=_bits(p.k_max * p.n_max // 2),
                         ob=_bits(p.mem_q), pw=p.acc_bits + 17)
-
-
-def port(d: str, w: int, doc: str) -> dict:
-    """One port record."""
-    return {"dir": d, "width": w, "doc": doc}
 
 
 def kernel_ports(fmt: HostParams) -> dict[str, dict]:

@@ -19,17 +19,12 @@ from ..common import Emitted, emit_stream_unit
 from ..sched.parts import new_bool, new_vec
 from .engine import engine_ports, host_engine
 from .front import front_ports, host_front
+from .kernel import check_host
 
 __all__ = ["emit_top", "host_top", "top_ports"]
 
 #: Internal signals the top also brings out (so the testbench can wait on them).
 _SHOWN = ("k_busy",)
-
-
-def _check(fmt: object, who: str) -> HostParams:
-    if not isinstance(fmt, HostParams):
-        raise ParamError(f"{who}: params must be a HostParams, got {type(fmt).__name__}")
-    return fmt
 
 
 def _shared(p: HostParams) -> dict[str, dict]:
@@ -47,7 +42,7 @@ def _shared(p: HostParams) -> dict[str, dict]:
 def top_ports(fmt: HostParams) -> dict[str, dict]:
     """Port list of :func:`host_top`: the front end's and the engine's ports but the
     wires between them (``k_busy`` is also an output)."""
-    p = _check(fmt, "host_top")
+    p = check_host(fmt, "host_top")
     sh = _shared(p)
     out = {}
     for ports in (front_ports(p), engine_ports(p)):
@@ -68,7 +63,7 @@ def host_top(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, k_busy
     """The front end and the engine, joined by name (module docstring). Ports:
     :func:`top_ports` (MyHDL names a top's ports by its arguments, so they are listed)."""
     ports = dict(locals())
-    p = _check(ports.pop("fmt"), "host_top")
+    p = check_host(ports.pop("fmt"), "host_top")
     if set(ports) != set(_top_ports_with_clock(p)):
         raise ParamError(f"host_top: the argument list {sorted(ports)} is not top_ports {sorted(top_ports(p))}")
     wires = {n: (new_bool() if d["width"] == 1 else new_vec(d["width"])) for n, d in _shared(p).items()
@@ -88,7 +83,7 @@ def emit_top(fmt: HostParams, outdir: Path | str, name: str = "host_top") -> Emi
         ParamError: ``fmt`` is not a HostParams, the two blocks' ports do not connect, or
             ``name`` is a keyword.
     """
-    p = _check(fmt, name)
+    p = check_host(fmt, name)
     return emit_stream_unit(host_top, p, HostParams, _top_ports_with_clock, outdir, name, family="host",
                             timing={"mem_lat": p.mem_lat, "dma_latency": 1, "csr_read": "combinational"},
                             doc="host task pipeline test top: command front end, kernels, arbiter, device memory")

@@ -48,7 +48,7 @@ from myhdl import always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, resize
+from ..common import Emitted, cat_lanes, emit_stream_unit, port, resize
 from ..sched.parts import bit_of, new_bool, new_vec, wire
 from .memory import DESC_BITS, check_fm_layout, desc_lsb, fm_mem_ports, fm_mem_unit, w_mem, w_mem_ports
 from .stream import mux2, part
@@ -443,9 +443,6 @@ def cluster_ports(fmt: SparseParams) -> dict[str, dict]:
     STU's ports keep their widths and meaning (docs/sparse.md section 9)."""
     m = fmt.m
     sp, fp, wp = stu_ports(fmt), fm_mem_ports(fmt), w_mem_ports(fmt)
-
-    def port(d: str, w: int, doc: str) -> dict:
-        return {"dir": d, "width": w, "doc": doc}
 
     def packed(ports: dict, name: str, doc: str) -> dict:
         w = ports[name]["width"]

@@ -70,7 +70,7 @@ from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.formats import ParamError, SparseParams, _clog2
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane, resize, split_low
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, port, resize, split_low
 from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
 from .memory import count_bits, fc_bits, group_bits, k_bits, widx_bits
 from .stream import check_sparse, size_bits
@@ -1526,9 +1526,6 @@ def stu_ports(fmt: SparseParams) -> dict[str, dict]:
     wd = stu_widths(fmt)
     p, u = fmt.p, fmt.u
     pools = ", ".join(f"{i} {n}" for i, n in enumerate(SparseParams.POOL_MODES))
-
-    def port(d: str, w: int, doc: str) -> dict:
-        return {"dir": d, "width": w, "doc": doc}
 
     return {
         "clk": port("in", 1, "clock"),

@@ -75,25 +75,27 @@ class HostDriver:
         async with self.lock:
             await self._write(addr, value)
 
-    async def _write(self, addr: int, value: int) -> None:
-        d = self.dut
+    async def _write(self, addr: int, value: int, port: str = "csr") -> None:
+        """One write on the CSR port (or the test port, ``port="tp"``: same signals)."""
+        we, a, wd = (getattr(self.dut, f"{port}_{n}") for n in ("we", "addr", "wdata"))
         await self._settle()
-        d.csr_we.value = 1
-        d.csr_addr.value = addr
-        d.csr_wdata.value = int(value) & _M32
+        we.value = 1
+        a.value = addr
+        wd.value = int(value) & _M32
         await self.edge
-        d.csr_we.value = 0
+        we.value = 0
 
     async def csr_read(self, addr: int) -> int:
         """Read a CSR (combinational)."""
         async with self.lock:
             return await self._read(addr)
 
-    async def _read(self, addr: int) -> int:
+    async def _read(self, addr: int, port: str = "csr") -> int:
+        """One combinational read on the CSR port (or the test port)."""
         await self._settle()
-        self.dut.csr_raddr.value = addr
+        getattr(self.dut, f"{port}_raddr").value = addr
         await Timer(1, "ns")
-        return int(self.dut.csr_rdata.value)
+        return int(getattr(self.dut, f"{port}_rdata").value)
 
     async def reg(self, name: str) -> int:
         """Read a CSR by name (``models.host.CSR``)."""
@@ -106,20 +108,11 @@ class HostDriver:
     # ---- test port -------------------------------------------------------------------
     async def tp_write(self, name: str, value: int) -> None:
         """Write a test-port register of host_top."""
-        d = self.dut
-        await self._settle()
-        d.tp_we.value = 1
-        d.tp_addr.value = TP[name]
-        d.tp_wdata.value = int(value) & _M32
-        await self.edge
-        d.tp_we.value = 0
+        await self._write(TP[name], value, "tp")
 
     async def tp_read(self, name: str) -> int:
         """Read a test-port register (combinational)."""
-        await self._settle()
-        self.dut.tp_raddr.value = TP[name]
-        await Timer(1, "ns")
-        return int(self.dut.tp_rdata.value)
+        return await self._read(TP[name], "tp")
 
     # ---- DMA port --------------------------------------------------------------------
     async def dma_write(self, addr: int, data: np.ndarray) -> None:
@@ -172,40 +165,24 @@ class HostDriver:
         """Write the 8 words into the tail slot and ring the doorbell; returns the cycle
         of the doorbell. Waits while the SQ is full (the back-pressure the application
         sees); never overwrites a slot the hardware owns."""
+        return await self.submit_batch([words])
+
+    async def submit_batch(self, batch: list[list[int]]) -> int:
+        """Write several descriptors (at most ``depth``) into consecutive slots and ring the
+        doorbell once for all of them (the patent's batch of 8); waits until the SQ has
+        room for the whole batch: on the ``sq_full`` pin while it is full, a few cycles
+        at a time while it has room for fewer. Returns the cycle of the doorbell."""
         depth = self.p.depth
+        if not 1 <= len(batch) <= depth:
+            raise ValueError(f"submit_batch: {len(batch)} descriptors; a batch holds 1 to {depth}")
         self.last_occupancy = -1
         while True:
             async with self.lock:
                 head = await self._read(hm.CSR["SQ_HEAD"])
                 occ = self.sq_occupancy(head)
                 self.last_occupancy = max(self.last_occupancy, occ)
-                if occ < depth:
-                    self.slot_cycle = self.now()  # a free slot: the packet's write starts
-                    slot = self.sq_tail % depth
-                    for w, v in enumerate(words):
-                        await self._write(hm.SQ_BASE + 32 * slot + 4 * w, v)
-                    self.sq_tail = (self.sq_tail + 1) % (2 * depth)
-                    await self._write(hm.CSR["SQ_TAIL"], self.sq_tail)
-                    return self.now()
-            # full: sleep until the hardware takes a descriptor (the sq_full pin falls)
-            self.full_waits += 1
-            await ReadOnly()
-            if int(self.dut.sq_full.value):
-                await FallingEdge(self.dut.sq_full)
-
-    async def submit_batch(self, batch: list[list[int]]) -> int:
-        """Write several descriptors (at most ``depth``) into consecutive slots and ring the
-        doorbell once for all of them (the patent's batch of 8); waits until the SQ has
-        room for the whole batch. Returns the cycle of the doorbell."""
-        depth = self.p.depth
-        if not 1 <= len(batch) <= depth:
-            raise ValueError(f"submit_batch: {len(batch)} descriptors; a batch holds 1 to {depth}")
-        while True:
-            async with self.lock:
-                head = await self._read(hm.CSR["SQ_HEAD"])
-                occ = self.sq_occupancy(head)
                 if occ + len(batch) <= depth:
-                    self.slot_cycle = self.now()
+                    self.slot_cycle = self.now()  # room: the packet write starts
                     tail = self.sq_tail
                     for words in batch:
                         for w, v in enumerate(words):
@@ -215,7 +192,11 @@ class HostDriver:
                     await self._write(hm.CSR["SQ_TAIL"], self.sq_tail)
                     return self.now()
             self.full_waits += 1
-            await self.cycles(4 * self.p.depth)  # room for a whole batch: the kernels must drain
+            await ReadOnly()
+            if int(self.dut.sq_full.value):  # sleep until the hardware takes a descriptor
+                await FallingEdge(self.dut.sq_full)
+            else:  # room, but not for the whole batch: the kernels must drain
+                await self.cycles(4 * depth)
 
     async def completions(self) -> list[hm.Completion]:
         """Every CQ entry present, in CQ order; CQ_HEAD advanced past them."""

@@ -80,26 +80,23 @@ class Submitter(uvm_component):
         want = 0
         for st in sc.steps:
             await drv.cycles(st.gap)
-            if st.kind == "task" and (st.batch > 1 or pending):
-                want = want or st.batch
+            if st.kind == "task":
+                # its activations are in the preloaded image (HostTopTest._setup)
                 words = st.desc.with_(seq=drv.seq).words()
-                drv.seq = (drv.seq + 1) & 0xFFFF
-                sh.submitted.append(words)
-                sh.labels.append(st.label)
-                pending.append(words)
-                if len(pending) == want:
-                    last_ring = await drv.submit_batch(pending)
-                    sh.batches.append(len(pending))
-                    pending, want = [], 0
-            elif st.kind == "task":
-                d = st.desc  # its activations are in the preloaded image (HostTopTest._setup)
-                words = d.with_(seq=drv.seq).words()
                 if st.mutate is not None:
                     words = st.mutate[1](words, drv.seq)
                 if st.mutate is None or st.mutate[0] != "BAD_SEQ":
                     drv.seq = (drv.seq + 1) & 0xFFFF
                 sh.submitted.append(words)
                 sh.labels.append(st.label)
+                if st.batch > 1 or pending:  # gathered until the batch is whole
+                    want = want or st.batch
+                    pending.append(words)
+                    if len(pending) == want:
+                        last_ring = await drv.submit_batch(pending)
+                        sh.batches.append(len(pending))
+                        pending, want = [], 0
+                    continue
                 ring = await drv.submit_words(words)
                 sh.occ_seen.add(min(drv.last_occupancy, p.depth))
                 if ring - last_ring <= 10 and st.gap == 0:
@@ -268,9 +265,8 @@ class QueueScoreboard(uvm_component):
         diff = np.flatnonzero(dev != mdl)
         if diff.size:
             a = int(diff[0])
-            owner = [f"{hm.Descriptor.unpack(w).tag:#06x}" for w in sh.submitted
-                     if hm.task_ranges(hm.Descriptor.unpack(w), sc.wgt_base)["out"][0] <= a
-                     < hm.task_ranges(hm.Descriptor.unpack(w), sc.wgt_base)["out"][1]]
+            outs = [(d.tag, hm.task_ranges(d, sc.wgt_base)["out"]) for d in map(hm.Descriptor.unpack, sh.submitted)]
+            owner = [f"{tag:#06x}" for tag, (lo, hi) in outs if lo <= a < hi]
             errs.append(f"device memory: {diff.size} byte(s) differ from the model; first at {a:#x} "
                         f"(device {dev[a]:#04x}, model {mdl[a]:#04x}; result of task(s) {owner or 'none'})")
         exp_regs = {"PERF_DONE": n_ok, "PERF_ERR": n_err, "PERF_BUSY": busy0, "PERF_BUSY1": busy1,
@@ -348,11 +344,9 @@ class HostTopTest(uvm_test):
         # the activations of every task land in the image too (regions are never reused)
         for st in sc.steps:
             d = st.desc
-            if st.kind == "task" and st.act is not None and st.act.shape == (d.m, d.k) and d.act_addr % 4 == 0:
-                raw = np.zeros(d.m * d.k * d.es, np.uint8)
-                hm.write_mat(raw, 0, st.act, d.dtype)
-                if d.act_addr + raw.size <= sc.wgt_base:
-                    image[d.act_addr:d.act_addr + raw.size] = raw
+            if st.kind == "task" and st.act is not None and st.act.shape == (d.m, d.k) and d.act_addr % 4 == 0 \
+                    and d.act_addr + d.m * d.k * d.es <= sc.wgt_base:
+                hm.write_mat(image, d.act_addr, st.act, d.dtype)
         await drv.dma_write(0, image)
         ctrl = _CTRL_EN | (_CTRL_IRQ if sc.use_irq else 0) | (_CTRL_HALT if sc.halt_on_error else 0)
         await drv.set_reg("PERF_CTRL", 1)
