@@ -15,7 +15,7 @@ from myhdl import block
 
 from lockstep.models.formats import HostParams, ParamError
 
-from ..common import Emitted, emit_stream_unit
+from ..common import Emitted, emit_stream_unit, port
 from ..sched.parts import new_bool, new_vec
 from .engine import engine_ports, host_engine
 from .front import front_ports, host_front
@@ -90,5 +90,4 @@ def emit_top(fmt: HostParams, outdir: Path | str, name: str = "host_top") -> Emi
 
 
 def _top_ports_with_clock(fmt: HostParams) -> dict[str, dict]:
-    return {"clk": {"dir": "in", "width": 1, "doc": "clock"}, "rst": {"dir": "in", "width": 1, "doc": "reset"},
-            **top_ports(fmt)}
+    return {"clk": port("in", 1, "clock"), "rst": port("in", 1, "reset"), **top_ports(fmt)}
