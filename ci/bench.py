@@ -70,7 +70,7 @@ def sched_bench(rows: list[dict]) -> list[str]:
     import time
 
     from lockstep.models import sched
-    from lockstep.models.formats import FabricParams
+    from lockstep.models.sched.params import FabricParams
 
     p = FabricParams(sd=1024)
     prog = sched.random_program(3, p, n_txn=400, span=2000, max_len=16)

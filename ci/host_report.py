@@ -5,7 +5,7 @@ measured in simulation on ``host_top``.
    16 x 32 @ 32 x 16, exec_cycles 899) in the serial, lock-step and stream modes, with one
    and two kernels, host stages of 400 cycles (not the bottleneck): the testbenches
    ``host_measure_<mode>_k<n>`` (every result checked bit-exact). Next to each: the
-   analytic model (``lockstep.models.host_pipe``: ``serial_model``, ``lockstep_model``,
+   analytic model (``lockstep.models.host.pipe``: ``serial_model``, ``lockstep_model``,
    ``stream_model``) and the discrete-event model (``simulate``), both fed with the step
    times measured in the same run (mean DMA, packet write and kernel cycles), so the table
    shows what the hardware and the coroutine pipeline add to the model.
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lockstep.models.host_pipe import lockstep_model, serial_model, simulate, stream_model, tune
+from lockstep.models.host.pipe import lockstep_model, serial_model, simulate, stream_model, tune
 from lockstep.verif.registry import HOST_MEASURE_TASKS, get
 from lockstep.verif.runner import run
 

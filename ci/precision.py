@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from lockstep.models import bfp
-from lockstep.models.formats import BfpFormat
+from lockstep.models.bfp.params import BfpFormat
 
 WIDTHS = list(range(4, 17))
 BLOCKS = [4, 8, 16, 32, 64]

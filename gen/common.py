@@ -28,9 +28,10 @@ import myhdl._always_comb
 import myhdl._always_seq
 import myhdl._block
 import myhdl._instance
-from myhdl import ConcatSignal, ResetSignal, Signal, always_comb, block, concat, intbv
+from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, concat, intbv
+from myhdl._Signal import Constant
 
-from lockstep.models.formats import ParamError, params_hash
+from lockstep.models.record import ParamError, clog2, params_hash
 
 __all__ = [
     "lane",
@@ -47,6 +48,13 @@ __all__ = [
     "split_low",
     "port_signals",
     "resize",
+    "new_bool",
+    "new_vec",
+    "const0",
+    "wire",
+    "bit_of",
+    "flop",
+    "ring_fifo",
 ]
 
 # IEEE 1800-2017 Annex B keywords that are legal Python identifiers; a MyHDL block or
@@ -409,6 +417,95 @@ def resize(src, dst):
         dst.next = src[wd:]
 
     return trunc
+
+
+def new_bool() -> Signal:
+    """A fresh 1-bit signal."""
+    return Signal(bool(0))
+
+
+def new_vec(width: int) -> Signal:
+    """A fresh unsigned vector signal."""
+    return Signal(intbv(0)[width:])
+
+
+def const0(width: int) -> Constant:
+    """A constant 0 of ``width`` bits (converted to a localparam): a signal this instance
+    never drives, e.g. the communication-interface outputs of the other tiles."""
+    return Constant(bool(0)) if width == 1 else Constant(intbv(0)[width:])
+
+
+@block
+def wire(a, y):
+    """``y = a``: a connection the flattened design needs as a real signal."""
+
+    @always_comb
+    def connect():
+        y.next = a
+
+    return connect
+
+
+@block
+def bit_of(bus, i, out):
+    """``out = bus[i]`` (a bool signal)."""
+
+    @always_comb
+    def pick():
+        out.next = bus[i]
+
+    return pick
+
+
+@block
+def flop(clk, rst, vi, di, vo, do_):
+    """One conveyor flip-flop: ``(vo, do_) <= (vi, di)`` (reset to 0)."""
+
+    @always_seq(clk.posedge, reset=rst)
+    def stage():
+        vo.next = vi
+        do_.next = di
+
+    return stage
+
+
+@block
+def ring_fifo(clk, rst, push, pop, din, head, occ, depth: int):
+    """A ``depth``-word FIFO in a circular buffer: ``head`` is the oldest word
+    (combinational), ``occ`` the occupancy (the caller's width); ``pop`` drops the head
+    and ``push`` writes ``din`` at the end of the cycle. The caller keeps both legal."""
+    pw_ = max(1, clog2(depth))
+    last_slot = depth - 1
+    rp, wp = new_vec(pw_), new_vec(pw_)
+    fifo = [Signal(intbv(0)[len(din):]) for _ in range(depth)]
+
+    @always_comb
+    def fifo_read():
+        head.next = fifo[rp]
+
+    @always_seq(clk.posedge, reset=rst)
+    def regs():
+        if pop:
+            if rp == last_slot:
+                rp.next = 0
+            else:
+                rp.next = rp + 1
+        if push:
+            if wp == last_slot:
+                wp.next = 0
+            else:
+                wp.next = wp + 1
+        if push and not pop:
+            occ.next = occ + 1
+        elif pop and not push:
+            occ.next = occ - 1
+
+    @always(clk.posedge)
+    def fifo_write():
+        if push:
+            fifo[wp].next = din
+
+    return fifo_read, regs, fifo_write
 
 
 

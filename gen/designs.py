@@ -6,7 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lockstep.models.formats import PATENT, FabricParams, GemmParams, HostParams, MxParams, SparseParams
+from lockstep.models.bfp.params import PATENT, MxParams
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.host.params import HostParams
+from lockstep.models.sched.params import FabricParams
+from lockstep.models.sparse.params import SparseParams
 
 from .bfp import emit_dot, emit_mx_quantizer, emit_quantizer, emit_renorm, emit_stats, emit_to_float
 from .common import Emitted

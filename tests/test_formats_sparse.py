@@ -2,7 +2,8 @@
 
 import pytest
 
-from lockstep.models.formats import ParamError, SparseParams
+from lockstep.models.record import ParamError
+from lockstep.models.sparse.params import SparseParams
 
 
 def test_defaults_and_derived():

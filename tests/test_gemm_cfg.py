@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from lockstep.models import gemm as G
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 from lockstep.models.gemm import ERR
 
 P = GemmParams()

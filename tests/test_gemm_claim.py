@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import gemm as G
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 
 P = GemmParams(mem_aw=18)  # 1 MiB of fp32
 M, N, K = 28, 128, 256

@@ -10,7 +10,7 @@ from math import ceil
 import pytest
 
 from lockstep.models import gemm as G
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 
 P = GemmParams()  # 64 sets x 8 ways x 64 B, fp32, V = 16, budget 6
 

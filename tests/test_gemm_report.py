@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 from lockstep.verif.gemm.jobs import make_jobs
 from lockstep.verif.registry import TESTBENCHES
 

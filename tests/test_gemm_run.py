@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import gemm as G
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 from lockstep.models.gemm import A_LD, B_LD, BUF_LD, C_WR, COPY_RD, COPY_WR
 
 P = GemmParams()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lockstep.models import gemm as G
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 
 P = GemmParams()
 

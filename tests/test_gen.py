@@ -17,8 +17,10 @@ import pytest
 from lockstep.gen import bfp as gbfp
 from lockstep.gen.common import check_name
 from lockstep.gen.lint import lint_file
-from lockstep.models import bfp, mx
-from lockstep.models.formats import BfpFormat, MxParams, ParamError
+from lockstep.models import bfp
+from lockstep.models.bfp import mx
+from lockstep.models.bfp.params import BfpFormat, MxParams
+from lockstep.models.record import ParamError
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import check_rtl_ports, generate_rtl, rtl_dir
 
@@ -68,7 +70,7 @@ def test_deterministic_across_processes(tmp_path):
     """
     code = (
         "import sys; from lockstep.gen.bfp import emit_quantizer; "
-        "from lockstep.models.formats import BfpFormat; "
+        "from lockstep.models.bfp import BfpFormat; "
         "emit_quantizer(BfpFormat(w=8, e=5, n=8), sys.argv[1])"
     )
     outs = []

@@ -8,7 +8,8 @@ import pytest
 from lockstep.gen.bfp.dot import DOT_LATENCY, DOT_MAX_N, dot_ports, emit_dot, tree_width
 from lockstep.gen.lint import lint_file
 from lockstep.models import bfp
-from lockstep.models.formats import BfpFormat, ParamError
+from lockstep.models.bfp.params import BfpFormat
+from lockstep.models.record import ParamError
 from lockstep.verif.registry import TESTBENCHES
 
 #: The formats the dot testbenches verify, from the registry (never restated here).

@@ -25,7 +25,9 @@ from lockstep.gen.gemm import (
 )
 from lockstep.gen.gemm.cache import CNT_BITS
 from lockstep.gen.lint import lint_file
-from lockstep.models.formats import GemmParams, ParamError, SparseParams
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import ParamError
+from lockstep.models.sparse.params import SparseParams
 from lockstep.verif.runner import check_rtl_ports
 
 #: Configurations every block must lint clean for.

@@ -14,7 +14,9 @@ from lockstep.gen.gemm.agu import agu_ports, emit_agu
 from lockstep.gen.gemm.tile import CNT_BASE, CSR_READ, CSR_WRITE, emit_tile, tile_ports
 from lockstep.gen.gemm.top import emit_top, top_ports
 from lockstep.gen.lint import lint_file
-from lockstep.models.formats import GemmParams, ParamError, SparseParams
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import ParamError
+from lockstep.models.sparse.params import SparseParams
 from lockstep.verif.runner import check_rtl_ports
 
 #: Configurations every block must lint clean for (the brief's list): the default tile

@@ -23,7 +23,9 @@ from lockstep.gen.host import (
     kernel_ports,
 )
 from lockstep.gen.lint import lint_file
-from lockstep.models.formats import GemmParams, HostParams, ParamError
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.host.params import HostParams
+from lockstep.models.record import ParamError
 from lockstep.verif.runner import check_rtl_ports
 
 #: Configurations the engine must lint clean for.

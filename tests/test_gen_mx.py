@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from lockstep.gen.bfp.mx import MX_FLAGS, MX_LATENCY, emit_mx_quantizer
-from lockstep.models.mx import MX_FLAG_NAMES
+from lockstep.models.bfp.mx import MX_FLAG_NAMES
 from lockstep.gen.lint import lint_file
-from lockstep.models import mx
-from lockstep.models.formats import MX_ELEMENTS, MxParams, ParamError, params_hash
+from lockstep.models.bfp import mx
+from lockstep.models.bfp.params import MX_ELEMENTS, MxParams
+from lockstep.models.record import ParamError, params_hash
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ from lockstep.gen.bfp.renorm import (
 )
 from lockstep.gen.lint import lint_file
 from lockstep.models import bfp
-from lockstep.models.formats import BfpFormat, ParamError
+from lockstep.models.bfp.params import BfpFormat
+from lockstep.models.record import ParamError
 from lockstep.verif.bfp.renorm_env import RENORM_KINDS, acc_vectors
 from lockstep.verif.registry import TESTBENCHES
 

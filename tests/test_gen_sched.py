@@ -28,7 +28,8 @@ from lockstep.gen.sched import (
     tile_ports,
 )
 from lockstep.gen.sched.parts import field_lsb, ld_addr_width, tile_sel_width
-from lockstep.models.formats import FabricParams, ParamError
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
 from lockstep.verif.runner import check_rtl_ports
 
 #: Parameter sets every generator must lint clean for (verilator -Wall, iverilog -g2012).
@@ -185,7 +186,7 @@ def test_deterministic_across_hash_seeds(tmp_path, generated):
     """A process with another string-hash seed writes the same bytes (gen/common.py
     converts under PYTHONHASHSEED=0)."""
     code = ("import sys; from lockstep.gen.sched import emit_tile; "
-            "from lockstep.models.formats import FabricParams; emit_tile(FabricParams(), sys.argv[1])")
+            "from lockstep.models.sched import FabricParams; emit_tile(FabricParams(), sys.argv[1])")
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True,
                    env={**os.environ, "PYTHONHASHSEED": "7"})
     assert (tmp_path / "sched_tile.v").read_bytes() == generated("defaults")["tile"].verilog.read_bytes()

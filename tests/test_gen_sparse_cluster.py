@@ -17,7 +17,9 @@ from lockstep.gen.lint import lint_file
 from lockstep.gen.sparse import cluster_ports, emit_cluster, fm_mem_ports, stu_ports, w_mem_ports
 from lockstep.gen.sparse.cluster import CL_ERR_NAMES, unit_bits
 from lockstep.models import sparse
-from lockstep.models.formats import FabricParams, ParamError, SparseParams
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
+from lockstep.models.sparse.params import SparseParams
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import check_rtl_ports
 from lockstep.verif.sparse.cluster_jobs import make_jobs

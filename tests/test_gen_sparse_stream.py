@@ -23,7 +23,9 @@ from lockstep.gen.sparse import (
     profiler_ports,
     w_mem_ports,
 )
-from lockstep.models.formats import FabricParams, ParamError, SparseParams
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
+from lockstep.models.sparse.params import SparseParams
 
 BLOCKS = {
     "sp_encoder": (emit_encoder, encoder_ports),

@@ -17,7 +17,9 @@ from lockstep.gen.lint import lint_file
 from lockstep.gen.sparse import emit_stu, emit_stu_top, fm_mem_ports, stu_ports, stu_top_ports, w_mem_ports
 from lockstep.gen.sparse.stu import CNT_BITS, stu_widths
 from lockstep.models import sparse
-from lockstep.models.formats import FabricParams, ParamError, SparseParams
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
+from lockstep.models.sparse.params import SparseParams
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import check_rtl_ports
 from lockstep.verif.sparse.stu_jobs import SCENARIOS, make_jobs

@@ -11,7 +11,7 @@ import pytest
 
 from lockstep.gen.bfp.tofloat import TO_FLOAT_FLAGS, TO_FLOAT_LATENCY, emit_to_float, to_float_ports
 from lockstep.models import bfp
-from lockstep.models.formats import BfpFormat
+from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.bfp.tofloat_env import reachable, result_classes, tf_blocks
 
 

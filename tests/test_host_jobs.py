@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import host as hm
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 from lockstep.verif.host.jobs import ERROR_KINDS, SCENARIOS, make_scenario
 
 PARAMS = [HostParams(m_max=8, k_max=16, n_max=8, mem_aw=14), HostParams(n_kernels=2, depth=4, m_max=6, k_max=8,

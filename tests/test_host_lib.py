@@ -1,4 +1,4 @@
-"""The host library's pure parts (models/host_lib.py; docs/host.md section 10, spec 002
+"""The host library's pure parts (models/host/lib.py; docs/host.md section 10, spec 002
 sections 2.3, 2.5, 2.10): expected values are worked by hand from the spec and the
 contract, or come from ``lockstep.models.host``."""
 
@@ -10,27 +10,12 @@ import numpy as np
 import pytest
 
 from lockstep.models import host as H
-from lockstep.models.formats import HostParams, ParamError
-from lockstep.models.host_lib import (
-    AllocError,
-    ArrayDevice,
-    DeviceAllocator,
-    MemoryMap,
-    OutOfDeviceMemory,
-    SplitError,
-    TaskPacket,
-    TaskResult,
-    UnmappedAddress,
-    compare,
-    dequantize,
-    host_run,
-    pad_words,
-    quantize,
-    scale_for,
-    split_task,
-    tile,
-    to_bytes,
-    untile,
+from lockstep.models.host.params import HostParams
+from lockstep.models.record import ParamError
+from lockstep.models.host.lib import (
+    AllocError, ArrayDevice, DeviceAllocator, MemoryMap, OutOfDeviceMemory, SplitError, TaskPacket,
+    TaskResult, UnmappedAddress, compare, dequantize, host_run, pad_words, quantize, scale_for, split_task,
+    tile, to_bytes, untile,
 )
 
 P = HostParams()

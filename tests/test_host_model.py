@@ -1,5 +1,5 @@
-"""The golden models of the host family's hardware (models/host_desc.py, host_kernel.py,
-host_front.py) against hand-worked cases of docs/host.md sections 3, 5, 6 and 8."""
+"""The golden models of the host family's hardware (models/host/desc.py, kernel.py,
+front.py) against hand-worked cases of docs/host.md sections 3, 5, 6 and 8."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from lockstep.models import host as h
-from lockstep.models.formats import HostParams, ParamError
+from lockstep.models.host.params import HostParams
+from lockstep.models.record import ParamError
 
 P = HostParams()
 LIM = h.Limits(exp_seq=0, wgt_base=0x8000, wgt_size=0x1000, mem_limit=P.mem_bytes)

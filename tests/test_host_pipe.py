@@ -1,4 +1,4 @@
-"""Pipeline schedules of the host library (models/host_pipe.py; spec 002 sections 2.4,
+"""Pipeline schedules of the host library (models/host/pipe.py; spec 002 sections 2.4,
 2.8, 2.9, 4.2): the discrete-event model against the analytic model, the spec's worked
 example and the tuner, busy fractions, the chart and the reorder buffer. Expected
 numbers are worked by hand from the spec."""
@@ -11,20 +11,11 @@ import random
 import numpy as np
 import pytest
 
-from lockstep.models.formats import ParamError
-from lockstep.models.host_lib import TaskPacket
-from lockstep.models.host_pipe import (
-    Event,
-    InOrder,
-    busy_fraction,
-    draw_times,
-    lockstep_model,
-    serial_model,
-    simulate,
-    stamp,
-    stream_model,
-    timing_chart,
-    tune,
+from lockstep.models.record import ParamError
+from lockstep.models.host.lib import TaskPacket
+from lockstep.models.host.pipe import (
+    Event, InOrder, busy_fraction, draw_times, lockstep_model, serial_model, simulate, stamp, stream_model,
+    timing_chart, tune,
 )
 
 EX = {"pre": 3, "kernel": 2, "post": 1}      # the spec's worked example: p=3, e=2, q=1, n=4

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lockstep.gen.bfp import emit_quantizer
-from lockstep.models.formats import BfpFormat
+from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.registry import TESTBENCHES, UnknownTestbench, get
 from lockstep.verif.runner import check_rtl_ports, main
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from lockstep.models import sched as S
-from lockstep.models.formats import FabricParams, ParamError
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
 
 P = FabricParams(comm=True)
 

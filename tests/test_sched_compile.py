@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from lockstep.models import sched as S
-from lockstep.models.formats import FabricParams, ParamError
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
 
 BASE = FabricParams(dw=8, aw=8, accw=24)
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from lockstep.models import sched as S
-from lockstep.models.formats import FabricParams, ParamError
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
 
 #: A 3 x 3 torus with 2-cycle hops: tile t = 3*r + c.
 M33 = FabricParams(nt=9, rows=3, hop_lat=2)

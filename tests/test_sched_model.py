@@ -13,7 +13,8 @@ import random
 import pytest
 
 from lockstep.models import sched as S
-from lockstep.models.formats import FabricParams, ParamError
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
 from lockstep.models.sched import (
     ERR_BUSY,
     ERR_COLLISION,
@@ -54,15 +55,6 @@ def rules(prog: Program) -> set[str]:
 # ======================================================================================
 # encoding
 # ======================================================================================
-def test_doctests():
-    import doctest
-
-    from lockstep.models import sched_core
-
-    res = doctest.testmod(sched_core)
-    assert res.failed == 0 and res.attempted >= 2
-
-
 def test_constants():
     assert OPS == {"NOP": 0, "SEND": 1, "RECV": 2, "TAP": 3, "VADD": 4, "VMUL": 5, "DOT": 6, "FWD": 0xB,
                    "HALT": 0xE, "PERIODIC": 0xF}

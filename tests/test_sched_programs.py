@@ -9,8 +9,8 @@ from lockstep.models import sched
 from lockstep.verif.registry import TESTBENCHES
 import numpy as np
 
-from lockstep.models import sched_gen
-from lockstep.models.formats import FabricParams
+from lockstep.models.sched import programs as sched_gen
+from lockstep.models.sched.params import FabricParams
 from lockstep.verif.sched.env import CommStimulus, Compiled, comm_effects, make_program
 
 RING = sorted(n for n, tb in TESTBENCHES.items()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import sparse as S
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 from lockstep.models.sparse import Cfg
 
 BIG = SparseParams(hmax=64, wmax=64, kmax=5, ow=32, m=4)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import sparse as S
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 P = SparseParams()  # rb = cb = 4, kb = 2, dw = ww = ow = 8
 

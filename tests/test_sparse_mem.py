@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lockstep.models import sparse as S
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 from lockstep.models.sparse import MEM_ERR, W_ERR
 
 P = SparseParams()  # hmax = wmax = 8, depth = 64, kmax = 3

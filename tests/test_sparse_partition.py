@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import sparse as S
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 
 def count(X: np.ndarray, cell, halo: int = 0) -> int:

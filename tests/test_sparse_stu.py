@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import sparse as S
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 from lockstep.models.sparse import FC, STU_ERR, Cfg
 
 P = SparseParams()

@@ -13,16 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockstep.models.formats import (
-    MX_ELEMENTS,
-    PATENT,
-    BfpFormat,
-    FabricParams,
-    GemmParams,
-    HostParams,
-    MxParams,
-    SparseParams,
-)
+from lockstep.models.bfp.params import MX_ELEMENTS, PATENT, BfpFormat, MxParams
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.host.params import HostParams
+from lockstep.models.sched.params import FabricParams
+from lockstep.models.sparse.params import SparseParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
 

@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockstep.models.formats import params_hash
+from lockstep.models.record import params_hash
 
+from . import deps
 from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
 
 __all__ = ["RunResult", "build", "build_key", "rtl_dir", "generate_rtl", "run", "main", "REPO", "BUILD"]
@@ -113,21 +114,25 @@ def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
-def source_hash(generator: str = "") -> str:
-    """Hash of the generator sources a build depends on: the shared ``gen/*.py``, the
-    generator's own family package (``lockstep.gen.<family>``) and the parameter
-    records. Part of every build key, so editing a generator can never reuse stale
-    Verilog, and editing one family does not rebuild the others."""
-    module = generator.split(":")[0].split(".")
-    family = REPO / "gen" / module[2] if len(module) > 2 and module[:2] == ["lockstep", "gen"] else None
-    files = sorted((REPO / "gen").glob("*.py")) + [REPO / "models" / "formats.py"]
-    if family is not None and family.is_dir():
-        files += sorted(family.rglob("*.py"))
-    elif family is None:
-        files = sorted((REPO / "gen").rglob("*.py")) + [REPO / "models" / "formats.py"]
+def source_hash(generator: str = "", root: Path = REPO) -> str:
+    """Hash of the source files a build depends on: every lockstep module that importing
+    the generator's module executes (:meth:`lockstep.verif.deps.ImportGraph.closure`: its
+    family's generators and parameter record, the shared ``gen/common.py`` and
+    ``models/record.py``, and whatever else they import). Part of every build key, so
+    editing a generator or a record can never reuse stale Verilog, and editing one family
+    rebuilds no other family's designs. Without a generator: every generator source.
+    """
+    g = deps.graph(root)
+    module = generator.split(":")[0]
+    if module:
+        if module not in g.files:
+            raise ValueError(f"generator {generator!r}: no module {module} under {root}")
+        files = sorted(g.files[m] for m in g.closure(module))
+    else:
+        files = sorted((root / "gen").rglob("*.py")) + sorted((root / "models").rglob("*.py"))
     h = hashlib.sha256()
     for f in files:
-        h.update(str(f.relative_to(REPO)).encode() + f.read_bytes())
+        h.update(str(f.relative_to(root)).encode() + f.read_bytes())
     return h.hexdigest()[:8]
 
 

@@ -3,7 +3,7 @@
 Spec 002's worked example (p = 3, e = 2, q = 1, n = 4): the accelerator's busy fraction
 and the total time without a pipeline, with the patent's lock-step pipeline and with
 free-running bounded queues, from the analytic model and from the discrete-event model
-(``lockstep.models.host_pipe``); then method 600's tuner moves a host worker from
+(``lockstep.models.host.pipe``); then method 600's tuner moves a host worker from
 post- to pre-processing and the pipeline balances; last, random stage times, where
 lock-step pays the slowest stage of every period and the stream pipeline does not.
 
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lockstep.models.host_pipe import busy_fraction, lockstep_model, serial_model, simulate, stream_model, tune
+from lockstep.models.host.pipe import (
+    busy_fraction, lockstep_model, serial_model, simulate, stream_model, tune,
+)
 
 p, e, q, n = 3, 2, 1, 4
 times = {"pre": p, "kernel": e, "post": q}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from lockstep.models import sparse
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 params = SparseParams(p=4, kmax=3, hmax=16, wmax=16, depth=256, ow=20, m=4)   # cells up to 16 x 16
 rng = np.random.default_rng(7)

@@ -1,8 +1,8 @@
 """MyHDL generators for the block-floating-point family (spec 004), one module per unit.
 
-Every unit reads one parameter record (:class:`~lockstep.models.formats.BfpFormat`, or
-:class:`~lockstep.models.formats.MxParams` for the OCP MX quantizer) and implements the
-semantics documented in :mod:`lockstep.models.bfp` / :mod:`lockstep.models.mx`; the
+Every unit reads one parameter record (:class:`~lockstep.models.bfp.params.BfpFormat`, or
+:class:`~lockstep.models.bfp.params.MxParams` for the OCP MX quantizer) and implements the
+semantics documented in :mod:`lockstep.models.bfp` / :mod:`lockstep.models.bfp.mx`; the
 golden model is the reference.
 
 | unit | module | generator |

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from myhdl import Signal, always_comb, block, concat, intbv
 
-from lockstep.models.formats import BfpFormat, ParamError, _clog2
+from lockstep.models.bfp.params import BfpFormat
+from lockstep.models.record import ParamError, clog2
 
 from ..common import Emitted, emit_stream_unit, flat_signal, lane
 from ..stream import STREAM_LATENCY, stream_ports, stream_register
@@ -153,7 +154,7 @@ def add_tree(terms, out):
 
 def tree_width(count: int, width: int) -> int:
     """Output bits of :func:`add_tree` over ``count`` terms of ``width`` bits."""
-    return width + _clog2(count)
+    return width + clog2(count)
 
 
 @block

@@ -1,6 +1,6 @@
 """MyHDL generator of the OCP Microscaling (MX) v1.0 quantizer.
 
-The unit implements :func:`lockstep.models.mx.mx_quantize_flags` bit for bit (the model
+The unit implements :func:`lockstep.models.bfp.mx.mx_quantize_flags` bit for bit (the model
 is the specification; read its module docstring). Structure, as the BFP quantizer's:
 
 1. ``lane_split`` gives each lane its float32 bits and a magnitude key (0 for Inf/NaN);
@@ -26,16 +26,9 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, Signal, always_comb, block, concat, intbv
 
-from lockstep.models.formats import MxElement, MxParams
-from lockstep.models.mx import (
-    E8M0_BIAS,
-    E8M0_NAN,
-    MX_FLAG_INF,
-    MX_FLAG_NAN,
-    MX_FLAG_SAT,
-    MX_FLAG_SCALE_LO,
-    MX_FLAG_SUBN,
-    MX_FLAG_ZERO,
+from lockstep.models.bfp.params import MxElement, MxParams
+from lockstep.models.bfp.mx import (
+    E8M0_BIAS, E8M0_NAN, MX_FLAG_INF, MX_FLAG_NAN, MX_FLAG_SAT, MX_FLAG_SCALE_LO, MX_FLAG_SUBN, MX_FLAG_ZERO,
 )
 
 from ..common import Emitted, emit_stream_unit, flat_signal

@@ -1,6 +1,6 @@
 """MyHDL generators for the block-floating-point family (spec 004).
 
-Every unit reads one :class:`~lockstep.models.formats.BfpFormat` and implements the
+Every unit reads one :class:`~lockstep.models.bfp.params.BfpFormat` and implements the
 semantics documented in :mod:`lockstep.models.bfp`; the golden model is the reference
 and these blocks are checked against it bit for bit.
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, Signal, always_comb, block, concat, intbv
 
-from lockstep.models.formats import BfpFormat, ParamError
+from lockstep.models.bfp.params import BfpFormat
+from lockstep.models.record import ParamError
 
 from ..common import Emitted, emit_stream_unit, flat_signal
 from ..stream import STREAM_LATENCY, stream_ports, stream_register

@@ -27,7 +27,7 @@ from pathlib import Path
 from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.bfp import FLAG_NAMES, StatsSelector
-from lockstep.models.formats import BfpFormat
+from lockstep.models.bfp.params import BfpFormat
 
 from ..common import Emitted, emit_stream_unit, flat_signal
 from ..stream import STREAM_LATENCY, stream_ports, stream_register

@@ -33,10 +33,10 @@ from pathlib import Path
 
 from myhdl import always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import GemmParams, _clog2
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import clog2
 
-from ..common import Emitted, emit_stream_unit, port, resize, split_low
-from ..sched.parts import new_bool, new_vec, wire
+from ..common import Emitted, emit_stream_unit, new_bool, new_vec, port, resize, split_low, wire
 from .detect import check_gemm
 
 __all__ = [
@@ -95,10 +95,10 @@ def gemm_widths(p: GemmParams) -> GemmWidths:
     """The widths of the gemm blocks for ``p``."""
     lines = -(-(p.v * p.eb) // p.line) + 1
     return GemmWidths(
-        lg_eb=_clog2(p.eb), lg_v=_clog2(p.v), lg_l=_clog2(p.line), ea=p.aw - _clog2(p.eb),
-        rw=max(1, _clog2(p.m_max)), jw=max(1, _clog2(p.z_max)), kkw=max(1, _clog2(p.v)),
+        lg_eb=clog2(p.eb), lg_v=clog2(p.v), lg_l=clog2(p.line), ea=p.aw - clog2(p.eb),
+        rw=max(1, clog2(p.m_max)), jw=max(1, clog2(p.z_max)), kkw=max(1, clog2(p.v)),
         mw=p.m_max.bit_length(), zw=p.z_max.bit_length(), nw=p.v.bit_length(), bw=(p.v * p.eb).bit_length(),
-        lw=max(1, (lines - 1).bit_length()), pw=max(1, p.miss_pen.bit_length()), shw=max(1, _clog2(p.accw)),
+        lw=max(1, (lines - 1).bit_length()), pw=max(1, p.miss_pen.bit_length()), shw=max(1, clog2(p.accw)),
         xw=max(p.dimw, (p.z_max * p.v).bit_length(), p.m_max.bit_length()) + 2,
         row=p.z_max * p.v * p.accw,
     )

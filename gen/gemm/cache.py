@@ -43,7 +43,8 @@ from pathlib import Path
 
 from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import GemmParams, _clog2
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import clog2
 
 from ..common import Emitted, flat_signal, lane, lane_bus, resize
 from .detect import check_gemm, emit_gemm
@@ -77,11 +78,11 @@ class CacheWidths:
 
 def cache_widths(fmt: GemmParams) -> CacheWidths:
     """The widths of :func:`sa_cache` for ``fmt``."""
-    agb = _clog2(fmt.ways)
+    agb = clog2(fmt.ways)
     wb = 1 + fmt.tag_bits + agb
     nk = len(GemmParams.KINDS)
-    return CacheWidths(lgs=_clog2(fmt.sets), lgl=_clog2(fmt.line), tb=fmt.tag_bits, agb=agb, wb=wb,
-                       eb=fmt.ways * wb, nk=nk, kb=max(1, _clog2(nk)))
+    return CacheWidths(lgs=clog2(fmt.sets), lgl=clog2(fmt.line), tb=fmt.tag_bits, agb=agb, wb=wb,
+                       eb=fmt.ways * wb, nk=nk, kb=max(1, clog2(nk)))
 
 
 @block

@@ -49,7 +49,8 @@ from pathlib import Path
 from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 from myhdl._Signal import Constant
 
-from lockstep.models.formats import GemmParams, ParamError, _clog2
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import ParamError, clog2
 
 from ..common import Emitted, emit_stream_unit, flat_signal, resize
 
@@ -117,11 +118,11 @@ def detect_widths(fmt: GemmParams) -> DetectWidths:
     nl = -(-(veb - 1) // fmt.line) + 1
     amax = (1 << fmt.aw) - 1 + (fmt.m_max - 1) * ((1 << fmt.aw) - 1) * fmt.eb + veb - 1
     ab = amax.bit_length()
-    lgl = _clog2(fmt.line)
+    lgl = clog2(fmt.line)
     return DetectWidths(
-        lgs=_clog2(fmt.sets), lgl=lgl, lge=_clog2(fmt.eb), veb=veb, nl=nl, lb=fmt.aw,
+        lgs=clog2(fmt.sets), lgl=lgl, lge=clog2(fmt.eb), veb=veb, nl=nl, lb=fmt.aw,
         mb=count_bits(fmt.m_max + 1), kb=count_bits(fmt.m_max), cb=count_bits(fmt.m_max * nl),
-        vb=count_bits(fmt.m_max * nl), ab=ab, xb=ab - lgl, pb=_clog2(fmt.sets) + 1,
+        vb=count_bits(fmt.m_max * nl), ab=ab, xb=ab - lgl, pb=clog2(fmt.sets) + 1,
     )
 
 
@@ -225,7 +226,7 @@ def _closed_form(base, ld, m, way_multiple, way_fraction, aligned, period, worst
     aw = fmt.aw
     pb = wd.pb
     xw = max(wd.mb, lgs + 1) + 1  # m + period - 1 without wrapping
-    gb = _clog2(xw)  # holds lgs; indexes per (xw bits) exactly
+    gb = clog2(xw)  # holds lgs; indexes per (xw bits) exactly
     lb = len(ld)
     mul_z, lin_z, base_z = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     ld_m1 = flat_signal(lb)

@@ -54,7 +54,8 @@ from pathlib import Path
 
 from myhdl import Signal, always_comb, always_seq, block, intbv
 
-from lockstep.models.formats import GemmParams, _clog2
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import clog2
 
 from ..common import Emitted, flat_signal, resize
 from .detect import _closed_form, _ld_walk, check_gemm, const, count_bits, detect_widths, emit_gemm
@@ -97,9 +98,9 @@ def select_widths(fmt: GemmParams) -> SelectWidths:
     dw = count_bits(fmt.m_max + fmt.z_max)
     zv = fmt.z_max * fmt.v
     return SelectWidths(
-        ncand=ncand, ib=max(1, _clog2(ncand)), kb=dwd.kb, zb=count_bits(fmt.z_max),
+        ncand=ncand, ib=max(1, clog2(ncand)), kb=dwd.kb, zb=count_bits(fmt.z_max),
         pgb=count_bits(len(GemmParams.PROGS) - 1), sb=count_bits(fmt.m_max * dwd.nl + ncand + 1),
-        nw=nw, dw=dw, pw=nw + dw, xb=max(fmt.dimw, count_bits(zv)) + 1, shb=count_bits(_clog2(zv)),
+        nw=nw, dw=dw, pw=nw + dw, xb=max(fmt.dimw, count_bits(zv)) + 1, shb=count_bits(clog2(zv)),
     )
 
 
@@ -112,7 +113,7 @@ def _rom(idx, mi, zi, mmin, zv1, sh, fmt: GemmParams):
     rom_z = tuple(z for _, z in cands)
     rom_mmin = tuple(fmt.l_hw // z + 1 for _, z in cands)
     rom_zv1 = tuple(z * fmt.v - 1 for _, z in cands)
-    rom_sh = tuple(_clog2(z * fmt.v) for _, z in cands)
+    rom_sh = tuple(clog2(z * fmt.v) for _, z in cands)
     assert all(mn <= m for (m, _), mn in zip(cands, rom_mmin))  # every entry is valid at cap m_max
 
     if len(cands) == 1:  # a one-entry ROM: constants (MyHDL cannot index a 1-tuple)

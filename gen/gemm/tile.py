@@ -31,10 +31,13 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import GemmParams, _clog2
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import clog2
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane, mem_read, port, resize, split_low
-from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
+from ..common import (
+    Emitted, bit_of, cat_lanes, const0, emit_stream_unit, lane, mem_read, new_bool, new_vec, port, resize,
+    split_low, wire,
+)
 from .agu import KIND, agu_ports, gemm_agu, gemm_widths
 from .cache import sa_cache
 from .detect import check_gemm, detect_widths
@@ -470,7 +473,7 @@ def _csr_read(csr_raddr, lo_tab, hi_tab, hi_base: int, csr_rdata):
     ``hi_base <= a < hi_base + len(hi_tab)``, else 0."""
     nlo, nhi, hb = len(lo_tab), len(hi_tab), hi_base
     aw = len(csr_raddr)
-    lb, hbits = max(1, _clog2(nlo)), max(1, _clog2(nhi))
+    lb, hbits = max(1, clog2(nlo)), max(1, clog2(nhi))
     hidx = new_vec(aw)
     li, hi = new_vec(lb), new_vec(hbits)
     hi_unused = new_vec(aw - hbits) if aw > hbits else None

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from myhdl import always, always_comb, block
 
-from lockstep.models.formats import GemmParams, ParamError
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import ParamError
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane, mem_read, split_low
-from ..sched.parts import new_bool, new_vec, wire
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, mem_read, new_bool, new_vec, split_low, wire
 from .agu import gemm_widths
 from .detect import check_gemm
 from .tile import gemm_tile, tile_ports, tile_timing

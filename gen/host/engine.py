@@ -23,10 +23,9 @@ from pathlib import Path
 
 from myhdl import always_comb, block
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, port
-from ..sched.parts import bit_of, new_bool, new_vec, wire
+from ..common import Emitted, bit_of, cat_lanes, emit_stream_unit, new_bool, new_vec, port, wire
 from .kernel import CYC_BITS, DIM_BITS, check_host, host_kernel, kernel_timing
 from .mem import dev_mem, dma_tp_ports, mem_arb
 

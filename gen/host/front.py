@@ -36,10 +36,9 @@ from pathlib import Path
 from myhdl import Signal, always_comb, block, intbv
 from myhdl._Signal import Constant
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane, port
-from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
+from ..common import Emitted, bit_of, cat_lanes, const0, emit_stream_unit, lane, new_bool, new_vec, port, wire
 from .front_check import front_check
 from .front_cq import CPL_BITS, cpl_pick, cq_writer, dispatch, front_state, kernel_link
 from .front_csr import cfg_regs, csr_decode, csr_read, ctrl_regs

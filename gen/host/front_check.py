@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from myhdl import always_comb, block, concat, intbv
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 from lockstep.models.host import MAGIC, MATMUL, NOP, ST
 
-from ..common import resize
-from ..sched.parts import new_bool, new_vec
+from ..common import new_bool, new_vec, resize
 
 __all__ = ["CHK_W", "front_check"]
 

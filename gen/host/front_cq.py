@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from myhdl import always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 from lockstep.models.host import FE_KERNEL, ST
 
-from ..common import mem_read
-from ..sched.parts import new_vec
+from ..common import mem_read, new_vec
 
 __all__ = ["CPL_BITS", "cpl_pick", "cq_writer", "dispatch", "front_state", "kernel_link"]
 

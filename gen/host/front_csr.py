@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from myhdl import always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 from lockstep.models.host import CQ_BASE, CSR, ID_VALUE, SQ_BASE, hw_cfg
 
 

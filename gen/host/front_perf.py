@@ -8,7 +8,8 @@ from myhdl import always_comb, always_seq, block, concat, intbv
 
 from lockstep.models.host import ST
 
-from ..sched.parts import new_vec
+from ..common import new_vec
+
 
 __all__ = ["COUNTERS", "front_perf"]
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from myhdl import always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
-from ..common import mem_read, resize
-from ..sched.parts import new_vec
+from ..common import mem_read, new_vec, resize
 
 __all__ = ["sq_ptrs", "sq_store"]
 

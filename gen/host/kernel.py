@@ -48,10 +48,12 @@ from pathlib import Path
 
 from myhdl import always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import HostParams, _clog2
+from lockstep.models.host.params import HostParams
+from lockstep.models.record import clog2
 
-from ..common import Emitted, check_record, emit_stream_unit, mem_read, port, resize, split_low
-from ..sched.parts import new_bool, new_vec
+from ..common import (
+    Emitted, check_record, emit_stream_unit, mem_read, new_bool, new_vec, port, resize, split_low,
+)
 
 __all__ = ["KernelWidths", "check_host", "emit_kernel", "host_kernel", "kernel_ports", "kernel_widths"]
 
@@ -101,8 +103,8 @@ class KernelWidths:
 
 def kernel_widths(p: HostParams) -> KernelWidths:
     """The kernel's internal widths for ``p``."""
-    return KernelWidths(mb=_bits(p.m_max), nb=_bits(p.n_max), kb=_bits(p.k_max), lb=_clog2(p.n_max),
-                        eb=_clog2(p.k_max), rwb=_clog2(p.k_max // 2), bw=_bits(p.k_max * p.n_max // 2),
+    return KernelWidths(mb=_bits(p.m_max), nb=_bits(p.n_max), kb=_bits(p.k_max), lb=clog2(p.n_max),
+                        eb=clog2(p.k_max), rwb=clog2(p.k_max // 2), bw=_bits(p.k_max * p.n_max // 2),
                         ob=_bits(p.mem_q), pw=p.acc_bits + 17)
 
 

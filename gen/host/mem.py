@@ -47,10 +47,9 @@ from pathlib import Path
 
 from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
-from ..common import Emitted, emit_stream_unit, port
-from ..sched.parts import new_bool, new_vec, ring_fifo
+from ..common import Emitted, emit_stream_unit, new_bool, new_vec, port, ring_fifo
 from .kernel import _bits, check_host
 
 __all__ = ["LFSR_MASK", "TP_REGS", "arb_ports", "dev_mem", "dev_mem_ports", "emit_dev_mem", "emit_mem_arb",

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from myhdl import block
 
-from lockstep.models.formats import HostParams, ParamError
+from lockstep.models.host.params import HostParams
+from lockstep.models.record import ParamError
 
-from ..common import Emitted, emit_stream_unit, port
-from ..sched.parts import new_bool, new_vec
+from ..common import Emitted, emit_stream_unit, new_bool, new_vec, port
 from .engine import engine_ports, host_engine
 from .front import front_ports, host_front
 from .kernel import check_host

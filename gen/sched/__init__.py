@@ -8,7 +8,7 @@
 | ring of ``nt`` tiles + bus + chip counter | ``sched_ring`` | :func:`emit_ring` |
 | ``rows x cols`` torus mesh of the same tiles | ``sched_mesh`` | :func:`emit_mesh` |
 
-Every generator reads one :class:`~lockstep.models.formats.FabricParams` and writes
+Every generator reads one :class:`~lockstep.models.sched.params.FabricParams` and writes
 ``<name>.v`` plus the ``<name>.json`` record (params, ports, timing).
 """
 

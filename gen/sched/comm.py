@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from myhdl import always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import FabricParams, _clog2
+from lockstep.models.record import clog2
+from lockstep.models.sched.params import FabricParams
 
-from .parts import new_bool, new_vec, ring_fifo
+from ..common import new_bool, new_vec, ring_fifo
+
 
 __all__ = ["comm_classify", "comm_port", "time_base"]
 
@@ -93,7 +95,7 @@ def comm_port(clk, rst, run, go, h_op, h_port, h_a, h_b, h_d, h_len, ext_valid, 
         susp: a CHECK suspends in this cycle; pad: a pop returns the pad word.
     """
     aw, dw, depth = fmt.aw, fmt.dw, fmt.fifo_d
-    nw = max(_clog2(depth + 1), 9)   # occupancy and N = LEN + 1, compared in nw bits
+    nw = max(clog2(depth + 1), 9)   # occupancy and N = LEN + 1, compared in nw bits
     b_unused = new_vec(aw - 1)
     cnt, dd = new_vec(8), new_vec(aw)
     start, pop, push = new_bool(), new_bool(), new_bool()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from myhdl import always_seq, block, intbv
 
-from lockstep.models.formats import FabricParams
+from lockstep.models.sched.params import FabricParams
 
 from ..common import Emitted, emit_stream_unit
 from .parts import check_fabric

@@ -47,7 +47,7 @@ has its first body entry there from cycle 2. The sequencer looks at the head onl
 cycle ``FETCH_LEAD`` (2), or ``FETCH_LEAD + 1`` (3) when the program starts with a
 well-formed periodic block (``h_ready``; a saturating start-up counter and a flag "the
 first word absorbed was a good header"). This is the golden model's fetch model
-(models/sched.py decision 6) and the linter's FIRST / HDR_GAP-at-start rules: a first
+(models/sched/__init__.py decision 6) and the linter's FIRST / HDR_GAP-at-start rules: a first
 entry with T < FETCH_LEAD (or a block-first entry with T < FETCH_LEAD + 1) raises MISSED
 in that first cycle. In mid-stream the header bubble is real: a block whose first entry
 is only one count after the previous entry (illegal by HDR_GAP) gives MISSED here when
@@ -60,7 +60,7 @@ Decisions where docs/sched.md is silent
   (its T is ``base``); for a bad body entry the body word with T replaced by
   ``(base + r*P + d) mod 2**cw``. When a poison entry's T equals ``count`` it raises
   DECOMP and halts the tile; like every entry that raises an error at its cycle it is
-  *not* issued (no ``issue`` tap; models/sched.py decision 2).
+  *not* issued (no ``issue`` tap; models/sched/__init__.py decision 2).
 * A header whose body does not fit in the schedule memory (``header + n_body >= sd``)
   is a bad header (spec 000 section 4.9 lists "truncated body" under DECOMP): one
   poison entry with ``T = base``, and expansion continues after the header (the golden
@@ -73,9 +73,12 @@ from __future__ import annotations
 
 from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import FabricParams, _clog2
+from lockstep.models.record import clog2
+from lockstep.models.sched.params import FabricParams
 
-from .parts import OP, field_lsb, lane, new_bool, new_vec, resize
+from ..common import lane, new_bool, new_vec, resize
+from .parts import OP, field_lsb
+
 
 __all__ = ["fetch_widths", "sched_fetch"]
 
@@ -91,10 +94,10 @@ def fetch_widths(fmt: FabricParams) -> dict[str, int]:
     * ``nbw``: five bits, enough for ``n_body`` up to ``BODY_MAX`` (16).
     """
     return {
-        "fw": _clog2(fmt.sd + 32),
-        "ix": max(1, _clog2(fmt.sd)),
+        "fw": clog2(fmt.sd + 32),
+        "ix": max(1, clog2(fmt.sd)),
         "mw": max(fmt.cw, fmt.aw),
-        "nbw": _clog2(fmt.BODY_MAX + 1),
+        "nbw": clog2(fmt.BODY_MAX + 1),
     }
 
 
@@ -209,7 +212,7 @@ def sched_fetch(clk, rst, run, ld_swe, ld_sidx, ld_data, pop, h_valid, h_word, h
     q1, p1, v1 = new_vec(ew), new_bool(), new_bool()
     lead_first = fmt.FETCH_LEAD  # first cycle the head may be looked at
     lead_max = fmt.FETCH_LEAD + 1  # ... when the program starts with a good header
-    lead = new_vec(_clog2(lead_max + 1))  # cycles since the first run cycle, saturating
+    lead = new_vec(clog2(lead_max + 1))  # cycles since the first run cycle, saturating
     pushed, hdr_first = new_bool(), new_bool()
 
     @always_comb

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from myhdl import always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import FabricParams, _clog2
+from lockstep.models.record import clog2
+from lockstep.models.sched.params import FabricParams
 
-from .parts import new_bool, new_vec
+from ..common import new_bool, new_vec
+
 
 __all__ = ["add_const", "ldw_unit", "mv_col", "mv_ctl", "wcell"]
 
@@ -86,7 +88,7 @@ def ldw_unit(clk, rst, go, h_op, h_a, busy, raddr, row_en, fmt: FabricParams):
         row_en: per row ``j``, the back row ``j`` loads at the end of this cycle.
     """
     k, aw = fmt.k, fmt.aw
-    rw = max(1, _clog2(k))
+    rw = max(1, clog2(k))
     cnt, row, base = new_vec(rw), new_vec(rw), new_vec(aw)
     st, act, cur_row = new_bool(), new_bool(), new_vec(rw)
     o_ldw, klast = O_LDW, k - 1

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from myhdl import block
 
-from lockstep.models.formats import FabricParams, ParamError
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
 
 from ..common import Emitted
 from .parts import check_fabric

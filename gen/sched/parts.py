@@ -1,37 +1,26 @@
-"""Shared pieces of the ``sched`` generators: opcodes, the entry layout, widths, and
-small MyHDL helper blocks whose structure is chosen in Python (so every generated
-expression has explicit, equal operand widths for ``verilator -Wall``).
+"""Shared pieces of the ``sched`` generators: opcodes, the entry layout and widths. The
+small MyHDL helper blocks every family uses (``new_vec``, ``wire``, ``ring_fifo``...) are
+in :mod:`lockstep.gen.common`.
 
-The entry layout (field order and widths) is :class:`~lockstep.models.formats.FabricParams`'
+The entry layout (field order and widths) is :class:`~lockstep.models.sched.params.FabricParams`'
 (``ENTRY_FIELDS``, ``field_width``); this module only turns it into bit offsets.
 """
 
 from __future__ import annotations
 
-from myhdl import Signal, always, always_comb, always_seq, block, intbv
-from myhdl._Signal import Constant
-
-from lockstep.models.formats import FabricParams, ParamError, _clog2
-
-from ..common import lane, resize
+from lockstep.models.record import ParamError, clog2
+from lockstep.models.sched.params import FabricParams
 
 __all__ = [
     "ALU_OPS",
     "OPCODES",
     "OP",
     "PREFETCH_DEPTH",
-    "bit_of",
     "check_fabric",
     "err_index",
     "field_lsb",
-    "flop",
-    "lane",
     "ld_addr_width",
-    "new_bool",
-    "new_vec",
-    "resize",
     "tile_sel_width",
-    "wire",
 ]
 
 #: Opcodes of docs/sched.md section 3 (the reserved ones raise OPCODE); one table,
@@ -74,98 +63,11 @@ def err_index(fmt: FabricParams, name: str) -> int:
 def ld_addr_width(fmt: FabricParams) -> int:
     """Width of ``ld_addr``: it addresses the schedule memory (``sd`` words) and the
     data memory (``words``), whichever needs more bits."""
-    return max(fmt.aw, _clog2(fmt.sd))
+    return max(fmt.aw, clog2(fmt.sd))
 
 
 def tile_sel_width(fmt: FabricParams) -> int:
     """Width of ``ld_tile`` / ``dbg_tile`` (at least one bit)."""
-    return max(1, _clog2(fmt.nt))
+    return max(1, clog2(fmt.nt))
 
 
-@block
-def wire(a, y):
-    """``y = a``: a connection the flattened design needs as a real signal."""
-
-    @always_comb
-    def connect():
-        y.next = a
-
-    return connect
-
-
-@block
-def ring_fifo(clk, rst, push, pop, din, head, occ, depth: int):
-    """A ``depth``-word FIFO in a circular buffer: ``head`` is the oldest word
-    (combinational), ``occ`` the occupancy (the caller's width); ``pop`` drops the head
-    and ``push`` writes ``din`` at the end of the cycle. The caller keeps both legal."""
-    pw_ = max(1, _clog2(depth))
-    last_slot = depth - 1
-    rp, wp = new_vec(pw_), new_vec(pw_)
-    fifo = [Signal(intbv(0)[len(din):]) for _ in range(depth)]
-
-    @always_comb
-    def fifo_read():
-        head.next = fifo[rp]
-
-    @always_seq(clk.posedge, reset=rst)
-    def regs():
-        if pop:
-            if rp == last_slot:
-                rp.next = 0
-            else:
-                rp.next = rp + 1
-        if push:
-            if wp == last_slot:
-                wp.next = 0
-            else:
-                wp.next = wp + 1
-        if push and not pop:
-            occ.next = occ + 1
-        elif pop and not push:
-            occ.next = occ - 1
-
-    @always(clk.posedge)
-    def fifo_write():
-        if push:
-            fifo[wp].next = din
-
-    return fifo_read, regs, fifo_write
-
-
-def const0(width: int) -> Constant:
-    """A constant 0 of ``width`` bits (converted to a localparam): a signal this instance
-    never drives, e.g. the communication-interface outputs of the other tiles."""
-    return Constant(bool(0)) if width == 1 else Constant(intbv(0)[width:])
-
-
-@block
-def bit_of(bus, i, out):
-    """``out = bus[i]`` (a bool signal)."""
-
-    @always_comb
-    def pick():
-        out.next = bus[i]
-
-    return pick
-
-
-@block
-def flop(clk, rst, vi, di, vo, do_):
-    """One conveyor flip-flop: ``(vo, do_) <= (vi, di)`` (reset to 0)."""
-
-    @always_seq(clk.posedge, reset=rst)
-    def stage():
-        vo.next = vi
-        do_.next = di
-
-    return stage
-
-
-def new_bool() -> Signal:
-    """A fresh 1-bit signal."""
-    return Signal(bool(0))
-
-
-def new_vec(width: int) -> Signal:
-    """A fresh unsigned vector signal."""
-    return Signal(intbv(0)[width:])

@@ -36,23 +36,12 @@ from typing import Any
 
 from myhdl import ConcatSignal, always_comb, always_seq, block
 
-from lockstep.models.formats import FabricParams, ParamError
+from lockstep.models.record import ParamError
+from lockstep.models.sched.params import FabricParams
 
-from ..common import Emitted, emit_stream_unit
+from ..common import Emitted, bit_of, const0, emit_stream_unit, flop, lane, new_bool, new_vec, wire
 from .counter import counter_core
-from .parts import (
-    bit_of,
-    check_fabric,
-    err_index,
-    flop,
-    lane,
-    ld_addr_width,
-    new_bool,
-    new_vec,
-    const0,
-    tile_sel_width,
-    wire,
-)
+from .parts import check_fabric, err_index, ld_addr_width, tile_sel_width
 from .tile import sched_tile, tile_ports, tile_timing
 
 __all__ = ["emit_ring", "ring_ports", "sched_ring"]

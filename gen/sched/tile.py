@@ -23,7 +23,7 @@ Decisions where docs/sched.md is silent (also see :mod:`.fetch`):
 * Memories: ``rst`` clears the schedule memory, the data memory and all state; a load
   in the same cycle as ``rst`` still lands (so loading during or after reset both work).
   Unloaded words therefore read 0, as in the golden model's images.
-* No issue on an error (as the golden model, models/sched.py decision 2): an entry
+* No issue on an error (as the golden model, models/sched/__init__.py decision 2): an entry
   that raises OPCODE (reserved opcode; PORT 3, or port 2 without a bus, on
   SEND/RECV/TAP/FWD; RECV on port 2; FWD source 3, or 2 without a bus; UNIT != 0),
   BUSY, or DECOMP (a poison entry) at its cycle is not issued: no ``issue`` tap, no
@@ -75,30 +75,17 @@ from pathlib import Path
 
 from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import FabricParams, _clog2
+from lockstep.models.record import clog2
+from lockstep.models.sched.params import FabricParams
 
-from ..common import Emitted, emit_stream_unit, mem_read
+from ..common import (
+    Emitted, bit_of, const0, emit_stream_unit, lane, mem_read, new_bool, new_vec, resize, ring_fifo, wire,
+)
 from .counter import counter_core
 from .fetch import fetch_widths, sched_fetch
 from .comm import comm_classify, comm_port, time_base
 from .mac import add_const, ldw_unit, mv_col, mv_ctl, wcell
-from .parts import (
-    ALU_OPS,
-    OP,
-    PREFETCH_DEPTH,
-    bit_of,
-    check_fabric,
-    err_index,
-    field_lsb,
-    lane,
-    ld_addr_width,
-    new_bool,
-    new_vec,
-    resize,
-    ring_fifo,
-    const0,
-    wire,
-)
+from .parts import ALU_OPS, OP, PREFETCH_DEPTH, check_fabric, err_index, field_lsb, ld_addr_width
 
 __all__ = ["emit_tile", "sched_tile", "tile_ports", "tile_timing"]
 
@@ -353,7 +340,7 @@ def _in_port(clk, rst, go, h_op, h_port, h_src, h_d, h_len, vin, din,
     start = new_bool()
     cur_mode, cur_d = new_vec(2), new_vec(aw)
     pop, push = new_bool(), new_bool()
-    occ, fhead = new_vec(_clog2(depth + 1)), new_vec(dw)
+    occ, fhead = new_vec(clog2(depth + 1)), new_vec(dw)
     buf = ring_fifo(clk, rst, push, pop, din, fhead, occ, depth)
 
     @always_comb
@@ -721,7 +708,6 @@ def _dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we0, wa0, wd0, we1, wa1, wd1, we2
 
     reads = [mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
     return write, wconf, reads
-
 
 
 @block

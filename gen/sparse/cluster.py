@@ -46,10 +46,10 @@ from pathlib import Path
 
 from myhdl import always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import ParamError, SparseParams, _clog2
+from lockstep.models.record import ParamError, clog2
+from lockstep.models.sparse.params import SparseParams
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, port, resize
-from ..sched.parts import bit_of, new_bool, new_vec, wire
+from ..common import Emitted, bit_of, cat_lanes, emit_stream_unit, new_bool, new_vec, port, resize, wire
 from .memory import DESC_BITS, check_fm_layout, desc_lsb, fm_mem_ports, fm_mem_unit, w_mem, w_mem_ports
 from .stream import mux2, part
 from .stu import CNT_BITS, stu, stu_check, stu_ports, stu_timing, stu_widths
@@ -68,7 +68,7 @@ _RD_FIELDS = (("rd_row", "rd_row"), ("rd_col", "rd_col"), ("rd_val", "rd_val"), 
 
 def unit_bits(fmt: SparseParams) -> int:
     """Width of ``wr_unit`` (a memory unit index ``< m``)."""
-    return max(1, _clog2(fmt.m))
+    return max(1, clog2(fmt.m))
 
 
 def cluster_check(fmt: object, who: str = "stc_cluster") -> SparseParams:

@@ -39,7 +39,8 @@ from pathlib import Path
 
 from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import ParamError, SparseParams, _clog2
+from lockstep.models.record import ParamError, clog2
+from lockstep.models.sparse.params import SparseParams
 
 from ..common import Emitted, flat_signal, lane_bus, mem_read, resize
 from .stream import _emit, _stream, check_sparse, mux2, part
@@ -85,7 +86,7 @@ def check_fm_layout(fmt: SparseParams) -> SparseParams:
 
 def group_bits(fmt: SparseParams) -> int:
     """Width of ``rd_group``: it addresses ``ceil(depth / p)`` groups."""
-    return max(1, _clog2(-(-fmt.depth // fmt.p)))
+    return max(1, clog2(-(-fmt.depth // fmt.p)))
 
 
 def count_bits(n: int) -> int:
@@ -128,7 +129,7 @@ def _fm_bank(clk, rst, clear, store, wdata, desc_in, rd_group, q, desc, rows, co
         lane_valid: bit ``l`` = entry ``rd_group*p + l`` is stored.
     """
     p, rb, cb, dw = fmt.p, fmt.rb, fmt.cb, fmt.dw
-    gb, lb = group_bits(fmt), max(1, _clog2(p))
+    gb, lb = group_bits(fmt), max(1, clog2(p))
     wa = flat_signal(gb + 1)  # full groups stored (q div p); the next entry's group
     wl = flat_signal(lb)  # q mod p: the next entry's lane
     wa_g = flat_signal(gb)
@@ -353,7 +354,7 @@ def emit_fm_mem(fmt: SparseParams, outdir: Path | str, name: str = "fm_mem_unit"
 
 def widx_bits(fmt: SparseParams) -> int:
     """Width of a weight index ``j < kmax**2`` (``rd_idx`` lanes)."""
-    return max(1, _clog2(fmt.kmax * fmt.kmax))
+    return max(1, clog2(fmt.kmax * fmt.kmax))
 
 
 def k_bits(fmt: SparseParams) -> int:
@@ -363,7 +364,7 @@ def k_bits(fmt: SparseParams) -> int:
 
 def fc_bits(fmt: SparseParams) -> tuple[int, int]:
     """Widths of an FC row (output neuron ``o < nmax_out``) and column (``i < wmax``)."""
-    return max(1, _clog2(fmt.nmax_out)), max(1, _clog2(fmt.wmax))
+    return max(1, clog2(fmt.nmax_out)), max(1, clog2(fmt.wmax))
 
 
 @block

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import ParamError, SparseParams, _clog2
+from lockstep.models.record import ParamError, clog2
+from lockstep.models.sparse.params import SparseParams
 
 from ..common import Emitted, emit_stream_unit, flat_signal, lane, resize
 

@@ -68,10 +68,13 @@ from pathlib import Path
 
 from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.formats import ParamError, SparseParams, _clog2
+from lockstep.models.record import ParamError, clog2
+from lockstep.models.sparse.params import SparseParams
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane, port, resize, split_low
-from ..sched.parts import bit_of, const0, new_bool, new_vec, wire
+from ..common import (
+    Emitted, bit_of, cat_lanes, const0, emit_stream_unit, lane, new_bool, new_vec, port, resize, split_low,
+    wire,
+)
 from .memory import count_bits, fc_bits, group_bits, k_bits, widx_bits
 from .stream import check_sparse, size_bits
 
@@ -129,7 +132,7 @@ def stu_widths(fmt: SparseParams) -> StuWidths:
     qb = count_bits(fmt.depth)
     return StuWidths(
         kb_cfg=k_bits(fmt), hb=hb, wb=wb, qb=qb, zb=zb, nb=nb, sb=count_bits(fmt.accw + 1),
-        gb=group_bits(fmt), jb=widx_bits(fmt), ob=ob, ib=ib, nacc=nacc, ab=max(1, _clog2(nacc)),
+        gb=group_bits(fmt), jb=widx_bits(fmt), ob=ob, ib=ib, nacc=nacc, ab=max(1, clog2(nacc)),
         fd=fmt.fifo_d, fob=count_bits(fmt.fifo_d), eb=count_bits((1 << qb) + fmt.p), j1=max(zb, nb),
         j2=count_bits(fmt.kmax * fmt.kmax + 1),
     )
@@ -603,9 +606,9 @@ def _s2_fetch(ent, gab, lrow, lcol, lval, lvld, brow, bcol, bval, bvld, row, col
     wd = stu_widths(fmt)
     p, depth = fmt.p, fmt.depth
     ex, d = new_vec(wd.eb), new_vec(wd.eb)
-    lw_ = max(1, _clog2(p))
+    lw_ = max(1, clog2(p))
     dl = new_vec(lw_)
-    bi = new_vec(max(1, _clog2(depth)))  # the buffer index (ent < depth is checked on all of ent)
+    bi = new_vec(max(1, clog2(depth)))  # the buffer index (ent < depth is checked on all of ent)
 
     @always_comb
     def off():
@@ -803,7 +806,7 @@ def _s2_buffer(clk, rst, go, round2, lrow, lcol, lval, lvld, brow, bcol, bval, b
     wd = stu_widths(fmt)
     p, depth = fmt.p, fmt.depth
     bwe = [new_bool() for _ in range(p)]
-    bwa = [new_vec(max(1, _clog2(depth))) for _ in range(p)]
+    bwa = [new_vec(max(1, clog2(depth))) for _ in range(p)]
 
     @always_seq(clk.posedge, reset=rst)
     def ptr():

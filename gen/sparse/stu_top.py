@@ -20,10 +20,10 @@ from pathlib import Path
 
 from myhdl import Signal, always, always_comb, block
 
-from lockstep.models.formats import SparseParams, _clog2
+from lockstep.models.record import clog2
+from lockstep.models.sparse.params import SparseParams
 
-from ..common import Emitted, cat_lanes, emit_stream_unit, lane, resize
-from ..sched.parts import new_bool, new_vec, wire
+from ..common import Emitted, cat_lanes, emit_stream_unit, lane, new_bool, new_vec, resize, wire
 from .stu import _acc_read
 from .stu import stu, stu_check, stu_ports, stu_timing, stu_widths
 
@@ -39,7 +39,7 @@ _MEM_PORTS = ("rd_group", "rd_row", "rd_col", "rd_val", "rd_lane_valid", "w_rd_i
 def ld_bits(fmt: SparseParams) -> tuple[int, int]:
     """Widths of ``ld_addr`` (the largest memory) and ``ld_data`` (the widest word)."""
     words = max(fmt.depth, fmt.kmax * fmt.kmax, fmt.nmax_out * fmt.wmax)
-    return max(1, _clog2(words)), max(fmt.data_bits, fmt.weight_bits, fmt.ww)
+    return max(1, clog2(words)), max(fmt.data_bits, fmt.weight_bits, fmt.ww)
 
 
 @block
@@ -102,7 +102,7 @@ def _data_lane(mem, rd_group, cfg_nnz, l: int, row, col, val, valid, fmt: Sparse
     wd = stu_widths(fmt)
     ew = wd.eb + len(rd_group) + 1
     gx, qx, e = new_vec(ew), new_vec(ew), new_vec(ew)
-    ei = new_vec(max(1, _clog2(depth)))
+    ei = new_vec(max(1, clog2(depth)))
     word = new_vec(rb + cb + dw)
     lc = l
 
@@ -144,7 +144,7 @@ def _weight_lane(mem, idx, cfg_wnz, a, b, w, valid, fmt: SparseParams):
 def _fc_lane(mem, row, idx, w, fmt: SparseParams):
     """FC gather lane: ``w = W[row][idx]`` at ``row * wmax + idx`` (0 when ``idx >= wmax``)."""
     wmax, n = fmt.wmax, fmt.nmax_out * fmt.wmax
-    aw = max(1, _clog2(n))
+    aw = max(1, clog2(n))
     xw = aw + len(row) + len(idx) + 1
     rx, ix, a = new_vec(xw), new_vec(xw), new_vec(xw)
     ai = new_vec(aw)
@@ -190,7 +190,7 @@ def stu_top(clk, rst, ld_we, ld_sel, ld_addr, ld_data, start, cfg_k, cfg_h, cfg_
     fmem = [new_vec(ww) for _ in range(nf)]
     for sel, mem, width in ((LD_SEL["data"], dmem, rb + cb + dw), (LD_SEL["weights"], wmem, 2 * kb + ww),
                             (LD_SEL["fc"], fmem, ww)):
-        m_we, m_addr, m_din = new_bool(), new_vec(max(1, _clog2(len(mem)))), new_vec(width)
+        m_we, m_addr, m_din = new_bool(), new_vec(max(1, clog2(len(mem)))), new_vec(width)
         insts += [_ld_decode(ld_we, ld_sel, ld_addr, ld_data, sel, len(mem), m_we, m_addr, m_din),
                   _ram(clk, rst, m_we, m_addr, m_din, mem)]
     if len(ld_data) > max(rb + cb + dw, 2 * kb + ww, ww):  # a stream word's LAST bit

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lockstep.models.formats import BfpFormat
+from lockstep.models.bfp.params import BfpFormat
 
 __all__ = ["EXP_BINS", "exp_class"]
 

@@ -2,7 +2,7 @@
 
 Plugs into :mod:`lockstep.verif.stream_env`: stimulus from :func:`.stimulus.float_blocks`
 (the BFP corner kinds) mixed with MX-specific corners (:data:`MX_KINDS`), a check that
-predicts every block with :func:`lockstep.models.mx.mx_quantize_flags` in one vectorised
+predicts every block with :func:`lockstep.models.bfp.mx.mx_quantize_flags` in one vectorised
 call, and cover points over every flag, the scale classes, the element-code classes and
 the stimulus kinds.
 """
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lockstep.models import mx
+from lockstep.models.bfp import mx
 from lockstep.models.bfp import decode_flags
-from lockstep.models.formats import BfpFormat, MxElement, MxParams
-from lockstep.models.mx import MX_FLAG_NAMES
+from lockstep.models.bfp.params import BfpFormat, MxElement, MxParams
+from lockstep.models.bfp.mx import MX_FLAG_NAMES
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, unpack_lanes

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lockstep.models import bfp
-from lockstep.models.formats import BfpFormat
+from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, to_signed, unpack_lanes

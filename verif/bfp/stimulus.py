@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lockstep.models.formats import BfpFormat
+from lockstep.models.bfp.params import BfpFormat
 
 __all__ = ["KINDS", "float_blocks", "pick_kinds"]
 

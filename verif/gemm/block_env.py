@@ -37,7 +37,7 @@ from pyuvm import (
     uvm_test,
 )
 
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup

@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lockstep.models import gemm
-from lockstep.models.formats import GemmParams, _clog2
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import clog2
 
 from ..coverage import Covergroup
 from .block_env import BlockBfm, BlockUnit
@@ -85,7 +86,7 @@ class CacheUnit(BlockUnit):
         p = params
         self.sim = gemm.CacheSim(p.sets, p.ways, p.line)  # the scoreboard's model
         self.cov = gemm.CacheSim(p.sets, p.ways, p.line)  # the cover group's (same stimulus)
-        self.lgs, self.lgl = _clog2(p.sets), _clog2(p.line)
+        self.lgs, self.lgl = clog2(p.sets), clog2(p.line)
 
     # ---- stimulus -----------------------------------------------------------------------
     def addr(self, rng: np.random.Generator, tag: int, s: int) -> int:

@@ -41,7 +41,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lockstep.models import gemm
-from lockstep.models.formats import GemmParams, _clog2
+from lockstep.models.gemm.params import GemmParams
+from lockstep.models.record import clog2
 
 from ..coverage import Covergroup
 from .block_env import BlockBfm, BlockUnit
@@ -62,10 +63,10 @@ def stride(rng: np.random.Generator, p: GemmParams, klass: str) -> int:
     if klass == "multiple":
         return way * int(rng.integers(1, min(8, top // way) + 1))
     if klass == "fraction":
-        return way >> int(rng.integers(0, _clog2(way) + 1))
+        return way >> int(rng.integers(0, clog2(way) + 1))
     if klass == "line":
         ll = max(1, p.line // p.eb)
-        ld = ll * int(rng.choice([1, 3, 5, 7, 9, 15])) << int(rng.integers(0, _clog2(p.sets) + 2))
+        ld = ll * int(rng.choice([1, 3, 5, 7, 9, 15])) << int(rng.integers(0, clog2(p.sets) + 2))
         return min(ld, top)
     if klass == "odd":
         return int(rng.integers(0, min(4 * way, top) // 2)) * 2 + 1
@@ -361,7 +362,7 @@ class DetectUnit(StartDoneUnit):
             J("refused", 0, way, mm + 1),
             J("refused", 0, way, (1 << self.widths["m"]) - 1),
         ]
-        for j in range(_clog2(S) + 1):  # every period S / 2**j
+        for j in range(clog2(S) + 1):  # every period S / 2**j
             jobs.append(J("line", L * int(rng.integers(0, 64)), ll << j, mm))
         jobs = self.decorate(rng, jobs)
         while len(jobs) < count:
@@ -380,7 +381,7 @@ class DetectUnit(StartDoneUnit):
     def define_coverage(self, cg: Covergroup) -> None:
         p = self.params
         cg.point("outcome", lambda s: s["outcome"], ["conflict", "no_conflict", "ld0", "m0", "m_big"])
-        cg.point("period", lambda s: s["period"], [0] + [1 << i for i in range(_clog2(p.sets) + 1)])
+        cg.point("period", lambda s: s["period"], [0] + [1 << i for i in range(clog2(p.sets) + 1)])
         cg.point("segments", lambda s: s["segments"], ["aligned", "straddling"])
         cg.point("rows", lambda s: s["rows"], ["overlapping", "disjoint"])
         cg.point("m", lambda s: s["m"], ["1", "mid", "m_max"] if p.m_max > 2 else ["1", "m_max"])

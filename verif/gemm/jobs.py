@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from lockstep.models import gemm
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 
 __all__ = ["GemmJob", "JobBuilder", "make_jobs"]
 

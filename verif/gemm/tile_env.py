@@ -42,7 +42,7 @@ from pyuvm import (
 )
 
 from lockstep.models import gemm
-from lockstep.models.formats import GemmParams
+from lockstep.models.gemm.params import GemmParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup

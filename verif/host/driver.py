@@ -27,7 +27,7 @@ from cocotb.triggers import FallingEdge, Lock, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
 from lockstep.models import host as hm
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
 from ..context import CLOCK_NS
 

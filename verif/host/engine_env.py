@@ -70,7 +70,7 @@ from pyuvm import (
 )
 
 from lockstep.models import host
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup

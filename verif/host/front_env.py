@@ -71,7 +71,7 @@ from cocotb.triggers import FallingEdge, SimTimeoutError, Timer, with_timeout
 from pyuvm import ConfigDB, uvm_analysis_port, uvm_driver, uvm_subscriber, uvm_test
 
 from lockstep.models import host
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 from lockstep.models.host import CQ_BASE, CSR, FE_KERNEL, ID_VALUE, MATMUL, NOP, SQ_BASE, ST, Completion, Descriptor
 
 from ..context import CLOCK_NS, TbContext, start

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from lockstep.models import host as hm
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
 __all__ = ["Step", "Scenario", "make_scenario", "SCENARIOS", "MUTATIONS"]
 

@@ -16,7 +16,7 @@ checks
   periods).
 
 Options: ``mode``, ``tasks``, ``times`` (``{"pre": c, "post": c}`` or random specs as
-:func:`~lockstep.models.host_pipe.draw_times`), ``workers``, ``shape`` (M, K, N),
+:func:`~lockstep.models.host.pipe.draw_times`), ``workers``, ``shape`` (M, K, N),
 ``layers``, ``streams``, ``both_every`` (every k-th task on route ``both``). The summary
 carries the measured figures ``ci/host_report.py`` tabulates.
 """
@@ -29,9 +29,9 @@ from cocotb.triggers import SimTimeoutError, with_timeout
 from pyuvm import uvm_test
 
 from lockstep.models import host as hm
-from lockstep.models.formats import HostParams
-from lockstep.models.host_lib import dequantize, quantize, split_task
-from lockstep.models.host_pipe import busy_fraction, timing_chart
+from lockstep.models.host.params import HostParams
+from lockstep.models.host.lib import dequantize, quantize, split_task
+from lockstep.models.host.pipe import busy_fraction, timing_chart
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup

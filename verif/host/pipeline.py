@@ -1,11 +1,11 @@
 """The host library's pipeline on the simulator (docs/host.md section 10; spec 002
 sections 2.3-2.10): the application submits :class:`Task` s; :class:`HostLibrary` turns
-each into a :class:`~lockstep.models.host_lib.TaskPacket` and moves it through the stages
+each into a :class:`~lockstep.models.host.lib.TaskPacket` and moves it through the stages
 as cocotb coroutines joined by bounded :class:`cocotb.queue.Queue` s.
 
 * **pre** (``workers["pre"]`` coroutines): the stage's time (a Timer of the drawn cycles,
-  :func:`~lockstep.models.host_pipe.draw_times`), then float32 -> fixed point
-  (:func:`~lockstep.models.host_lib.quantize`) and padding to whole words.
+  :func:`~lockstep.models.host.pipe.draw_times`), then float32 -> fixed point
+  (:func:`~lockstep.models.host.lib.quantize`) and padding to whole words.
 * **exec**: the host -> device DMA of the data through the memory map (only bytes not
   flagged transferred move), the descriptor and doorbell (waiting while the SQ is full),
   then the kernel; the result's device -> host DMA when its completion arrives.
@@ -17,15 +17,15 @@ stage has finished its packet, a barrier), ``stream`` (free-running stages; the 
 stage's feeder keeps the SQ full and a reader returns results as they complete).
 
 Routes (the patent's debug switch): ``accel``, ``host`` (the host-CPU backend,
-:func:`~lockstep.models.host_lib.host_run`, no device), ``both`` (both, compared bit-exact;
+:func:`~lockstep.models.host.lib.host_run`, no device), ``both`` (both, compared bit-exact;
 a difference fails the task). Results return in submission order per stream
-(:class:`~lockstep.models.host_pipe.InOrder`); every task gets exactly one result; a task
+(:class:`~lockstep.models.host.pipe.InOrder`); every task gets exactly one result; a task
 the device refuses comes back with the hardware's status name; an exception inside a
 stage marks the packet FAILED and forwards it.
 
-The event log (:class:`~lockstep.models.host_pipe.Event`, times in cycles) feeds
-:func:`~lockstep.models.host_pipe.busy_fraction` and
-:func:`~lockstep.models.host_pipe.timing_chart`; kernel intervals come from the
+The event log (:class:`~lockstep.models.host.pipe.Event`, times in cycles) feeds
+:func:`~lockstep.models.host.pipe.busy_fraction` and
+:func:`~lockstep.models.host.pipe.timing_chart`; kernel intervals come from the
 ``k_busy`` pins.
 """
 
@@ -41,21 +41,12 @@ from cocotb.queue import Queue
 from cocotb.triggers import Event as CEvent, ReadOnly
 
 from lockstep.models import host as hm
-from lockstep.models.formats import HostParams
-from lockstep.models.host_lib import (
-    DeviceAllocator,
-    MemoryMap,
-    TaskPacket,
-    TaskResult,
-    compare,
-    dequantize,
-    host_run,
-    quantize,
-    scale_for,
-    split_task,
-    to_bytes,
+from lockstep.models.host.params import HostParams
+from lockstep.models.host.lib import (
+    DeviceAllocator, MemoryMap, TaskPacket, TaskResult, compare, dequantize, host_run, quantize, scale_for,
+    split_task, to_bytes,
 )
-from lockstep.models.host_pipe import Event, InOrder, draw_times
+from lockstep.models.host.pipe import Event, InOrder, draw_times
 
 from .driver import HostDriver
 
@@ -70,7 +61,7 @@ class Task:
     """What the application submits: ``x`` (float, M x K) times the weights of
     ``layer`` (K x N float), then the scaler to ``ofrac`` fraction bits, ReLU and pool.
     Any M and N: the library cuts the task into hardware tasks of at most ``m_max`` rows
-    and ``n_max`` columns (:func:`~lockstep.models.host_lib.split_task`; K and N padded to
+    and ``n_max`` columns (:func:`~lockstep.models.host.lib.split_task`; K and N padded to
     whole words with zeros, which is exact) and joins their results; K must fit
     ``k_max``."""
 

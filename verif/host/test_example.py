@@ -12,7 +12,7 @@ fails it if the two differ by one bit.
 import cocotb
 import numpy as np
 
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 from lockstep.verif.context import TbContext, start
 from lockstep.verif.host.driver import HostDriver
 from lockstep.verif.host.pipeline import HostLibrary, Task

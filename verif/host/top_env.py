@@ -31,7 +31,7 @@ from cocotb.triggers import Event, First, RisingEdge, SimTimeoutError, Timer, wi
 from pyuvm import uvm_component, uvm_env, uvm_test
 
 from lockstep.models import host as hm
-from lockstep.models.formats import HostParams
+from lockstep.models.host.params import HostParams
 
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup

@@ -36,7 +36,7 @@ from cocotb.triggers import ReadOnly, RisingEdge, Timer
 from pyuvm import ConfigDB, uvm_component, uvm_env, uvm_test
 
 from lockstep.models import sched
-from lockstep.models.formats import FabricParams
+from lockstep.models.sched.params import FabricParams
 
 from ..agents.timed import LoadPort, TapSampler
 from ..context import TbContext, start

@@ -7,7 +7,7 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from lockstep.models.formats import FabricParams
+from lockstep.models.sched.params import FabricParams
 from lockstep.verif.context import TbContext, start
 
 

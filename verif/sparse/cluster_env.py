@@ -54,7 +54,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, ReadOnly, ReadWrite, RisingEdge
 
 from lockstep.models import sparse
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 from ..coverage import Covergroup
 from .cluster_jobs import ClusterJob, Flow, make_jobs

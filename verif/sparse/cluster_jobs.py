@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from lockstep.models import sparse
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 from .raster_env import nonzero_values, random_map
 

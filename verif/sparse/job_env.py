@@ -46,7 +46,7 @@ from pyuvm import (
     uvm_test,
 )
 
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 from ..agents.stream import Beat, CycleCounter, StreamSink, StreamSource
 from ..context import CLOCK_NS, TbContext, start

@@ -34,7 +34,7 @@ from cocotb import start_soon
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from lockstep.models import sparse
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 from ..coverage import Covergroup
 from ..packing import pack_lanes, to_signed, unpack_lanes

@@ -38,7 +38,7 @@ from cocotb import start_soon
 from cocotb.triggers import ClockCycles, ReadWrite, RisingEdge, Timer
 
 from lockstep.models import sparse
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 from ..coverage import Covergroup
 from ..packing import to_signed

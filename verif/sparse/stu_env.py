@@ -37,7 +37,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, ReadOnly, ReadWrite, RisingEdge
 
 from lockstep.models import sparse
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 from ..agents.timed import LoadPort
 from ..coverage import Covergroup

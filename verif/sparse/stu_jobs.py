@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from lockstep.models import sparse
-from lockstep.models.formats import SparseParams
+from lockstep.models.sparse.params import SparseParams
 
 from .raster_env import random_map
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats import SparseParams
-from .sparse_format import signed_range
-from .sparse_mem import STU_ERR
+from .params import SparseParams
+from .format import signed_range
+from .mem import STU_ERR
 
 __all__ = [
     "CONV",

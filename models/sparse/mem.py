@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formats import SparseParams
-from .sparse_format import Desc, SubFM, pack_data, pack_weights, unpack_data, unpack_desc, unpack_weights
+from .params import SparseParams
+from .format import Desc, SubFM, pack_data, pack_weights, unpack_data, unpack_desc, unpack_weights
 
 __all__ = ["Load", "MEM_ERR", "STU_ERR", "W_ERR", "err_names", "load_data", "load_weights"]
 

@@ -5,18 +5,10 @@ Import through :mod:`lockstep.models.sched`.
 
 from __future__ import annotations
 
-from .formats import FabricParams, ParamError
-from .sched_core import (
-    MAC_OPS,
-    OP_NAMES,
-    OPS,
-    PORT_NAMES,
-    RESERVED_OPS,
-    EncodeError,
-    Entry,
-    Program,
-    decode,
-    encode,
+from ..record import ParamError
+from .params import FabricParams
+from .core import (
+    MAC_OPS, OP_NAMES, OPS, PORT_NAMES, RESERVED_OPS, EncodeError, Entry, Program, decode, encode,
 )
 
 __all__ = ["AsmError", "assemble", "disassemble", "format_entry"]

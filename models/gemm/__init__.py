@@ -3,7 +3,7 @@ bad leading dimensions (spec 003).
 
 The contract is ``docs/gemm.md``; this module is the SPEC the generated RTL is checked
 against. numpy and the standard library only; every value is an exact integer. Every
-size comes from :class:`~lockstep.models.formats.GemmParams`.
+size comes from :class:`~lockstep.models.gemm.params.GemmParams`.
 
 Contents (all importable from here; the code lives in ``gemm_detect``, ``gemm_select``,
 ``gemm_trace``, ``gemm_cache`` and ``gemm_run``):
@@ -26,28 +26,18 @@ docs/gemm.md records the same decisions ("Golden model decisions").
 
 from __future__ import annotations
 
-from .gemm_cache import CacheSim, ThreeC, classify
-from .gemm_detect import ClosedForm, Det, closed_form, ld_conflict
-from .gemm_run import (
-    ERR,
-    GemmCfg,
-    Kernel,
-    Resolved,
-    Run,
-    check_cfg,
-    cycles,
-    err_names,
-    extents,
-    gemm_ref,
-    load_matrix,
-    resolve,
-    run,
-    store_matrix,
+from .cache import CacheSim, ThreeC, classify
+from .detect import ClosedForm, Det, closed_form, ld_conflict
+from .run import (
+    ERR, GemmCfg, Kernel, Resolved, Run, check_cfg, cycles, err_names, extents, gemm_ref, gen_trace,
+    load_matrix, resolve, run, store_matrix,
 )
-from .gemm_select import NO_COPY, NORMAL, OVERFLOW_COPY, Selection, better, pick, select_kernel
-from .gemm_trace import A_LD, B_LD, BUF_LD, C_WR, COPY_RD, COPY_WR, Trace, build_trace, gen_trace
+from .select import NO_COPY, NORMAL, OVERFLOW_COPY, Selection, better, pick, select_kernel
+from .trace import A_LD, B_LD, BUF_LD, C_WR, COPY_RD, COPY_WR, Trace, build_trace
+from .params import GemmParams
 
 __all__ = [
+    "GemmParams",
     "A_LD",
     "BUF_LD",
     "B_LD",

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .formats import GemmParams
-from .gemm_detect import ClosedForm, Det, closed_form, ld_conflict
+from .params import GemmParams
+from .detect import ClosedForm, Det, closed_form, ld_conflict
 
 __all__ = ["NORMAL", "NO_COPY", "OVERFLOW_COPY", "Selection", "better", "pick", "select_kernel"]
 

@@ -12,30 +12,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .formats import FabricParams, ParamError
-from .sched_core import (
-    ERR_BUSY,
-    ERR_COLLISION,
-    ERR_DECOMP,
-    ERR_MISSED,
-    ERR_OPCODE,
-    ERR_OVERFLOW,
-    ERR_TAP_IDLE,
-    ERR_UNDERFLOW,
-    ERR_WCONF,
-    MAC_OPS,
-    OPS,
-    RESERVED_OPS,
-    Entry,
-    ExpandedEntry,
-    Program,
-    decode,
-    encode,
-    entry_busy_len,
-    entry_units,
-    expand,
-    opcode_problem,
-    unwrap_times,
+from ..record import ParamError
+from .params import FabricParams
+from .core import (
+    ERR_BUSY, ERR_COLLISION, ERR_DECOMP, ERR_MISSED, ERR_OPCODE, ERR_OVERFLOW, ERR_TAP_IDLE, ERR_UNDERFLOW,
+    ERR_WCONF, MAC_OPS, OPS, RESERVED_OPS, Entry, ExpandedEntry, Program, decode, encode, entry_busy_len,
+    entry_units, expand, opcode_problem, unwrap_times,
 )
 
 __all__ = [

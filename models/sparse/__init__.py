@@ -3,7 +3,7 @@
 The contract is ``docs/sparse.md``; this module is the SPEC the generated RTL is checked
 against. numpy and the standard library only; every value is an exact integer (int64,
 or Python ints where ``accw + 2`` bits exceed 64). Every size comes from
-:class:`~lockstep.models.formats.SparseParams`.
+:class:`~lockstep.models.sparse.params.SparseParams`.
 
 Contents (all importable from here; the code lives in ``sparse_format``,
 ``sparse_mem``, ``sparse_stu``, ``sparse_partition`` and ``sparse_combine``):
@@ -31,52 +31,24 @@ docs/sparse.md records the same decisions.
 
 from __future__ import annotations
 
-from .sparse_combine import (
-    ClusterRun,
-    cluster_run,
-    combine,
-    depthwise_separable,
-    halo_stitch,
-    makespan,
-    overlap_add,
-    route_units,
-    same,
-    valid,
+from .combine import (
+    ClusterRun, cluster_run, combine, depthwise_separable, halo_stitch, makespan, overlap_add, route_units,
+    same, valid,
 )
-from .sparse_format import (
-    Desc,
-    SubFM,
-    decode,
-    encode,
-    encode_weights,
-    pack_data,
-    pack_desc,
-    pack_out,
-    pack_weights,
-    signed_range,
-    unpack_data,
-    unpack_desc,
-    unpack_out,
-    unpack_weights,
+from .format import (
+    Desc, SubFM, decode, encode, encode_weights, pack_data, pack_desc, pack_out, pack_weights, signed_range,
+    unpack_data, unpack_desc, unpack_out, unpack_weights,
 )
-from .sparse_mem import MEM_ERR, STU_ERR, W_ERR, Load, err_names, load_data, load_weights
-from .sparse_partition import Partition, balance_1d, equal_split, partition
-from .sparse_stu import (
-    CONV,
-    FC,
-    Cfg,
-    Job,
-    cfg_error,
-    correlate_full,
-    cycles,
-    drain,
-    drain_entries,
-    footprint,
-    stu_job,
+from .mem import MEM_ERR, STU_ERR, W_ERR, Load, err_names, load_data, load_weights
+from .partition import Partition, balance_1d, equal_split, partition
+from .stu import (
+    CONV, FC, Cfg, Job, cfg_error, correlate_full, cycles, drain, drain_entries, footprint, stu_job,
     stu_schedule,
 )
+from .params import SparseParams
 
 __all__ = [
+    "SparseParams",
     "CONV",
     "FC",
     "MEM_ERR",

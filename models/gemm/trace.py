@@ -7,7 +7,8 @@ as a template and broadcast over all its blocks. No Python loop runs per request
 
 Decisions where the contract is silent (written into docs/gemm.md section 4):
 
-* :func:`gen_trace` of a configuration that the tile refuses (section 7) is the empty
+* :func:`~lockstep.models.gemm.run.gen_trace` (the trace of a whole job, beside the
+  configuration checks it applies) of a configuration that the tile refuses (section 7) is the empty
   trace: the AGU issues nothing.
 * ``keep`` and ``m`` in ``slot(k0, r)`` are the kernel's (not the tail block's): a tail
   M-block with ``mb <= keep`` copies nothing; one with ``keep < mb < m`` uses the first
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formats import GemmParams
+from .params import GemmParams
 
-__all__ = ["A_LD", "BUF_LD", "B_LD", "COPY_RD", "COPY_WR", "C_WR", "Trace", "build_trace", "gen_trace"]
+__all__ = ["A_LD", "BUF_LD", "B_LD", "COPY_RD", "COPY_WR", "C_WR", "Trace", "build_trace"]
 
 A_LD, B_LD, BUF_LD, COPY_RD, COPY_WR, C_WR = range(len(GemmParams.KINDS))
 
@@ -200,20 +201,3 @@ def build_trace(M: int, N: int, K: int, lda: int, ldb: int, ldc: int, base_a: in
         addr[pos] = ta[None, :] + tm[None, :] * bm0[sel][:, None] + tnc[None, :] * bn0[sel][:, None]
         nbytes[pos] = tn[None, :]
     return Trace(kind, addr, nbytes)
-
-
-def gen_trace(cfg, params: GemmParams, check: bool = True) -> Trace:
-    """The AGU's trace of the job ``cfg`` (a :class:`~lockstep.models.gemm_run.GemmCfg`).
-
-    In ``auto`` mode the kernel comes from the selector. With ``check`` (the default) a
-    configuration the tile refuses gives the empty trace; ``check=False`` skips the
-    range checks (model studies beyond the flat memory), but the kernel must be usable.
-    """
-    from .gemm_run import resolve  # the checks live with the configuration
-
-    res = resolve(cfg, params)
-    if res.kernel is None or (check and res.err):
-        return Trace.empty()
-    k = res.kernel
-    return build_trace(cfg.M, cfg.N, cfg.K, cfg.lda, cfg.ldb, cfg.ldc, cfg.base_a, cfg.base_b, cfg.base_c,
-                       cfg.base_buf, k.m, k.z, k.keep, k.copy, params)

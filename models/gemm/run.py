@@ -28,13 +28,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .formats import GemmParams
-from .gemm_cache import CacheSim
-from .gemm_select import NORMAL, OVERFLOW_COPY, Selection, select_kernel
-from .gemm_trace import COPY_WR, C_WR, Trace, build_trace
+from .cache import CacheSim
+from .params import GemmParams
+from .select import NORMAL, OVERFLOW_COPY, Selection, select_kernel
+from .trace import COPY_WR, C_WR, Trace, build_trace
 
 __all__ = ["ERR", "GemmCfg", "Kernel", "Resolved", "Run", "check_cfg", "cycles", "err_names", "extents",
-           "gemm_ref", "load_matrix", "resolve", "run", "store_matrix"]
+           "gemm_ref", "gen_trace", "load_matrix", "resolve", "run", "store_matrix"]
 
 #: Bit masks of the sticky error flags, by name (docs/gemm.md section 7).
 ERR: dict[str, int] = {n: 1 << i for i, n in enumerate(GemmParams.ERR_NAMES)}
@@ -196,6 +196,21 @@ def check_cfg(cfg: GemmCfg, params: GemmParams) -> int:
     """The error bits a start in idle raises (0: the job runs). START_BUSY is the tile's
     own (a start while busy) and never comes from here."""
     return resolve(cfg, params).err
+
+
+def gen_trace(cfg: GemmCfg, params: GemmParams, check: bool = True) -> Trace:
+    """The AGU's trace of the job ``cfg`` (a :class:`GemmCfg`).
+
+    In ``auto`` mode the kernel comes from the selector. With ``check`` (the default) a
+    configuration the tile refuses gives the empty trace; ``check=False`` skips the
+    range checks (model studies beyond the flat memory), but the kernel must be usable.
+    """
+    res = resolve(cfg, params)
+    if res.kernel is None or (check and res.err):
+        return Trace.empty()
+    k = res.kernel
+    return build_trace(cfg.M, cfg.N, cfg.K, cfg.lda, cfg.ldb, cfg.ldc, cfg.base_a, cfg.base_b, cfg.base_c,
+                       cfg.base_buf, k.m, k.z, k.keep, k.copy, params)
 
 
 # ---- values ------------------------------------------------------------------------

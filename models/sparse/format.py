@@ -1,7 +1,7 @@
 """Formats of the ``sparse`` family (docs/sparse.md section 2): sub-feature maps, the
 descriptor, and the data, weight and output stream words.
 
-Every width comes from :class:`~lockstep.models.formats.SparseParams`; the word layouts
+Every width comes from :class:`~lockstep.models.sparse.params.SparseParams`; the word layouts
 here list the fields in MSB-first order and are checked against its ``*_bits``
 properties, so a width is never computed twice.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats import SparseParams
+from .params import SparseParams
 
 __all__ = [
     "Desc",

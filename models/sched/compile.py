@@ -40,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from .formats import FabricParams, ParamError
-from .sched_core import MAC_OPS, MV_OPS, OPS, Entry, Program, Run, decode, encode, to_signed
+from ..record import ParamError
+from .params import FabricParams
+from .core import MAC_OPS, MV_OPS, OPS, Entry, Program, Run, decode, encode, to_signed
 
 __all__ = [
     "Layout",

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats import HostParams
-from .host_desc import FE_KERNEL, MAGIC, MATMUL, ST, Completion, Descriptor, Limits, check, checksum
-from .host_kernel import exec_cycles, kernel_ref, read_mat, task_ranges, task_words, write_mat
+from .params import HostParams
+from .desc import FE_KERNEL, MAGIC, MATMUL, ST, Completion, Descriptor, Limits, check, checksum
+from .kernel import exec_cycles, kernel_ref, read_mat, task_ranges, task_words, write_mat
 
 __all__ = ["Outcome", "FrontModel", "order_problems"]
 

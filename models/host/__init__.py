@@ -12,40 +12,19 @@ and users import. numpy and the standard library only; integers are exact.
 
 from __future__ import annotations
 
-from .host_desc import (
-    CQ_BASE,
-    CSR,
-    FE_KERNEL,
-    ID_VALUE,
-    MAGIC,
-    MATMUL,
-    NOP,
-    SQ_BASE,
-    ST,
-    Completion,
-    Descriptor,
-    Limits,
-    check,
-    checksum,
-    esize,
-    hw_cfg,
-    out_rows,
+from .desc import (
+    CQ_BASE, CSR, FE_KERNEL, ID_VALUE, MAGIC, MATMUL, NOP, SQ_BASE, ST, Completion, Descriptor, Limits,
+    check, checksum, esize, hw_cfg, out_rows,
 )
-from .host_front import FrontModel, Outcome, order_problems
-from .host_kernel import (
-    DTYPES,
-    burst_cycles,
-    exec_cycles,
-    kernel_ref,
-    read_mat,
-    sat_range,
-    scale,
-    task_ranges,
-    task_words,
+from .front import FrontModel, Outcome, order_problems
+from .kernel import (
+    DTYPES, burst_cycles, exec_cycles, kernel_ref, read_mat, sat_range, scale, task_ranges, task_words,
     write_mat,
 )
+from .params import HostParams
 
 __all__ = [
+    "HostParams",
     "CQ_BASE", "CSR", "DTYPES", "FE_KERNEL", "ID_VALUE", "MAGIC", "MATMUL", "NOP", "SQ_BASE", "ST", "Completion",
     "Descriptor", "FrontModel", "burst_cycles", "Limits", "Outcome", "check", "checksum", "esize", "exec_cycles", "hw_cfg",
     "kernel_ref", "order_problems", "out_rows", "read_mat", "sat_range", "scale", "task_ranges", "task_words",

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats import SparseParams
-from .sparse_format import encode, encode_weights
-from .sparse_partition import Cell
-from .sparse_stu import FC, Cfg, Job, cycles, stu_job
+from .params import SparseParams
+from .format import encode, encode_weights
+from .partition import Cell
+from .stu import FC, Cfg, Job, cycles, stu_job
 
 __all__ = [
     "ClusterRun",

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
-from .formats import GemmParams
+from .params import GemmParams
 
 __all__ = ["ClosedForm", "Det", "closed_form", "ld_conflict"]
 

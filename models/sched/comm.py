@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from .formats import FabricParams, ParamError
-from .sched_core import COMM_TILE, OPS, P_FIFO, Entry, Program, encode
+from ..record import ParamError
+from .params import FabricParams
+from .core import COMM_TILE, OPS, P_FIFO, Entry, Program, encode
 
 __all__ = ["COMM_SCENARIOS", "comm_program", "ext_schedule"]
 

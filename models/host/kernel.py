@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .formats import HostParams
-from .host_desc import Descriptor, esize, out_rows
+from .params import HostParams
+from .desc import Descriptor, esize, out_rows
 
 __all__ = ["DTYPES", "sat_range", "read_mat", "write_mat", "scale", "kernel_ref", "burst_cycles", "exec_cycles",
            "task_words", "task_ranges"]

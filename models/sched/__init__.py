@@ -138,7 +138,7 @@ Decisions where docs/sched.md is silent
     ``psum_out=0|1`` (PORT bits 0 and 1) or ``port=``; the disassembly writes the flags.
     A MAC opcode is written in the mnemonic form whenever UNIT is 0 (PORT printed as a
     number on LDW/SWPW/VPU).
-21. **Compiler** (:mod:`~lockstep.models.sched_compile`): see its module docstring for
+21. **Compiler** (:mod:`~lockstep.models.sched.compile`): see its module docstring for
     the memory map, the schedule and the closed-form cycle model. Results of the last
     tile are written in place over its ``x`` slices, which maximises the batch; a
     layer's last tile issues MATVR (bias, ReLU and shift in the write cycle), so a layer
@@ -148,78 +148,28 @@ Decisions where docs/sched.md is silent
 
 from __future__ import annotations
 
-from .sched_asm import AsmError, assemble, disassemble, format_entry
-from .sched_core import (
-    ALU_OPS,
-    ERR,
-    ERR_BUSY,
-    ERR_COLLISION,
-    ERR_DECOMP,
-    ERR_DESYNC,
-    ERR_LATE_SCHED,
-    ERR_MISSED,
-    ERR_OPCODE,
-    ERR_OVERFLOW,
-    ERR_TAP_IDLE,
-    ERR_FIFO_OVF,
-    COMM_TILE,
-    P_FIFO,
-    comm_tile,
-    ERR_UNDERFLOW,
-    ERR_WCONF,
-    MAC_OPS,
-    N_UNITS,
-    OP_NAMES,
-    OPS,
-    PORT_NAMES,
-    PORT_OPS,
-    RESERVED_OPS,
-    SRC_ALU,
-    SRC_MAC,
-    EncodeError,
-    Entry,
-    ErrorCause,
-    ExpandedEntry,
-    Program,
-    ProgramError,
-    Run,
-    compress_periodic,
-    decode,
-    decode_err,
-    encode,
-    entry_busy_len,
-    entry_units,
-    execute,
-    expand,
-    opcode_problem,
-    to_signed,
-    unwrap_times,
+from .asm import AsmError, assemble, disassemble, format_entry
+from .core import (
+    ALU_OPS, ERR, ERR_BUSY, ERR_COLLISION, ERR_DECOMP, ERR_DESYNC, ERR_LATE_SCHED, ERR_MISSED, ERR_OPCODE,
+    ERR_OVERFLOW, ERR_TAP_IDLE, ERR_FIFO_OVF, COMM_TILE, P_FIFO, comm_tile, ERR_UNDERFLOW, ERR_WCONF,
+    MAC_OPS, N_UNITS, OP_NAMES, OPS, PORT_NAMES, PORT_OPS, RESERVED_OPS, SRC_ALU, SRC_MAC, EncodeError,
+    Entry, ErrorCause, ExpandedEntry, Program, ProgramError, Run, compress_periodic, decode, decode_err,
+    encode, entry_busy_len, entry_units, execute, expand, opcode_problem, to_signed, unwrap_times,
 )
-from .sched_comm import COMM_SCENARIOS, comm_program, ext_schedule
-from .sched_compile import (
-    Layout,
-    compile_gemm,
-    compile_layer,
-    max_batch,
-    predicted_cycles,
-    predicted_utilisation,
-    reference_gemm,
-    reference_layer,
-    utilisation,
+from .comm import COMM_SCENARIOS, comm_program, ext_schedule
+from .compile import (
+    Layout, compile_gemm, compile_layer, max_batch, predicted_cycles, predicted_utilisation, reference_gemm,
+    reference_layer, utilisation,
 )
-from .sched_gen import (
-    ILLEGAL_RULES,
-    Expected,
-    fig2a_program,
-    illegal_variant,
-    jitter_variant,
-    periodic6_program,
-    random_program,
-    schedule_c_program,
+from .programs import (
+    ILLEGAL_RULES, Expected, fig2a_program, illegal_variant, jitter_variant, periodic6_program,
+    random_program, schedule_c_program,
 )
-from .sched_lint import LINT_RULES, Violation, lint
+from .lint import LINT_RULES, Violation, lint
+from .params import FabricParams
 
 __all__ = [
+    "FabricParams",
     "COMM_SCENARIOS",
     "comm_program",
     "ext_schedule",

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formats import GemmParams
-from .gemm_trace import Trace
+from .params import GemmParams
+from .trace import Trace
 
 __all__ = ["CacheSim", "ThreeC", "classify"]
 

@@ -15,7 +15,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .formats import FabricParams, ParamError
+from ..record import ParamError
+from .params import FabricParams
 
 __all__ = [
     "ALU_OPS",

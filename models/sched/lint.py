@@ -7,26 +7,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .formats import FabricParams, ParamError
-from .sched_core import (
-    ERR_BUSY,
-    ERR_COLLISION,
-    ERR_DECOMP,
-    ERR_MISSED,
-    ERR_OPCODE,
-    ERR_OVERFLOW,
-    ERR_TAP_IDLE,
-    ERR_UNDERFLOW,
-    ERR_WCONF,
-    OP_NAMES,
-    OPS,
-    N_UNITS,
-    ExpandedEntry,
-    Program,
-    entry_busy_len,
-    entry_units,
-    _Sim,
-    expand,
+from ..record import ParamError
+from .params import FabricParams
+from .core import (
+    ERR_BUSY, ERR_COLLISION, ERR_DECOMP, ERR_MISSED, ERR_OPCODE, ERR_OVERFLOW, ERR_TAP_IDLE, ERR_UNDERFLOW,
+    ERR_WCONF, OP_NAMES, OPS, N_UNITS, ExpandedEntry, Program, entry_busy_len, entry_units, _Sim, expand,
     opcode_problem,
 )
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from .formats import HostParams, ParamError
+from ..record import ParamError
+from .params import HostParams
 
 __all__ = [
     "CSR", "SQ_BASE", "CQ_BASE", "ID_VALUE", "FE_KERNEL", "MAGIC", "NOP", "MATMUL", "ST", "Descriptor",

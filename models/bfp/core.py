@@ -7,7 +7,7 @@ whole arrays; a leading ``...`` in a shape means "any number of independent bloc
 Number format
     A block holds ``fmt.n`` signed ``w``-bit mantissas ``m`` sharing one ``e``-bit
     two's-complement exponent ``x``; element value ``m * 2**x``. See
-    :class:`~lockstep.models.formats.BfpFormat`.
+    :class:`~lockstep.models.bfp.params.BfpFormat`.
 
 Flags (one ``int64`` per block; the hardware also keeps a sticky OR, :func:`sticky`)
     ==============  ===  ===========================================================
@@ -77,7 +77,7 @@ BFP -> float32 (:func:`to_float32`; spec 4.2(d))
     to zero keeps its sign (-0.0 for a negative value), as IEEE 754 does.
 
 The OCP MX functions :func:`mx_quantize` / :func:`mx_dequantize` live in
-:mod:`lockstep.models.mx` and are re-exported here when that module is present.
+:mod:`lockstep.models.bfp.mx`; :mod:`lockstep.models.bfp` re-exports both modules' names.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .formats import BfpFormat, ParamError
+from ..record import ParamError
+from .params import BfpFormat
 
 __all__ = [
     "FLAG_ZERO",
@@ -121,8 +122,6 @@ __all__ = [
     "stats_window",
     "sticky",
     "to_float32",
-    "mx_quantize",
-    "mx_dequantize",
 ]
 
 # ---- flags -----------------------------------------------------------------------------
@@ -1088,10 +1087,3 @@ def to_float32(mantissas: ArrayLike, exponents: ArrayLike) -> tuple[np.ndarray, 
         | np.where(inexact | ovf, FFLAG_INEXACT, 0)
     ).astype(np.int64)
     return bits.astype(np.uint32), ff
-
-
-# ---- OCP MX re-export ----------------------------------------------------------------------
-try:  # mx.py is written separately; bfp.py must work without it
-    from .mx import mx_dequantize, mx_quantize  # noqa: E402,F401
-except ImportError:  # pragma: no cover - depends on the checkout
-    __all__ = [n for n in __all__ if n not in ("mx_quantize", "mx_dequantize")]

@@ -1,0 +1,149 @@
+"""The import graph of the lockstep packages, read from the source text (nothing is imported).
+
+Two uses:
+
+* the build key of a generated design (:func:`lockstep.verif.runner.build_key`) hashes
+  every source file its generator can execute: the closure of its imports, package
+  ``__init__`` files included (:func:`closure`). A change to one family's record or
+  generator rebuilds that family's designs and no other family's.
+* ``tests/test_layout.py`` asserts that no import circle exists (:func:`cycles`) and that
+  no family's generator reaches another family's code.
+
+Every ``import`` statement counts, at module level or inside a function (a deferred
+import is still a dependency); imports under ``if TYPE_CHECKING:`` do not, as they never
+run.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+__all__ = ["PACKAGES", "ImportGraph", "graph"]
+
+#: Import name -> folder, as pyproject.toml maps them.
+PACKAGES: dict[str, str] = {"lockstep.models": "models", "lockstep.gen": "gen", "lockstep.verif": "verif"}
+
+
+def _module_files(root: Path) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for name, folder in PACKAGES.items():
+        for f in sorted((root / folder).rglob("*.py")):
+            parts = f.relative_to(root / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join((name, *parts))] = f
+    return out
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST):
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+class ImportGraph:
+    """The modules of :data:`PACKAGES` under ``root`` and the imports between them.
+
+    Args:
+        root: the repository folder (the one holding ``models/``, ``gen/``, ``verif/``).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        #: module name -> source file
+        self.files = _module_files(self.root)
+        #: module name -> the lockstep modules its import statements name
+        self.edges: dict[str, set[str]] = {m: self._imports(m, f) for m, f in self.files.items()}
+
+    def _resolve(self, name: str) -> str | None:
+        """The module ``name`` is, or the innermost lockstep module that holds it."""
+        while name and name not in self.files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    def _imports(self, module: str, path: Path) -> set[str]:
+        pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found: set[str] = set()
+        for node in _import_nodes(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    up = pkg.split(".")
+                    up = up[: len(up) - (node.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                # `from pkg import name` names the submodule pkg.name when there is one
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in self.files else base for a in node.names]
+            found |= {r for t in targets if (r := self._resolve(t)) is not None and r != module}
+        return found
+
+    def parents(self, module: str) -> list[str]:
+        """The packages whose ``__init__`` runs before ``module`` (outermost first)."""
+        parts = module.split(".")
+        return [p for i in range(1, len(parts)) if (p := ".".join(parts[:i])) in self.files]
+
+    def closure(self, module: str) -> set[str]:
+        """Every lockstep module that importing ``module`` executes, ``module`` included."""
+        todo, seen = [module], set()
+        while todo:
+            m = todo.pop()
+            if m in seen or m not in self.files:
+                continue
+            seen.add(m)
+            todo.extend(self.edges[m])
+            todo.extend(self.parents(m))
+        return seen
+
+    def cycles(self) -> list[list[str]]:
+        """Import circles: strongly connected groups of two or more modules (Tarjan)."""
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        stack: list[str] = []
+        on: set[str] = set()
+        out: list[list[str]] = []
+
+        def visit(v: str) -> None:
+            index[v] = low[v] = len(index)
+            stack.append(v)
+            on.add(v)
+            for w in sorted(self.edges[v]):
+                if w not in index:
+                    visit(w)
+                    low[v] = min(low[v], low[w])
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    group.append(w)
+                    if w == v:
+                        break
+                if len(group) > 1:
+                    out.append(sorted(group))
+
+        for v in sorted(self.files):
+            if v not in index:
+                visit(v)
+        return out
+
+
+@functools.lru_cache(maxsize=4)
+def graph(root: Path) -> ImportGraph:
+    """The import graph under ``root``, read once per process."""
+    return ImportGraph(root)
