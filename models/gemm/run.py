@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..record import pow2
 from .cache import CacheSim
 from .params import GemmParams
 from .select import NORMAL, OVERFLOW_COPY, Selection, select_kernel
@@ -141,10 +142,6 @@ def _meet(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < a[1] and b[0] < b[1] and a[0] < b[1] and b[0] < a[1]
 
 
-def _pow2(x: int) -> bool:
-    return x > 0 and x & (x - 1) == 0
-
-
 def _early(cfg: GemmCfg, params: GemmParams) -> int:
     """BAD_DIM, BAD_LD and MISALIGNED: the checks that need no kernel."""
     err = 0
@@ -162,7 +159,7 @@ def _early(cfg: GemmCfg, params: GemmParams) -> int:
 def _late(cfg: GemmCfg, k: Kernel, params: GemmParams, early: int) -> int:
     """BAD_BLOCK, BUF_OVF, OOB and OVERLAP on a kernel."""
     err = 0
-    if (not 1 <= k.m <= params.m_max or not _pow2(k.z) or k.z > params.z_max
+    if (not 1 <= k.m <= params.m_max or not pow2(k.z) or k.z > params.z_max
             or (k.m + 1) * k.z + 1 > params.r_hw or k.keep > k.m or cfg.shift >= params.accw):
         err |= ERR["BAD_BLOCK"]
     ex = extents(cfg, k, params)
