@@ -338,8 +338,9 @@ class TaskSplit:
         return np.ascontiguousarray(self.pad_a(a)[r0:r1])
 
     def panels(self, w: Any) -> list[np.ndarray]:
-        """W (K x N) zero-padded to kp x np_ and cut into contiguous column panels, one per
-        column block: the kernel reads each task's K x N weights as one row-major matrix."""
+        """W (K x N) zero-padded to ``kp`` x ``np_`` and cut into contiguous column panels,
+        one per column block: the kernel reads each task's K x N weights as one row-major
+        matrix."""
         w = np.asarray(w)
         if w.shape != (self.k, self.n):
             raise ValueError(f"panels: W is {w.shape}, the split is for {self.k} x {self.n}")

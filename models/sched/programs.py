@@ -658,8 +658,8 @@ def illegal_variant(rng: Any, program: Program, rule: str) -> tuple[Program, Exp
     ======================  ===============================================  ============
     ORDER / DUPLICATE       a plain entry's T set to before / equal to the   MISSED
                             previous entry's T
-    OPCODE                  reserved opcode, UNIT != 0, PORT 3 on a SEND, or OPCODE
-                            a bus SEND without a bus
+    OPCODE                  reserved opcode, UNIT != 0, PORT 3 on a SEND,    OPCODE
+                            or a bus SEND without a bus
     BUSY                    a copy of an entry (N >= 2) one cycle later      BUSY
     RECV_EARLY              a RECV moved to its first word's arrival cycle   UNDERFLOW
     OVERFLOW                the consumer of more than ``buf_d`` words        OVERFLOW
