@@ -16,8 +16,11 @@ TIER ?= quick
 SEEDS ?= $(if $(filter full,$(TIER)),3,1)
 TESTS ?=
 REPORTS := build/reports
+DOCS_HTML := build/docs/html
+# the reports whose pictures the documentation shows (docs/reports.md)
+FIGURE_REPORTS := precision sparse host gemm
 
-.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench sparse-report gemm-report host-report clean
+.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench sparse-report gemm-report host-report docs docs-figures clean
 
 help: ## this list
 	@echo "lockstep make targets:"
@@ -89,6 +92,18 @@ host-report: $(SETUP_STAMP) ## host pipeline busy fraction: serial/lock-step/str
 
 gemm-report: $(SETUP_STAMP) ## gemm misses/cycles vs lda (no copy, inline copy, padded) [SIM=] [REUSE=1] -> build/reports/gemm
 	@$(RUN) python ci/gemm_report.py $(if $(SIM),--sims $(SIM)) $(if $(filter 1 yes true,$(REUSE)),--reuse)
+
+docs: $(SETUP_STAMP) ## the documentation site (Sphinx, warnings are errors) -> build/docs/html/index.html
+	@$(RUN) python -m sphinx -W --keep-going -E -q -b html docs $(DOCS_HTML)
+	@echo "docs: open $(DOCS_HTML)/index.html"
+
+docs-figures: $(SETUP_STAMP) ## copy the report pictures from build/reports/ (make precision, sparse-report, ...) into docs/_static/reports/
+	@for r in $(FIGURE_REPORTS); do \
+	  if ls $(REPORTS)/$$r/*.png >/dev/null 2>&1; then \
+	    mkdir -p docs/_static/reports/$$r && cp $(REPORTS)/$$r/*.png docs/_static/reports/$$r/ && \
+	    echo "docs-figures: $$r: $$(cd $(REPORTS)/$$r && ls *.png | tr '\n' ' ')"; \
+	  else echo "docs-figures: $$r: no pictures in $(REPORTS)/$$r (run its make target first)"; fi; \
+	done
 
 clean: ## remove build/ (simulator builds, results); keeps .venv
 	rm -rf build
