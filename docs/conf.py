@@ -46,6 +46,16 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
 
+# nitpicky (-n): every cross-reference must resolve. No intersphinx (the build is
+# offline), so references to other projects' types are expected not to; so are the
+# submodules a family package re-exports (their names are documented on the package).
+nitpicky = True
+nitpick_ignore_regex = [
+    ("py:class", r"(numpy|collections\.abc|pathlib|typing|cocotb|pyuvm)\..*"),
+    ("py:class", r"(SimHandleBase|Device)"),
+    ("py:mod", r"lockstep\.models\.\w+\.(?!(mx|lib|pipe)$)\w+"),
+]
+
 html_theme = "furo"
 html_title = "lockstep"
 html_static_path = ["_static"]
@@ -62,6 +72,22 @@ def _skip_namedtuple_fields(app, what, name, obj, skip, options):  # noqa: ANN00
     if doc.startswith("Alias for field number"):  # a collections._tuplegetter
         return True
     return None
+
+
+def _keep_prose_before_a_colon(app, what, name, obj, options, lines):  # noqa: ANN001, ARG001
+    """napoleon reads an attribute's first line ``Storage cost: w + e / n bits`` as
+    ``type: description`` (its inline-type convention). lockstep's docstrings never use
+    that convention, so the words before the colon go back in front of the description."""
+    if what not in ("attribute", "property", "data"):
+        return
+    for i, line in enumerate(lines):
+        if line.startswith(":type: "):
+            del lines[i]
+            if i and not lines[i - 1].strip():
+                del lines[i - 1]
+            if lines:
+                lines[0] = f"{line[len(':type: '):]}: {lines[0]}"
+            return
 
 
 def _attr_docs(module: ModuleType) -> dict[str, list[str]]:
@@ -120,4 +146,5 @@ class ModuleData(SphinxDirective):
 
 def setup(app):  # noqa: ANN001, ANN201
     app.connect("autodoc-skip-member", _skip_namedtuple_fields)
+    app.connect("autodoc-process-docstring", _keep_prose_before_a_colon, priority=600)  # after napoleon (500)
     app.add_directive("module-data", ModuleData)

@@ -8,7 +8,7 @@ used anywhere on the quantization path.
 
 An MX block holds ``block`` consecutive elements of the last axis. It stores one
 E8M0 shared scale ``2**X`` (code ``X + 127``) and one element code per value, where the
-element type is one of :data:`lockstep.models.bfp.params.MX_ELEMENTS`. An element decodes
+element type is one of :data:`lockstep.models.bfp.MX_ELEMENTS`. An element decodes
 to ``decode(code) * 2**X``.
 
 Semantics (fixed; the RTL is written to them):
@@ -275,7 +275,7 @@ def decode_element(codes: ArrayLike, elem: str | MxElement) -> NDArray[np.float6
 
     Args:
         codes: integer array (normally uint8) of element codes in the low ``bits`` bits.
-        elem: element type name, a key of :data:`MX_ELEMENTS`.
+        elem: element type name, a key of :data:`~lockstep.models.bfp.MX_ELEMENTS`.
 
     Returns:
         float64 array of the same shape. NaN for the NaN codes of FP8 (E4M3
@@ -301,13 +301,13 @@ def encode_element(values: ArrayLike, elem: str | MxElement) -> NDArray[np.uint8
 
     Round to nearest, ties to even on the element grid, saturating to
     ``+-max_normal``, keeping the sign (tiny negatives become -0 in the float types;
-    ``int8`` has no -0). This is the element cast that :func:`mx_quantize` applies to
-    ``x / 2**X``.
+    ``int8`` has no -0). This is the element cast that
+    :func:`~lockstep.models.bfp.mx_quantize` applies to ``x / 2**X``.
 
     Args:
         values: float32 values, uint32 float32 bit patterns, or float64 values; all
             finite. float64 inputs are cast directly (a single rounding).
-        elem: element type name, a key of :data:`MX_ELEMENTS`.
+        elem: element type name, a key of :data:`~lockstep.models.bfp.MX_ELEMENTS`.
 
     Returns:
         uint8 array of codes (in the low ``bits`` bits), same shape as ``values``.
@@ -366,7 +366,7 @@ def mx_quantize_flags(
     Args:
         x: float32 values or uint32 float32 bit patterns, shape ``(..., K)`` with
             ``K`` a multiple of ``block``.
-        elem: element type name, a key of :data:`MX_ELEMENTS`.
+        elem: element type name, a key of :data:`~lockstep.models.bfp.MX_ELEMENTS`.
         block: elements per block (OCP uses 32).
 
     Returns:
@@ -442,12 +442,12 @@ def mx_quantize(
 ) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
     """Quantize to MX blocks along the last axis.
 
-    Same as :func:`mx_quantize_flags` without the flags.
+    Same as :func:`~lockstep.models.bfp.mx.mx_quantize_flags` without the flags.
 
     Args:
         x: float32 values or uint32 float32 bit patterns, shape ``(..., K)`` with
             ``K`` a multiple of ``block``.
-        elem: element type name, a key of :data:`MX_ELEMENTS`.
+        elem: element type name, a key of :data:`~lockstep.models.bfp.MX_ELEMENTS`.
         block: elements per block (OCP uses 32).
 
     Returns:
@@ -455,7 +455,7 @@ def mx_quantize(
         uint8 element codes of shape ``(..., K)``.
 
     Raises:
-        ValueError: as :func:`mx_quantize_flags`.
+        ValueError: as :func:`~lockstep.models.bfp.mx.mx_quantize_flags`.
 
     Example:
         >>> s, c = mx_quantize(np.full((2, 32), 6.0, np.float32), "fp4_e2m1")
@@ -472,13 +472,13 @@ def mx_dequantize(
     """Decode MX blocks: ``decode_element(code) * 2**(scale - 127)``.
 
     The product is formed exactly in float64 and then cast to float32 (exact for
-    anything :func:`mx_quantize` produces; an arbitrary scale/code pair beyond the
-    float32 range becomes +-Inf, or rounds, in that final cast).
+    anything :func:`~lockstep.models.bfp.mx_quantize` produces; an arbitrary scale/code
+    pair beyond the float32 range becomes +-Inf, or rounds, in that final cast).
 
     Args:
         scales: integer (uint8) E8M0 codes, shape ``(..., K // block)``.
         codes: integer (uint8) element codes, shape ``(..., K)``.
-        elem: element type name, a key of :data:`MX_ELEMENTS`.
+        elem: element type name, a key of :data:`~lockstep.models.bfp.MX_ELEMENTS`.
         block: elements per block.
 
     Returns:

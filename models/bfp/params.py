@@ -15,7 +15,7 @@ class MxElement:
     """An OCP Microscaling (MX) v1.0 element data type.
 
     Attributes:
-        name: the ``elem`` name used by :func:`lockstep.models.bfp.mx.mx_quantize`.
+        name: the ``elem`` name used by :func:`lockstep.models.bfp.mx_quantize`.
         bits: storage bits per element code.
         ebits: exponent bits (0 for the integer type).
         mbits: explicit mantissa (fraction) bits; for ``int8`` the magnitude bits.

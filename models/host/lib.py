@@ -4,7 +4,7 @@ allocator, the host <-> device memory map with "already transferred" flags and t
 weights-once upload (claim 6), and the host-CPU backend of the debug switch.
 
 numpy and the standard library only; every data path is vectorised numpy and exact.
-The simulator driver (``verif/host/``) and :mod:`.host_pipe` build on these.
+The simulator driver (``verif/host/``) and :mod:`~lockstep.models.host.pipe` build on these.
 
 Decisions where docs/host.md is silent:
 

@@ -148,7 +148,7 @@ class StreamSource(_StreamEnd):
         self._task = cocotb.start_soon(self._run())
 
     async def send(self, beat: Beat) -> None:
-        """Queue a beat; returns at once (see :attr:`sent` for completions)."""
+        """Queue a beat; returns at once (see ``sent`` for completions)."""
         self.idle.clear()
         await self.queue.put(beat)
 
