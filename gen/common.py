@@ -11,6 +11,7 @@ Every generator module builds a MyHDL ``@block`` and hands it to :func:`emit`, w
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -18,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import types
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ import myhdl._always_comb
 import myhdl._always_seq
 import myhdl._block
 import myhdl._instance
+import myhdl._util
 from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 from myhdl._Signal import Constant
 
@@ -36,6 +39,8 @@ from lockstep.models.record import ParamError, clog2, params_hash
 __all__ = [
     "lane",
     "SV_KEYWORDS",
+    "block_named",
+    "generate_if",
     "Emitted",
     "ParamError",
     "check_name",
@@ -130,6 +135,113 @@ if os.environ.get("LOCKSTEP_MYHDL_STOCK_CALLINFO") != "1":
     myhdl._block._getCallInfo = _fast_call_info
     for _mod in (myhdl._instance, myhdl._always, myhdl._always_comb, myhdl._always_seq):
         _mod._getCallInfo = _fast_instance_call_info
+
+#: Attribute :func:`generate_if` puts on a generator function: the closure names it decides.
+_GENERATE_IF = "_lockstep_generate_if"
+
+
+def generate_if(*names: str) -> Callable[[Callable], Callable]:
+    """Decide ``if NAME:`` and ``NAME and ...`` / ``NAME or ...`` on Python booleans of the
+    block (closure variables ``names``) when a MyHDL generator is built, as Verilog's
+    ``generate if`` does: one generator body serves every configuration and the converted
+    code has the chosen branch only. Put it under ``@always_comb`` / ``@always_seq`` /
+    ``@always``; the Python body runs unchanged in a MyHDL simulation (same decisions).
+
+    Folded: a name in ``names``, ``not`` of a decided value, ``and`` / ``or`` terms (a decided
+    term drops out or decides the whole), ``if`` / ``elif`` on a decided test (the statement
+    becomes its body or its ``else``). Every other expression is left as written.
+    """
+
+    def mark(func: Callable) -> Callable:
+        setattr(func, _GENERATE_IF, names)
+        return func
+
+    return mark
+
+
+class _Fold(ast.NodeTransformer):
+    """:func:`generate_if`'s rewrite of a generator's AST (``flags``: name -> bool)."""
+
+    def __init__(self, flags: dict[str, bool]) -> None:
+        self.flags = flags
+
+    def decided(self, node: ast.AST) -> bool | None:
+        if isinstance(node, ast.Name) and node.id in self.flags:
+            return self.flags[node.id]
+        return getattr(node, "_decided", None)
+
+    @staticmethod
+    def const(value: bool, where: ast.AST) -> ast.Constant:
+        node = ast.copy_location(ast.Constant(value=value), where)
+        node._decided = value
+        return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        d = self.decided(node.operand) if isinstance(node.op, ast.Not) else None
+        return node if d is None else self.const(not d, node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        neutral = isinstance(node.op, ast.And)  # True drops out of an and, False out of an or
+        keep = []
+        for v in node.values:
+            d = self.decided(v)
+            if d is None:
+                keep.append(v)
+            elif d != neutral:
+                return self.const(d, node)
+        if not keep:
+            return self.const(neutral, node)
+        if len(keep) == 1:
+            return keep[0]
+        node.values = keep
+        return node
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        self.generic_visit(node)
+        d = self.decided(node.test)
+        if d is None:
+            if not node.body:
+                raise ParamError(f"generate_if: an if at line {node.lineno} keeps an empty body")
+            return node
+        return node.body if d else node.orelse
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        self.generic_visit(node)
+        node.decorator_list = [  # drop @generate_if(...) itself: the tree is what it would be without
+            d for d in node.decorator_list
+            if not (isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", "")) == "generate_if")
+        ]
+        return node
+
+
+def _generate_ast(func: Callable) -> ast.AST:
+    """``myhdl._util._makeAST`` plus :func:`generate_if`'s folding (MyHDL takes every
+    generator's AST, for analysis and conversion alike, through ``myhdl._instance``)."""
+    tree = myhdl._util._makeAST(func)
+    names = getattr(func, _GENERATE_IF, None)
+    if names:
+        cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
+        missing = [n for n in names if n not in cells]
+        if missing:
+            raise ParamError(f"generate_if: {func.__name__} does not use {missing}")
+        _Fold({n: bool(cells[n].cell_contents) for n in names}).visit(tree)
+    return tree
+
+
+myhdl._instance._makeAST = _generate_ast
+
+
+def block_named(blk: Any, name: str) -> Any:
+    """The ``@block`` function ``blk`` once more, under ``name``: MyHDL names a block's
+    instances (and so their Verilog identifiers) after the function, so one body can keep
+    two names that generated code already has."""
+    f = blk.func
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__kwdefaults__, g.__doc__, g.__qualname__ = f.__kwdefaults__, f.__doc__, name
+    return block(g)
+
 
 _DATE_LINE = re.compile(r"^// Date: .*\n", re.MULTILINE)
 _FILE_LINE = re.compile(r"^// File: .*\n", re.MULTILINE)

@@ -79,7 +79,8 @@ from lockstep.models.record import clog2
 from lockstep.models.sched.params import FabricParams
 
 from ..common import (
-    Emitted, bit_of, const0, emit_stream_unit, lane, mem_read, new_bool, new_vec, resize, ring_fifo, wire,
+    Emitted, bit_of, block_named, const0, emit_stream_unit, generate_if, lane, mem_read, new_bool, new_vec, resize,
+    ring_fifo, wire,
 )
 from .counter import counter_core
 from .fetch import fetch_widths, sched_fetch
@@ -504,133 +505,80 @@ def _alu(clk, rst, go, h_op, h_a, h_b, h_d, h_len, ra, rb, qa, qb, busy, we, wa,
     cur_op, res = new_vec(2), new_vec(dw)
     v0, a0, d0 = new_bool(), new_vec(aw), new_vec(dw)
 
-    if fmt.k:  # VPU shares the ALU (unit, read ports, write source 3)
-        o_vpu, k_vpu, vsh = FabricParams.MAC_OPCODES["VPU"], ALU_OPS["VPU"], fmt.vpu_shift
+    vpu = bool(fmt.k)  # VPU shares the ALU (unit, read ports, write source 3)
+    o_vpu, k_vpu, vsh = FabricParams.MAC_OPCODES["VPU"], ALU_OPS["VPU"], fmt.vpu_shift
 
-        @always_comb
-        def cur():
-            st = bool(0)
-            first = bool(0)
-            fin = bool(0)
-            act = bool(0)
-            m = intbv(0)[2:]
-            prod = intbv(0)[dw:]
-            r = intbv(0)[dw:]
+    @always_comb
+    @generate_if("vpu")
+    def cur():
+        st = bool(0)
+        first = bool(0)
+        fin = bool(0)
+        act = bool(0)
+        m = intbv(0)[2:]
+        prod = intbv(0)[dw:]
+        r = intbv(0)[dw:]
+        if vpu:
             sa = intbv(0)[dw + 1 :]
             sb = intbv(0)[dw + 1 :]
             sm = intbv(0)[dw + 1 :]
             sh = intbv(0)[dw:]
-            st = go and (h_op == o_vadd or h_op == o_vmul or h_op == o_dot or h_op == o_vpu)
-            start.next = st
-            if st:
-                ra.next = h_a
-                rb.next = h_b
-                if h_op == o_vadd:
-                    m[:] = k_add
-                elif h_op == o_vmul:
-                    m[:] = k_mul
-                elif h_op == o_vpu:
-                    m[:] = k_vpu
-                else:
-                    m[:] = k_dot
-                first = True
-                fin = h_len == 0
+        st = go and (h_op == o_vadd or h_op == o_vmul or h_op == o_dot or (vpu and h_op == o_vpu))
+        start.next = st
+        if st:
+            ra.next = h_a
+            rb.next = h_b
+            if h_op == o_vadd:
+                m[:] = k_add
+            elif h_op == o_vmul:
+                m[:] = k_mul
+            elif vpu and h_op == o_vpu:
+                m[:] = k_vpu
             else:
-                ra.next = ra_r
-                rb.next = rb_r
-                m[:] = aop
-                first = False
-                fin = cnt == 1
-            cur_op.next = m
-            act = st or cnt != 0
-            prod[:] = qa * qb  # low dw bits of the product
+                m[:] = k_dot
+            first = True
+            fin = h_len == 0
+        else:
+            ra.next = ra_r
+            rb.next = rb_r
+            m[:] = aop
+            first = False
+            fin = cnt == 1
+        cur_op.next = m
+        act = st or cnt != 0
+        prod[:] = qa * qb  # low dw bits of the product
+        if vpu:
             sa[:] = concat(qa[dw - 1], qa)  # VPU: signed sum in dw + 1 bits, ReLU, shift
             sb[:] = concat(qb[dw - 1], qb)
             sm[:] = sa + sb
             sh[:] = sm[dw:] >> vsh
-            if m == k_vpu:
-                if sm[dw]:
-                    r[:] = 0
-                else:
-                    r[:] = sh
-            elif m == k_dot:
-                if first:
-                    r[:] = prod
-                else:
-                    r[:] = acc + prod
-            elif m == k_mul:
+        if vpu and m == k_vpu:
+            if sm[dw]:
+                r[:] = 0
+            else:
+                r[:] = sh
+        elif m == k_dot:
+            if first:
                 r[:] = prod
             else:
-                r[:] = qa + qb
-            res.next = r
-            if act and (m != k_dot or fin):
-                v0.next = 1
-                d0.next = r
-                if st:
-                    a0.next = h_d
-                else:
-                    a0.next = rd_r
-            else:
-                v0.next = 0
-                d0.next = 0
-                a0.next = 0
-            busy.next = cnt != 0
-
-    else:
-
-        @always_comb
-        def cur():
-            st = bool(0)
-            first = bool(0)
-            fin = bool(0)
-            act = bool(0)
-            m = intbv(0)[2:]
-            prod = intbv(0)[dw:]
-            r = intbv(0)[dw:]
-            st = go and (h_op == o_vadd or h_op == o_vmul or h_op == o_dot)
-            start.next = st
+                r[:] = acc + prod
+        elif m == k_mul:
+            r[:] = prod
+        else:
+            r[:] = qa + qb
+        res.next = r
+        if act and (m != k_dot or fin):
+            v0.next = 1
+            d0.next = r
             if st:
-                ra.next = h_a
-                rb.next = h_b
-                if h_op == o_vadd:
-                    m[:] = k_add
-                elif h_op == o_vmul:
-                    m[:] = k_mul
-                else:
-                    m[:] = k_dot
-                first = True
-                fin = h_len == 0
+                a0.next = h_d
             else:
-                ra.next = ra_r
-                rb.next = rb_r
-                m[:] = aop
-                first = False
-                fin = cnt == 1
-            cur_op.next = m
-            act = st or cnt != 0
-            prod[:] = qa * qb  # low dw bits of the product
-            if m == k_dot:
-                if first:
-                    r[:] = prod
-                else:
-                    r[:] = acc + prod
-            elif m == k_mul:
-                r[:] = prod
-            else:
-                r[:] = qa + qb
-            res.next = r
-            if act and (m != k_dot or fin):
-                v0.next = 1
-                d0.next = r
-                if st:
-                    a0.next = h_d
-                else:
-                    a0.next = rd_r
-            else:
-                v0.next = 0
-                d0.next = 0
-                a0.next = 0
-            busy.next = cnt != 0
+                a0.next = rd_r
+        else:
+            v0.next = 0
+            d0.next = 0
+            a0.next = 0
+        busy.next = cnt != 0
 
     @always_seq(clk.posedge, reset=rst)
     def regs():
@@ -672,77 +620,78 @@ def _alu(clk, rst, go, h_op, h_a, h_b, h_d, h_len, ra, rb, qa, qb, busy, we, wa,
 
 
 @block
-def _dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we0, wa0, wd0, we1, wa1, wd1, we2, wa2, wd2, we3, wa3, wd3,
-          raddrs, rdatas, e_wconf, fmt: FabricParams):
+def _dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, wes, was, wds, raddrs, rdatas, e_wconf, fmt: FabricParams):
     """Data memory: ``2**aw`` words, register array.
 
-    Writes at the end of the cycle: the load port, then sources 0 (RECV/TAP port 0),
-    1, 2 and 3 (ALU), lowest priority first (a later non-blocking write to the same
-    word wins). ``e_wconf``: two sources write one address this cycle. ``raddrs`` /
-    ``rdatas``: combinational read ports (reads see only earlier cycles' writes).
+    Writes at the end of the cycle: the load port, then the sources ``wes``/``was``/``wds``
+    (0..2 the ports, 3 the ALU; with ``k > 0`` the MAC lanes ``4 .. 4+k-1``, then the FIFO's
+    RECV), lowest priority first (a later non-blocking write to the same word wins).
+    ``e_wconf``: two sources write one address this cycle. ``raddrs`` / ``rdatas``:
+    combinational read ports (reads see only earlier cycles' writes).
+
+    Four sources are written out one by one; more are copied into wire arrays (the lists
+    the generators index) and looped over, in the block :data:`_dmem_n`.
     """
-    words = fmt.words
-    dmem = [Signal(intbv(0)[fmt.dw:]) for _ in range(words)]
-
-    @always(clk.posedge)
-    def write():
-        if rst:
-            for i in range(words):
-                dmem[i].next = 0
-        if ld_dwe:
-            dmem[ld_didx].next = ld_ddata
-        if we0:
-            dmem[wa0].next = wd0
-        if we1:
-            dmem[wa1].next = wd1
-        if we2:
-            dmem[wa2].next = wd2
-        if we3:
-            dmem[wa3].next = wd3
-
-    @always_comb
-    def wconf():
-        e_wconf.next = ((we0 and we1 and wa0 == wa1) or (we0 and we2 and wa0 == wa2)
-                        or (we0 and we3 and wa0 == wa3) or (we1 and we2 and wa1 == wa2)
-                        or (we1 and we3 and wa1 == wa3) or (we2 and we3 and wa2 == wa3))
-
-    reads = [mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
-    return write, wconf, reads
-
-
-@block
-def _dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, wes, was, wds, raddrs, rdatas, e_wconf, fmt: FabricParams):
-    """:func:`_dmem` with the write sources as lists (``k > 0``: sources 0..3 and the MAC
-    lanes ``4 .. 4+k-1``), lowest priority first: a later source wins a WCONF."""
     words, ns = fmt.words, len(wes)
-    # the lists the generators index are copies (wire arrays driven by continuous assigns)
-    lwe, lwa, lwd = [new_bool() for _ in wes], [new_vec(fmt.aw) for _ in was], [new_vec(fmt.dw) for _ in wds]
-    copies = [wire(a, y) for a, y in zip(wes + was + wds, lwe + lwa + lwd)]
+    four = ns == 4
+    # the generators close over the names of both forms; MyHDL reads every closure cell
+    lwe = lwa = lwd = None
+    we0 = we1 = we2 = we3 = wa0 = wa1 = wa2 = wa3 = wd0 = wd1 = wd2 = wd3 = None
+    if four:
+        # made before the first instance: MyHDL names the array after this block
+        dmem = [Signal(intbv(0)[fmt.dw:]) for _ in range(words)]
+        (we0, we1, we2, we3), (wa0, wa1, wa2, wa3), (wd0, wd1, wd2, wd3) = wes, was, wds
+        copies = []
+    else:
+        lwe, lwa, lwd = [new_bool() for _ in wes], [new_vec(fmt.aw) for _ in was], [new_vec(fmt.dw) for _ in wds]
+        copies = [wire(a, y) for a, y in zip(wes + was + wds, lwe + lwa + lwd)]
 
     @always(clk.posedge)
+    @generate_if("four")
     def write():
         if rst:
             for i in range(words):
                 dmem[i].next = 0
         if ld_dwe:
             dmem[ld_didx].next = ld_ddata
-        for s in range(ns):
-            if lwe[s]:
-                dmem[lwa[s]].next = lwd[s]
+        if four:
+            if we0:
+                dmem[wa0].next = wd0
+            if we1:
+                dmem[wa1].next = wd1
+            if we2:
+                dmem[wa2].next = wd2
+            if we3:
+                dmem[wa3].next = wd3
+        else:
+            for s in range(ns):
+                if lwe[s]:
+                    dmem[lwa[s]].next = lwd[s]
 
     @always_comb
+    @generate_if("four")
     def wconf():
-        c = bool(0)
-        c = False
-        for s in range(ns):
-            for u in range(ns):
-                if s < u and lwe[s] and lwe[u] and lwa[s] == lwa[u]:
-                    c = True
-        e_wconf.next = c
+        if four:
+            e_wconf.next = ((we0 and we1 and wa0 == wa1) or (we0 and we2 and wa0 == wa2)
+                            or (we0 and we3 and wa0 == wa3) or (we1 and we2 and wa1 == wa2)
+                            or (we1 and we3 and wa1 == wa3) or (we2 and we3 and wa2 == wa3))
+        else:
+            c = bool(0)
+            c = False
+            for s in range(ns):
+                for u in range(ns):
+                    if s < u and lwe[s] and lwe[u] and lwa[s] == lwa[u]:
+                        c = True
+            e_wconf.next = c
 
-    dmem = [Signal(intbv(0)[fmt.dw:]) for _ in range(words)]
+    if not four:  # made after the generators: the array is named after the first read port
+        dmem = [Signal(intbv(0)[fmt.dw:]) for _ in range(words)]
     reads = [mem_read(dmem, a, q) for a, q in zip(raddrs, rdatas)]
     return copies, write, wconf, reads
+
+
+#: :func:`_dmem` with more than four write sources, under the block name it has in the Verilog.
+_dmem_n = block_named(_dmem, "_dmem_n")
 
 
 @block
@@ -1038,12 +987,8 @@ def sched_tile(clk, rst, run, ld_we, ld_sel, ld_addr, ld_data, in_valid, in_data
     # data memory
     e_wconf = new_bool()
     nm = ns if comm_here or not fmt.comm else ns - 1   # the write sources this tile's memory has
-    if nm > 4:
-        insts.append(_dmem_n(clk, rst, ld_dwe, ld_didx, ld_ddata, we[:nm], wa[:nm], wdt[:nm], raddrs, rdatas,
-                             e_wconf, fmt))
-    else:
-        insts.append(_dmem(clk, rst, ld_dwe, ld_didx, ld_ddata, we[0], wa[0], wdt[0], we[1], wa[1], wdt[1],
-                           we[2], wa[2], wdt[2], we[3], wa[3], wdt[3], raddrs, rdatas, e_wconf, fmt))
+    insts.append((_dmem_n if nm > 4 else _dmem)(clk, rst, ld_dwe, ld_didx, ld_ddata, we[:nm], wa[:nm], wdt[:nm],
+                                                raddrs, rdatas, e_wconf, fmt))
     we_cat = ConcatSignal(*reversed(we))
     wa_cat = ConcatSignal(*reversed(wa))
     wd_cat = ConcatSignal(*reversed(wdt))
