@@ -50,9 +50,9 @@ from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 from myhdl._Signal import Constant
 
 from lockstep.models.gemm.params import GemmParams
-from lockstep.models.record import ParamError, clog2
+from lockstep.models.record import clog2
 
-from ..common import Emitted, emit_stream_unit, flat_signal, resize
+from ..common import Emitted, check_record, emit_stream_unit, flat_signal, resize
 
 __all__ = [
     "DetectWidths",
@@ -68,9 +68,7 @@ __all__ = [
 
 def check_gemm(fmt: object, who: str) -> GemmParams:
     """Refuse anything but a :class:`GemmParams` (the message names the type)."""
-    if not isinstance(fmt, GemmParams):
-        raise ParamError(f"{who}: params must be a GemmParams, got {type(fmt).__name__}")
-    return fmt
+    return check_record(fmt, GemmParams, who)
 
 
 def count_bits(n: int) -> int:

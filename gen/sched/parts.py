@@ -11,6 +11,8 @@ from __future__ import annotations
 from lockstep.models.record import ParamError, clog2
 from lockstep.models.sched.params import FabricParams
 
+from ..common import check_record
+
 __all__ = [
     "ALU_OPS",
     "OPCODES",
@@ -36,8 +38,7 @@ PREFETCH_DEPTH = 2
 
 def check_fabric(fmt: object, who: str) -> FabricParams:
     """Refuse anything but a :class:`FabricParams` (the message names the type)."""
-    if not isinstance(fmt, FabricParams):
-        raise ParamError(f"{who}: params must be a FabricParams, got {type(fmt).__name__}")
+    check_record(fmt, FabricParams, who)
     if fmt.ENTRY_FIELDS[0] != "t":
         # The fetch path rebuilds an expanded entry as concat(T, rest of the word).
         raise ParamError(f"{who}: FabricParams.ENTRY_FIELDS must start with the T field")

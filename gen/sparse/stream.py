@@ -34,10 +34,10 @@ from pathlib import Path
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.record import ParamError, clog2
+from lockstep.models.record import clog2
 from lockstep.models.sparse.params import SparseParams
 
-from ..common import Emitted, emit_stream_unit, flat_signal, lane, resize
+from ..common import Emitted, check_record, emit_stream_unit, flat_signal, lane, resize
 
 __all__ = [
     "DEC_ERR_NAMES",
@@ -68,9 +68,7 @@ PROF_ERR_NAMES = ("CFG",)
 
 def check_sparse(fmt: object, who: str) -> SparseParams:
     """Refuse anything but a :class:`SparseParams` (the message names the type)."""
-    if not isinstance(fmt, SparseParams):
-        raise ParamError(f"{who}: params must be a SparseParams, got {type(fmt).__name__}")
-    return fmt
+    return check_record(fmt, SparseParams, who)
 
 
 def size_bits(fmt: SparseParams) -> tuple[int, int]:
