@@ -240,12 +240,17 @@ def _workers(workers: Mapping[str, int] | None) -> dict[str, int]:
     return w
 
 
+def _step(log: list[Event], kind: str, tag: int, resource: str, t0: float, dt: float) -> float:
+    """Log step ``kind`` of packet ``tag`` on ``resource`` from ``t0`` for ``dt``; the end."""
+    t1 = t0 + dt
+    log.append(Event(kind, tag, resource, t0, t1))
+    return t1
+
+
 def _exec_steps(tag: int, k: int, t: dict[str, list[float]], i: int, t0: float, log: list[Event]) -> float:
     """dma_wr, desc, kernel, dma_rd of packet ``i`` back to back from ``t0``; the end."""
     for kind, res in (("dma_wr", "dma_wr"), ("desc", "dma_wr"), ("kernel", f"kernel{k}"), ("dma_rd", "dma_rd")):
-        t1 = t0 + t[kind][i]
-        log.append(Event(kind, tag, res, t0, t1))
-        t0 = t1
+        t0 = _step(log, kind, tag, res, t0, t[kind][i])
     return t0
 
 
@@ -253,12 +258,9 @@ def _serial(n: int, t: dict[str, list[float]], w: dict[str, int], nk: int) -> tu
     log: list[Event] = []
     now = 0.0
     for i in range(n):
-        t1 = now + t["pre"][i] / w["pre"]
-        log.append(Event("pre", i, "pre", now, t1))
-        now = _exec_steps(i, i % nk, t, i, t1, log)
-        t1 = now + t["post"][i] / w["post"]
-        log.append(Event("post", i, "post", now, t1))
-        now = t1
+        now = _step(log, "pre", i, "pre", now, t["pre"][i] / w["pre"])
+        now = _exec_steps(i, i % nk, t, i, now, log)
+        now = _step(log, "post", i, "post", now, t["post"][i] / w["post"])
     return log, list(range(n))
 
 
@@ -268,17 +270,13 @@ def _lockstep(n: int, t: dict[str, list[float]], w: dict[str, int], nk: int) -> 
     for j in range(n + 2):            # S = 3 stages: n + S - 1 periods
         ends = [start]
         if j < n:                     # stage 0: packet j
-            e = start + t["pre"][j] / w["pre"]
-            log.append(Event("pre", j, "pre", start, e))
-            ends.append(e)
+            ends.append(_step(log, "pre", j, "pre", start, t["pre"][j] / w["pre"]))
         if 0 <= j - 1 < n:            # stage 1: packet j - 1
             i = j - 1
             ends.append(_exec_steps(i, i % nk, t, i, start, log))
         if 0 <= j - 2 < n:            # stage 2: packet j - 2
             i = j - 2
-            e = start + t["post"][i] / w["post"]
-            log.append(Event("post", i, "post", start, e))
-            ends.append(e)
+            ends.append(_step(log, "post", i, "post", start, t["post"][i] / w["post"]))
         start = max(ends)             # the barrier: the period ends with its slowest stage
     return log, list(range(n))
 
@@ -293,27 +291,27 @@ def _stream(n: int, t: dict[str, list[float]], w: dict[str, int], nk: int, sq_de
     sq, cq = _Store(None), _Store(None)           # the device's SQ (bounded by slots) and completions
     slots, wr_ch, rd_ch = _Sem(sq_depth), _Sem(1), _Sem(1)
 
+    def step(kind: str, i: int, resource: str) -> Generator:
+        """Packet ``i``'s step ``kind`` on ``resource``: take its time, then log it."""
+        t0, dt = sim.now, t[kind][i]
+        yield _wait(dt)
+        _step(log, kind, i, resource, t0, dt)     # ends at sim.now (t0 + dt)
+
     def pre(wk: int) -> Generator:
         while source:
             i = source.popleft()
-            t0 = sim.now
-            yield _wait(t["pre"][i])
-            log.append(Event("pre", i, f"pre.{wk}", t0, sim.now))
+            yield from step("pre", i, f"pre.{wk}")
             yield q_pre.put(i)
 
     def feeder() -> Generator:                    # the exec stage's host thread: data, slot, packet info
         while True:
             i = yield q_pre.get()
             yield wr_ch.acquire()
-            t0 = sim.now
-            yield _wait(t["dma_wr"][i])
-            log.append(Event("dma_wr", i, "dma_wr", t0, sim.now))
+            yield from step("dma_wr", i, "dma_wr")
             wr_ch.release(sim)
             yield slots.acquire()
             yield wr_ch.acquire()
-            t0 = sim.now
-            yield _wait(t["desc"][i])
-            log.append(Event("desc", i, "dma_wr", t0, sim.now))
+            yield from step("desc", i, "dma_wr")
             wr_ch.release(sim)
             yield sq.put(i)
 
@@ -321,27 +319,21 @@ def _stream(n: int, t: dict[str, list[float]], w: dict[str, int], nk: int, sq_de
         while True:
             i = yield sq.get(prio=k)                 # the lowest-numbered idle kernel takes it
             slots.release(sim)
-            t0 = sim.now
-            yield _wait(t["kernel"][i])
-            log.append(Event("kernel", i, f"kernel{k}", t0, sim.now))
+            yield from step("kernel", i, f"kernel{k}")
             yield cq.put(i)
 
     def reader() -> Generator:
         while True:
             i = yield cq.get()
             yield rd_ch.acquire()
-            t0 = sim.now
-            yield _wait(t["dma_rd"][i])
-            log.append(Event("dma_rd", i, "dma_rd", t0, sim.now))
+            yield from step("dma_rd", i, "dma_rd")
             rd_ch.release(sim)
             yield q_post.put(i)
 
     def post(wk: int) -> Generator:
         while True:
             i = yield q_post.get()
-            t0 = sim.now
-            yield _wait(t["post"][i])
-            log.append(Event("post", i, f"post.{wk}", t0, sim.now))
+            yield from step("post", i, f"post.{wk}")
             done.append(i)
 
     for wk in range(w["pre"]):
