@@ -8,7 +8,7 @@ The simulator driver (``verif/host/``) and :mod:`~lockstep.models.host.pipe` bui
 
 Decisions where docs/host.md is silent:
 
-* **K beyond ``k_max`` is refused** (:func:`split_task` raises :class:`SplitError`).
+* **K beyond** ``k_max`` **is refused** (:func:`split_task` raises :class:`SplitError`).
   Host partial sums are not exact: the kernel scales, saturates (and may ReLU/pool) each
   task's output to int8/int16, so the sum of two saturated partial results is not the
   saturated full sum. M beyond ``m_max`` and N beyond ``n_max`` are split into tasks

@@ -49,7 +49,7 @@ Decisions where docs/sched.md is silent
 4. **OPCODE**: UNIT != 0 counts on *every* opcode (NOP and HALT included); PORT is
    ignored (no error) on NOP, HALT and the ALU opcodes; only ``B[1:0]`` of a FWD is
    checked (its upper bits are ignored).
-5. **``halted``** (``Run.halted``) is true once a tile stops issuing: after it issued
+5. ``halted`` (``Run.halted``) is true once a tile stops issuing: after it issued
    HALT, or after any error of its own (a bus COLLISION does not halt any tile).
 6. **Fetch model.** The first expanded entry can be the head from cycle
    ``FETCH_LEAD`` (2), or ``FETCH_LEAD + 1`` if it is the first entry of a well-formed
@@ -75,7 +75,7 @@ Decisions where docs/sched.md is silent
     a collision sets ``ERR_COLLISION`` (bit 5), and the trace event is
     ``(c, "err", -1, ERR_COLLISION)``. ``Run.residual`` and ``Run.max_occupancy`` keep
     three ports per tile; the bus entry is always 0 (no buffer).
-12. **``execute(program, cycles=None)``** runs until nothing can happen any more
+12. ``execute(program, cycles=None)`` runs until nothing can happen any more
     (every tile halted or out of entries and nothing in flight); long idle stretches are
     skipped exactly. The contract's argument order ``execute(program, params, cycles)``
     is accepted too.
