@@ -37,7 +37,7 @@ from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 from lockstep.models.record import clog2
 from lockstep.models.sparse.params import SparseParams
 
-from ..common import Emitted, check_record, emit_stream_unit, flat_signal, lane, resize
+from ..common import Emitted, check_record, emit_stream_unit, flat_signal, lane, mem_read, resize
 
 __all__ = [
     "DEC_ERR_NAMES",
@@ -395,11 +395,7 @@ def _counters(clk, rst, clear, inc, idx, rd_addr, rd_data, size: int):
         elif inc:
             mem[idx].next = mem[idx] + 1
 
-    @always_comb
-    def read():
-        rd_data.next = mem[rd_addr]
-
-    return count, read
+    return count, mem_read(mem, rd_addr, rd_data)
 
 
 @block

@@ -72,8 +72,8 @@ from lockstep.models.record import ParamError, clog2
 from lockstep.models.sparse.params import SparseParams
 
 from ..common import (
-    Emitted, bit_of, cat_lanes, const0, emit_stream_unit, lane, new_bool, new_vec, port, resize, split_low,
-    wire,
+    Emitted, bit_of, cat_lanes, const0, emit_stream_unit, lane, mem_read, new_bool, new_vec, port, resize,
+    split_low, wire,
 )
 from .memory import count_bits, fc_bits, group_bits, k_bits, widx_bits
 from .stream import check_sparse, size_bits
@@ -973,12 +973,7 @@ def _drain_addr(rr, rc, pool_r, a00, a01, a10, a11, fmt: SparseParams):
 def _acc_read(acc, addr, q, nacc: int, inr=None):
     """``q = acc[addr]`` (0 beyond the array; ``inr``: the address exists)."""
     if nacc == 1 << len(addr):
-
-        @always_comb
-        def rd_all():
-            q.next = acc[addr]
-
-        insts = [rd_all]
+        insts = [mem_read(acc, addr, q)]
         if inr is not None:
             insts.append(_is_set(addr, inr))
         return insts
