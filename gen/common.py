@@ -203,7 +203,7 @@ class _Fold(ast.NodeTransformer):
         d = self.decided(node.test)
         if d is None:
             if not node.body:
-                raise ParamError(f"generate_if: an if at line {node.lineno} keeps an empty body")
+                raise ValueError(f"generate_if: an if at line {node.lineno} keeps an empty body")
             return node
         return node.body if d else node.orelse
 
@@ -225,7 +225,7 @@ def _generate_ast(func: Callable) -> ast.AST:
         cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
         missing = [n for n in names if n not in cells]
         if missing:
-            raise ParamError(f"generate_if: {func.__name__} does not use {missing}")
+            raise ValueError(f"generate_if: {func.__name__} does not use {missing}")
         _Fold({n: bool(cells[n].cell_contents) for n in names}).visit(tree)
     return tree
 
