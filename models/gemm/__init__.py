@@ -5,8 +5,8 @@ The contract is ``docs/gemm.md``; this module is the SPEC the generated RTL is c
 against. numpy and the standard library only; every value is an exact integer. Every
 size comes from :class:`~lockstep.models.gemm.params.GemmParams`.
 
-Contents (all importable from here; the code lives in ``gemm_detect``, ``gemm_select``,
-``gemm_trace``, ``gemm_cache`` and ``gemm_run``):
+Contents (all importable from here; the code lives in ``detect.py``, ``select.py``,
+``trace.py``, ``cache.py`` and ``run.py``):
 
 * conflict detection (section 2): :func:`ld_conflict` -> :class:`Det` (the exact walk),
   :func:`closed_form` -> :class:`ClosedForm`;

@@ -4,8 +4,8 @@ Counter-timed tiles without flow control. The contract is ``docs/sched.md``; thi
 module implements its sections 2-8 and 10 and is the SPEC the generated RTL is checked
 against, event by event. Pure Python ints (numpy only for memory images), exact.
 
-Contents (all importable from here; the code lives in ``sched_core``, ``sched_lint``,
-``sched_asm`` and ``sched_gen``):
+Contents (all importable from here; the code lives in ``core.py``, ``lint.py``,
+``asm.py``, ``comm.py``, ``compile.py`` and ``programs.py``):
 
 * encoding: :data:`OPS`, :data:`PORT_NAMES`, the ``ERR_*`` bits and :data:`ERR`,
   :class:`Entry`, :func:`encode`, :func:`decode`;

@@ -5,8 +5,8 @@ against. numpy and the standard library only; every value is an exact integer (i
 or Python ints where ``accw + 2`` bits exceed 64). Every size comes from
 :class:`~lockstep.models.sparse.params.SparseParams`.
 
-Contents (all importable from here; the code lives in ``sparse_format``,
-``sparse_mem``, ``sparse_stu``, ``sparse_partition`` and ``sparse_combine``):
+Contents (all importable from here; the code lives in ``format.py``,
+``mem.py``, ``stu.py``, ``partition.py`` and ``combine.py``):
 
 * formats (section 2): :class:`SubFM`, :class:`Desc`, :func:`encode`, :func:`decode`,
   :func:`encode_weights`, :func:`pack_desc` / :func:`unpack_desc`, :func:`pack_data` /
