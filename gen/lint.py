@@ -25,12 +25,15 @@ def _tool(name: str) -> str:
     return path
 
 
-def lint_file(path: Path | str, top: str | None = None) -> list[str]:
+def lint_file(path: Path | str, top: str | None = None, extra: tuple[Path | str, ...] = (),
+              timing: bool = False) -> list[str]:
     """Lint one Verilog file with both tools.
 
     Args:
         path: the ``.v`` file.
         top: top module (default: the file's stem).
+        extra: more files the top needs (a harness's DUT).
+        timing: the file has delays and waits (a harness's clock): Verilator's ``--timing``.
 
     Returns:
         Problem lines (empty when clean).
@@ -39,7 +42,8 @@ def lint_file(path: Path | str, top: str | None = None) -> list[str]:
     top = top or path.stem
     problems: list[str] = []
     v = subprocess.run(
-        [_tool("verilator"), "--lint-only", "-Wall", "--top-module", top, str(path)],
+        [_tool("verilator"), "--lint-only", "-Wall", *(["--timing"] if timing else []), "--top-module", top,
+         str(path), *map(str, extra)],
         capture_output=True,
         text=True,
     )
@@ -48,7 +52,7 @@ def lint_file(path: Path | str, top: str | None = None) -> list[str]:
         if not problems:
             problems.append(f"verilator exited {v.returncode}: {v.stderr.strip()[:500]}")
     i = subprocess.run(
-        [_tool("iverilog"), "-g2012", "-o", "/dev/null", "-s", top, str(path)],
+        [_tool("iverilog"), "-g2012", "-o", "/dev/null", "-s", top, str(path), *map(str, extra)],
         capture_output=True,
         text=True,
     )

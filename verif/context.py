@@ -7,7 +7,8 @@ The runner (:mod:`lockstep.verif.runner`) starts the simulator with:
 * ``LOCKSTEP_TB_PARAMS``: JSON of the parameters the *testbench* believes (normally the
   same; a negative test gives a deliberately different DUT);
 * ``LOCKSTEP_OPTS``: JSON of testbench options (transaction count, pause rates, ...);
-* ``LOCKSTEP_RESULTS``: folder for ``summary.json`` and coverage files.
+* ``LOCKSTEP_RESULTS``: folder for ``summary.json`` and coverage files;
+* ``LOCKSTEP_SEED``: the run's seed (``make sim SEED=``), the stimulus's seed.
 """
 
 from __future__ import annotations
@@ -63,7 +64,10 @@ class TbContext:
         opts = json.loads(os.environ.get("LOCKSTEP_OPTS") or "{}")
         results = Path(os.environ.get("LOCKSTEP_RESULTS", "."))
         results.mkdir(parents=True, exist_ok=True)
-        return cls(record, params, opts, results, int(cocotb.RANDOM_SEED))
+        # The runner's seed, not cocotb.RANDOM_SEED (which cocotb 2 mixes with the test's
+        # name): the per-edge and throughput tests of one seed then draw one stimulus.
+        seed = int(os.environ.get("LOCKSTEP_SEED") or cocotb.RANDOM_SEED)
+        return cls(record, params, opts, results, seed)
 
     def opt(self, name: str, default: Any) -> Any:
         """A testbench option, or ``default``."""

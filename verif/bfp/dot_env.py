@@ -206,6 +206,23 @@ class DotUnit(StreamUnit):
             "e5": item.e5 & em,
         }
 
+    def encode_columns(self, items: list[DotItem]) -> dict[str, np.ndarray]:
+        fmt: BfpFormat = self.params
+        em, wm = (1 << fmt.e) - 1, (1 << fmt.w) - 1
+
+        def col(name: str) -> np.ndarray:
+            return np.array([getattr(it, name) for it in items], dtype=np.int64)
+
+        return {
+            "a": np.array([it.a for it in items], dtype=np.int64).reshape(len(items), fmt.n) & wm,
+            "ea": col("ea") & em,
+            "b": np.array([it.b for it in items], dtype=np.int64).reshape(len(items), fmt.n) & wm,
+            "eb": col("eb") & em,
+            "bias_en": col("bias_en"),
+            "bias": col("bias") & wm,
+            "e5": col("e5") & em,
+        }
+
     def golden(self, items: list[DotItem], fmt: BfpFormat | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model outputs: one :func:`bfp.dot` call with the bias, one without, picked per row."""
         fmt = fmt or self.params

@@ -19,7 +19,7 @@ from lockstep.models.bfp.params import BfpFormat, MxElement, MxParams
 from lockstep.models.bfp.mx import MX_FLAG_NAMES
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, unpack_lanes
+from lockstep.verif.packing import pack_lanes, unpack_rows
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 
 from .stimulus import F32_INF, F32_QNAN, KINDS, float_blocks, pick_kinds
@@ -169,6 +169,9 @@ class MxUnit(StreamUnit):
     def encode(self, item: MxItem) -> dict[str, int]:
         return {"data": pack_lanes(item.bits, 32)}
 
+    def encode_columns(self, items: list[MxItem]) -> dict[str, np.ndarray]:
+        return {"data": np.array([it.bits for it in items], dtype=np.uint32).reshape(len(items), self.params.block)}
+
     def golden(self, items: list[MxItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model ``(scales, codes, flags)`` for ``items``: shapes (T,), (T, block), (T,)."""
         p: MxParams = self.params
@@ -179,7 +182,7 @@ class MxUnit(StreamUnit):
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p: MxParams = self.params
         scale = np.array([o["scale"] for o in outs], dtype=np.int64)
-        codes = np.array([unpack_lanes(o["data"], p.element.bits, p.block) for o in outs]).reshape(
+        codes = unpack_rows([o["data"] for o in outs], p.element.bits, p.block).reshape(
             len(outs), p.block
         )
         flags = np.array([o["flags"] for o in outs], dtype=np.int64)

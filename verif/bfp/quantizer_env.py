@@ -17,7 +17,7 @@ from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, to_signed, unpack_lanes
+from lockstep.verif.packing import pack_lanes, to_signed, unpack_rows
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
@@ -90,6 +90,14 @@ class QuantUnit(StreamUnit):
             "exp": int(item.exp) & ((1 << self.params.e) - 1),
         }
 
+    def encode_columns(self, items: list[QuantItem]) -> dict[str, np.ndarray]:
+        fmt: BfpFormat = self.params
+        return {
+            "data": np.array([it.bits for it in items], dtype=np.uint32).reshape(len(items), fmt.n),
+            "force": np.array([it.force for it in items], dtype=np.int64),
+            "exp": np.array([it.exp for it in items], dtype=np.int64) & ((1 << fmt.e) - 1),
+        }
+
     def golden(self, items: list[QuantItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model outputs for ``items`` (forced blocks use the forced exponent)."""
         fmt: BfpFormat = self.params
@@ -103,7 +111,7 @@ class QuantUnit(StreamUnit):
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        man = np.array([unpack_lanes(o["data"], fmt.w, fmt.n, signed=True) for o in outs])
+        man = unpack_rows([o["data"] for o in outs], fmt.w, fmt.n, signed=True)
         exp = np.array([to_signed(o["exp"], fmt.e) for o in outs], dtype=np.int64)
         flg = np.array([o["flags"] for o in outs], dtype=np.int64)
         return exp, man, flg
@@ -144,18 +152,20 @@ class QuantUnit(StreamUnit):
         if fmt.rounding == "rne":
             cg.point("round_up", lambda t: t["round_up"], [False, True])
 
-    def samples(self, items: list[QuantItem], outs: list[Beat]) -> list[dict]:
+    def sample_columns(self, items: list[QuantItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
         d_exp, d_man, d_flg = self._decode([o.fields for o in outs])
         # A round-up: an element whose RNE magnitude exceeds its truncated magnitude.
         _, m_t, _ = bfp.quantize(
             np.array([it.bits for it in items], dtype=np.uint32), dataclasses.replace(fmt, rounding="trunc")
         )
-        up = (np.abs(d_man) > np.abs(m_t)).any(axis=1)
-        return [
-            {"flags": int(f), "exp": int(e), "force": it.force, "kind": it.kind, "round_up": bool(u)}
-            for it, e, f, u in zip(items, d_exp, d_flg, up)
-        ]
+        return {
+            "flags": d_flg,
+            "exp": d_exp,
+            "force": np.array([it.force for it in items], dtype=bool),
+            "kind": np.array([it.kind for it in items]),
+            "round_up": (np.abs(d_man) > np.abs(m_t)).any(axis=1),
+        }
 
 
 class QuantTest(StreamTest):

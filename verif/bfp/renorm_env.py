@@ -20,7 +20,7 @@ from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, to_signed, unpack_lanes
+from lockstep.verif.packing import pack_lanes, to_signed, unpack_rows
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 from lockstep.verif.bfp.stimulus import pick_kinds
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
@@ -200,6 +200,19 @@ class RenormUnit(StreamUnit):
             "e4": int(item.e4) & ((1 << fmt.e) - 1),
         }
 
+    def encode_columns(self, items: list[RenormItem]) -> dict[str, np.ndarray]:
+        fmt: BfpFormat = self.params
+        if fmt.acc_bits > 62:  # lanes beyond int64: the per-transaction encoder
+            return super().encode_columns(items)
+        cols = {
+            "data": np.array([it.acc for it in items], dtype=np.int64).reshape(len(items), fmt.n)
+            & ((1 << fmt.acc_bits) - 1),
+            "e3": np.array([it.e3 for it in items], dtype=np.int64) & ((1 << fmt.e_sum_bits) - 1),
+            "fixed": np.array([it.fixed for it in items], dtype=np.int64),
+            "e4": np.array([it.e4 for it in items], dtype=np.int64) & ((1 << fmt.e) - 1),
+        }
+        return {f: cols[f] for f in self.in_fields}
+
     def golden(
         self, items: list[RenormItem], fmt: BfpFormat | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -218,7 +231,7 @@ class RenormUnit(StreamUnit):
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        man = np.array([unpack_lanes(o["data"], fmt.w, fmt.n, signed=True) for o in outs]).reshape(-1, fmt.n)
+        man = unpack_rows([o["data"] for o in outs], fmt.w, fmt.n, signed=True)
         e4 = np.array([to_signed(o["e4"], fmt.e) for o in outs], dtype=np.int64)
         flg = np.array([o["flags"] for o in outs], dtype=np.int64)
         return e4, man, flg

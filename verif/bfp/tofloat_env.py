@@ -19,7 +19,7 @@ from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, unpack_lanes
+from lockstep.verif.packing import pack_lanes, unpack_rows
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 from lockstep.verif.bfp.stimulus import pick_kinds
 
@@ -176,6 +176,13 @@ class ToFloatUnit(StreamUnit):
         fmt: BfpFormat = self.params
         return {"data": pack_lanes(item.m, fmt.w), "exp": int(item.exp) & ((1 << fmt.e) - 1)}
 
+    def encode_columns(self, items: list[TfItem]) -> dict[str, np.ndarray]:
+        fmt: BfpFormat = self.params
+        return {
+            "data": np.array([it.m for it in items], dtype=np.int64).reshape(len(items), fmt.n) & ((1 << fmt.w) - 1),
+            "exp": np.array([it.exp for it in items], dtype=np.int64) & ((1 << fmt.e) - 1),
+        }
+
     def golden(self, items: list[TfItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model outputs: ``(bits (T, n), lane flags (T, n), block flags (T,))``."""
         fmt: BfpFormat = self.params
@@ -186,7 +193,7 @@ class ToFloatUnit(StreamUnit):
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        bits = np.array([unpack_lanes(o["data"], 32, fmt.n) for o in outs], dtype=np.int64)
+        bits = unpack_rows([o["data"] for o in outs], 32, fmt.n)
         flg = np.array([o["flags"] for o in outs], dtype=np.int64)
         return bits, flg
 

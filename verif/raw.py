@@ -1,0 +1,147 @@
+"""The limit: a throughput testbench's harness, RTL and stimulus with no cocotb at all.
+
+:func:`run_raw` builds the harness (:mod:`lockstep.gen.harness`) and the DUT into a bare
+simulator executable (``verilator --binary --timing``: Verilator's own C++ main loop; or
+``iverilog`` + ``vvp``), writes the very stimulus the throughput test draws for that
+seed (:meth:`~.StreamUnit.items` chunk by chunk, :func:`~.throughput.write_chunk`),
+runs it to its ``$finish`` and times only the simulator. The records are then checked
+with the unit's golden model (outside the timing), so a raw figure is never the speed
+of a wrong run. ``make bench`` puts it beside the per-edge and throughput modes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lockstep.gen.harness import CHUNK, emit_harness, harness_name, harness_ports
+
+from .context import TbContext
+from .registry import Testbench, get
+from .runner import BUILD, generate_rtl, rtl_dir, run_opts
+from .throughput import read_records, unit_class, write_chunk
+from .twin import pause_seeds, pause_threshold
+
+__all__ = ["RawResult", "build_raw", "run_raw"]
+
+
+@dataclass
+class RawResult:
+    """One raw run: ``cycles`` simulated in ``wall_s`` seconds of simulator time,
+    ``transactions`` checked (``mismatches`` of them wrong)."""
+
+    testbench: str
+    sim: str
+    cycles: int
+    transactions: int
+    wall_s: float
+    mismatches: int
+    folder: Path
+
+    @property
+    def cycles_per_s(self) -> float:
+        return self.cycles / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def build_raw(tb: Testbench, sim: str = "verilator") -> Path:
+    """The bare simulator executable of ``tb``'s harness (cached beside its RTL)."""
+    if tb.mode != "throughput":
+        raise ValueError(f"{tb.name} is not a throughput testbench: no harness to run raw")
+    record = generate_rtl(tb)
+    dut = record.with_suffix(".v")
+    harness = emit_harness(record)
+    top = harness_name(tb.toplevel)
+    key = hashlib.sha256(dut.read_bytes() + harness.read_bytes()).hexdigest()[:12]
+    out = rtl_dir(tb) / f"{sim}-raw-{key}"
+    exe = out / (top if sim == "verilator" else f"{top}.vvp")
+    if exe.exists():
+        return exe
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if sim == "verilator":
+        cmd = ["verilator", "--binary", "--timing", "-O3", "-Wno-fatal", "--x-assign", "fast", "--x-initial", "fast",
+               "-CFLAGS", "-std=c++20", "-j", "2", "-Mdir", str(tmp), "--top-module", top, "-o", top,
+               str(harness), str(dut)]
+    elif sim == "icarus":
+        cmd = ["iverilog", "-g2012", "-o", str(tmp / f"{top}.vvp"), "-s", top, str(harness), str(dut)]
+    else:
+        raise ValueError(f"unknown simulator {sim!r}")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    (tmp / "build.log").write_text(res.stdout + res.stderr)
+    if res.returncode != 0:
+        raise RuntimeError(f"raw build of {tb.name} on {sim} failed; see {tmp / 'build.log'}")
+    try:
+        tmp.rename(out)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # another process built it first
+    return exe
+
+
+def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str, Any] | None = None,
+            check: bool = True) -> RawResult:
+    """Run throughput testbench ``name`` with no cocotb (see the module docstring).
+
+    Args:
+        name: a registered throughput testbench.
+        sim: ``"verilator"`` or ``"icarus"``.
+        seed: the seed (the throughput test of this seed draws the same stimulus).
+        opts: option overrides (``blocks``, ``idle``, ``backpressure``).
+        check: check the records with the golden model afterwards.
+    """
+    tb = get(name)
+    exe = build_raw(tb, sim)
+    o = run_opts(tb, sim, opts)
+    record = json.loads(generate_rtl(tb).read_text())
+    count = int(o.get("blocks", 1000))
+    folder = BUILD / tb.name / "raw" / sim / f"seed{seed}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    ctx = TbContext(record, record["params"], o, folder, seed)
+    unit_t = unit_class(o["unit"])
+    unit = unit_t(ctx, unit_t.params_type.from_dict(record["params"]))
+    hp = harness_ports(record)
+    rng = np.random.default_rng(seed)
+    chunks = []
+    for k in range(-(-count // CHUNK)):
+        items = unit.items(rng, min(CHUNK, count - k * CHUNK))
+        write_chunk(folder / f"tp_stim_{k}.bin", unit.encode_columns(items), hp, k * CHUNK)
+        chunks.append(items)
+    s_idle, s_bp = pause_seeds(seed)
+    plus = [f"+tp_n={count}", f"+tp_idle_seed={s_idle}", f"+tp_bp_seed={s_bp}",
+            f"+tp_idle_thr={pause_threshold(float(o.get('idle', 0.2)))}",
+            f"+tp_bp_thr={pause_threshold(float(o.get('backpressure', 0.3)))}",
+            f"+tp_max_cycles={100 * count + 10_000}", "+tp_wstart=0", "+tp_wstop=0", "+tp_go", "+tp_finish"]
+    cmd = [str(exe), *plus] if sim == "verilator" else ["vvp", "-n", str(exe), *plus]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    (folder / "sim.log").write_text(res.stdout + res.stderr)
+    end_p = folder / "tp_end.log"
+    if res.returncode != 0 or not end_p.exists():
+        raise RuntimeError(f"raw run of {name} on {sim} failed (exit {res.returncode}); see {folder / 'sim.log'}")
+    end = end_p.read_text().split()
+    if "timeout" in end:
+        raise RuntimeError(f"raw run of {name} on {sim} hit its cycle limit; see {folder}")
+    mismatches, checked = 0, 0
+    if check:
+        acc_all, outs_all = [], []
+        for k in range(int(end[4]) + 1):
+            acc, outs = read_records(folder, k, hp)
+            acc_all.append(acc)
+            outs_all += outs
+        items = [it for c in chunks for it in c]
+        if len(outs_all) != count or sum(len(a) for a in acc_all) != count:
+            raise RuntimeError(f"raw run of {name}: {len(outs_all)} outputs for {count} inputs")
+        _, bad, _ = unit.check(items, [x[2] for x in outs_all])
+        mismatches, checked = int(bad), len(items)
+    return RawResult(name, sim, int(end[0]), checked or count, wall, mismatches, folder)
