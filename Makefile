@@ -47,11 +47,12 @@ lint: $(SETUP_STAMP) ## verilator --lint-only -Wall and iverilog -g2012 on every
 list: $(SETUP_STAMP) ## list the registered testbenches
 	@$(RUN) python -m lockstep.verif.runner --list
 
-sim: $(SETUP_STAMP) ## run one testbench: TEST=<name> [SIM=] [SEED=] [WAVES=1] [RTL=]
-	@if [ -z "$(TEST)" ]; then echo "usage: make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [RTL=path.v]"; \
+sim: $(SETUP_STAMP) ## run one testbench: TEST=<name> [SIM=] [SEED=] [WAVES=1] [WINDOW=a:b] [MODE=edge|throughput] [RTL=]
+	@if [ -z "$(TEST)" ]; then echo "usage: make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [WINDOW=start:stop] [MODE=edge|throughput] [RTL=path.v]"; \
 	  $(RUN) python -m lockstep.verif.runner --list; exit 2; fi
 	@$(RUN) python -m lockstep.verif.runner $(TEST) $(if $(SIM),--sim $(SIM)) $(if $(SEED),--seed $(SEED)) \
-	  $(if $(filter 1 yes true,$(WAVES)),--waves) $(if $(RTL),--rtl $(abspath $(RTL)))
+	  $(if $(filter 1 yes true,$(WAVES)),--waves) $(if $(WINDOW),--window $(WINDOW)) $(if $(MODE),--mode $(MODE)) \
+	  $(if $(RTL),--rtl $(abspath $(RTL)))
 
 test: $(SETUP_STAMP) ## the README's test command: unit tests, then every quick testbench on both simulators
 	@$(RUN) python -m pytest -q -n $(JOBS) tests
@@ -81,7 +82,7 @@ check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs
 precision: $(SETUP_STAMP) ## BFP SQNR table + PNG (W=4..16, N=4..64), RTL cross-checked -> build/reports/precision
 	@$(RUN) python ci/precision.py
 
-bench: $(SETUP_STAMP) ## simulated cycles/s per testbench and simulator -> build/reports/bench
+bench: $(SETUP_STAMP) ## cycles/s per-edge vs throughput vs raw Verilator/vvp, golden-model speed -> build/reports/bench
 	@$(RUN) python ci/bench.py
 
 sparse-report: $(SETUP_STAMP) ## sparse speedup vs sparsity and cluster makespan, measured in simulation -> build/reports/sparse

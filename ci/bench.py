@@ -1,14 +1,26 @@
-"""`make bench`: simulated cycles per second, per unit (or named testbenches) and simulator.
+"""`make bench`: simulation speed per mode (per-edge, throughput, raw) and golden-model speed.
 
-Each testbench runs twice, with SMALL and LARGE transactions, no idle cycles and no
-back-pressure (one transaction per clock). Reported:
+For every throughput testbench of the quick tier (or ``--tests``), on each simulator:
 
-* total rate = cycles / wall seconds of the LARGE run (start-up included);
-* steady rate = (cycles_LARGE - cycles_SMALL) / (wall_LARGE - wall_SMALL): the marginal
-  speed with simulator start-up, Python import and build checks subtracted.
+* ``edge``: its per-edge twin (the same DUT, parameters and unit; Python on every clock
+  edge), run with ``--edge-small`` and ``--edge-large`` transactions;
+* ``throughput``: the throughput testbench (the generated harness; Python once per
+  chunk), run with ``--tp-small`` and the quick tier's depth (100,000 transactions on
+  Verilator, 10,000 on Icarus);
+* ``raw``: the same harness, RTL and stimulus with no cocotb
+  (:func:`lockstep.verif.raw.run_raw`: Verilator's own ``--binary`` main loop, or
+  ``vvp``), timing the simulator alone, records checked afterwards.
 
-Writes build/reports/bench/bench.{md,json}. Timing is measured here, never asserted in
-a test.
+No idle cycles and no back-pressure, so a transaction is a cycle. ``cycles_per_s`` is
+cycles over the whole run's wall time (start-up included, what a user waits for);
+``steady_cycles_per_s`` is the marginal rate between the small and the large run (start-up
+and build checks subtracted), the figure the targets are about.
+
+Then each family's main golden model in elements or transactions per second, with
+``bfp.mx_quantize`` beside ``ml_dtypes``' own cast to the same element type.
+
+Writes build/reports/bench/bench.json (a list of records, see :data:`FIELDS`), bench.md
+(the tables) and bench.png. Timing is measured here, never asserted in a test.
 """
 
 from __future__ import annotations
@@ -16,80 +28,189 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any, Callable
 
+import numpy as np
+
+from lockstep.verif.raw import run_raw
 from lockstep.verif.registry import SIMULATORS, TESTBENCHES
-from lockstep.verif.runner import run
+from lockstep.verif.runner import run, run_opts
 
 OUT = Path(__file__).resolve().parent.parent / "build" / "reports" / "bench"
+
+#: The fields of a simulation record in bench.json.
+FIELDS = ("testbench", "family", "mode", "sim", "cycles", "transactions", "wall_s", "cycles_per_s",
+          "steady_cycles_per_s", "python_s")
+
+_FLAT = {"idle": 0.0, "backpressure": 0.0}
+
+
+def _record(tb: str, mode: str, sim: str, cycles: int, txns: int, wall: float, steady: float | None,
+            python_s: float | None = None) -> dict[str, Any]:
+    return {"testbench": tb, "family": TESTBENCHES[tb].family, "mode": mode, "sim": sim, "cycles": int(cycles),
+            "transactions": int(txns), "wall_s": round(wall, 4), "cycles_per_s": round(cycles / wall, 1),
+            "steady_cycles_per_s": None if steady is None else round(steady, 1),
+            "python_s": None if python_s is None else round(python_s, 3)}
+
+
+def _pair(name: str, sim: str, small: int, large: int) -> dict[str, Any]:
+    """Run ``name`` with ``small`` then ``large`` transactions; the large run's record."""
+    run(name, sim, seed=1, opts={**_FLAT, "blocks": min(small, 64)})  # build outside the timing
+    a = run(name, sim, seed=1, opts={**_FLAT, "blocks": small})
+    b = run(name, sim, seed=1, opts={**_FLAT, "blocks": large})
+    for r in (a, b):
+        if not r.ok:
+            raise RuntimeError(f"bench: {name} on {sim} failed: {r.results}")
+    steady = (b.cycles - a.cycles) / max(b.wall - a.wall, 1e-9)
+    py = sum(b.summary.get("python_s", {}).values()) if b.summary.get("python_s") else None
+    return _record(name, TESTBENCHES[name].mode, sim, b.cycles, int(b.summary.get("transactions", large)), b.wall,
+                   steady, py)
+
+
+def simulation(names: list[str], sims: list[str], a: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    for name in names:
+        tb = TESTBENCHES[name]
+        edge = name.removesuffix("_tp")
+        for sim in sims:
+            depth = int(run_opts(tb, sim).get("blocks", 10_000))
+            rows.append(_pair(edge, sim, a.edge_small, a.edge_large))
+            _show(rows[-1])
+            rows.append(_pair(name, sim, a.tp_small, depth))
+            _show(rows[-1])
+            small = run_raw(name, sim, seed=1, opts={**_FLAT, "blocks": a.tp_small})
+            big = run_raw(name, sim, seed=1, opts={**_FLAT, "blocks": depth})
+            for r in (small, big):
+                if r.mismatches:
+                    raise RuntimeError(f"bench: raw {name} on {sim}: {r.mismatches} mismatches ({r.folder})")
+            steady = (big.cycles - small.cycles) / max(big.wall_s - small.wall_s, 1e-9)
+            rows.append(_record(name, "raw", sim, big.cycles, big.transactions, big.wall_s, steady))
+            _show(rows[-1])
+    return rows
+
+
+def _show(r: dict[str, Any]) -> None:
+    print(f"bench: {r['testbench']:28s} {r['mode']:10s} {r['sim']:9s} {r['cycles']:>9,d} cycles "
+          f"{r['wall_s']:7.2f} s  {r['cycles_per_s']:>11,.0f} /s  steady {r['steady_cycles_per_s'] or 0:>11,.0f} /s",
+          flush=True)
+
+
+def _rate(fn: Callable[[], Any], units: int, reps: int = 5) -> float:
+    """Best of ``reps`` runs of ``fn``: ``units`` per second."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return units / best
+
+
+def models() -> list[dict[str, Any]]:
+    """Each family's main golden model, in elements or transactions per second."""
+    import ml_dtypes
+
+    from lockstep.models import bfp, gemm, host, sched, sparse
+    from lockstep.models.bfp.params import BfpFormat, MxParams
+    from lockstep.models.sched.params import FabricParams
+
+    rng = np.random.default_rng(1)
+    out: list[dict[str, Any]] = []
+
+    def add(family: str, model: str, unit: str, rate: float, anchor: str | None = None, anchor_rate: float | None = None):
+        out.append({"family": family, "model": model, "unit": unit, "per_s": round(rate, 1), "anchor": anchor,
+                    "anchor_per_s": None if anchor_rate is None else round(anchor_rate, 1),
+                    "ratio": None if anchor_rate is None else round(rate / anchor_rate, 4)})
+        ratio = f" ({rate / anchor_rate:.3f}x {anchor})" if anchor_rate else ""
+        print(f"bench: model {family:6s} {model:34s} {rate:>14,.0f} {unit}/s{ratio}", flush=True)
+
+    x = (rng.standard_normal(1 << 20) * 4).astype(np.float32)
+    p = MxParams("fp8_e4m3", 32)
+    add("bfp", "mx_quantize fp8_e4m3 block 32", "elements", _rate(lambda: bfp.mx_quantize(x, p.elem, p.block), x.size),
+        "ml_dtypes float8_e4m3fn cast", _rate(lambda: x.astype(ml_dtypes.float8_e4m3fn), x.size))
+    fmt = BfpFormat(w=8, e=5, n=16, rounding="rne")
+    blocks = x.view(np.uint32).reshape(-1, 16)
+    add("bfp", "quantize w8 e5 n16 rne", "elements", _rate(lambda: bfp.quantize(blocks, fmt), x.size))
+
+    prog = sched.random_program(3, FabricParams(sd=1024), n_txn=400, span=2000, max_len=16)
+    cycles = sched.execute(prog).cycles
+    add("sched", "execute (3 tiles, 400 transfers)", "cycles", _rate(lambda: sched.execute(prog), cycles, reps=3))
+
+    del gemm, host, sparse  # their models are measured by their own reports (make gemm-report, ...)
+    return out
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tbs = sorted({r["testbench"].removesuffix("_tp") for r in rows})
+    fig, axes = plt.subplots(1, len(SIMULATORS), figsize=(6 * len(SIMULATORS), 4), squeeze=False)
+    for ax, sim in zip(axes[0], SIMULATORS):
+        for k, mode in enumerate(("edge", "throughput", "raw")):
+            vals = [next((r["steady_cycles_per_s"] or r["cycles_per_s"] for r in rows if r["sim"] == sim
+                          and r["mode"] == mode and r["testbench"].removesuffix("_tp") == t), 0) for t in tbs]
+            ax.bar(np.arange(len(tbs)) + (k - 1) * 0.27, vals, 0.27, label=mode)
+        ax.set_yscale("log")
+        ax.set_xticks(np.arange(len(tbs)), tbs, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("steady simulated cycles/s")
+        ax.set_title(sim)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def table(rows: list[dict[str, Any]], model_rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| testbench | sim | mode | cycles | transactions | wall s | cycles/s | steady cycles/s | Python s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['testbench']} | {r['sim']} | {r['mode']} | {r['cycles']:,} | {r['transactions']:,} | "
+                     f"{r['wall_s']:.2f} | {r['cycles_per_s']:,.0f} | {r['steady_cycles_per_s'] or 0:,.0f} | "
+                     f"{_opt(r['python_s'], '{:.2f}')} |")
+    lines += ["", "| throughput vs raw | sim | steady ratio |", "|---|---|---|"]
+    for r in rows:
+        if r["mode"] == "throughput":
+            raw = next(x for x in rows if x["mode"] == "raw" and x["testbench"] == r["testbench"] and x["sim"] == r["sim"])
+            lines.append(f"| {r['testbench']} | {r['sim']} | "
+                         f"{(r['steady_cycles_per_s'] or 0) / max(raw['steady_cycles_per_s'] or 1, 1):.2f}x |")
+    lines += ["", "| family | model | per second | anchor | ratio |", "|---|---|---|---|---|"]
+    for m in model_rows:
+        lines.append(f"| {m['family']} | {m['model']} | {m['per_s']:,.0f} {m['unit']} | {m['anchor'] or ''} "
+                     f"{_opt(m['anchor_per_s'], '({:,.0f})')} | {_opt(m['ratio'], '{:.3f}x')} |")
+    return lines
+
+
+def _opt(v: float | None, fmt: str) -> str:
+    return "" if v is None else fmt.format(v)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--small", type=int, default=500)
-    ap.add_argument("--large", type=int, default=5500)
-    ap.add_argument("--tests", default="", help="comma-separated testbench names (default: one per unit)")
+    ap.add_argument("--tests", default="", help="comma-separated throughput testbenches (default: the quick tier's)")
+    ap.add_argument("--sims", default=",".join(SIMULATORS))
+    ap.add_argument("--edge-small", type=int, default=500)
+    ap.add_argument("--edge-large", type=int, default=3000)
+    ap.add_argument("--tp-small", type=int, default=4096)
+    ap.add_argument("--no-models", action="store_true")
     a = ap.parse_args()
-    names = [t for t in a.tests.split(",") if t]
-    if not names:  # one representative per streaming unit: its first positive testbench
-        firsts: dict[str, str] = {}
-        for tb in TESTBENCHES.values():
-            if not tb.expect_fail and tb.family == "bfp":  # the units whose length is `blocks`
-                firsts.setdefault(tb.toplevel, tb.name)
-        names = list(firsts.values())
-    rows = []
-    lines = ["| testbench | sim | cycles | wall s | total cycles/s | steady cycles/s |", "|---|---|---|---|---|---|"]
-    opts = {"idle": 0.0, "backpressure": 0.0}
-    for name in names:
-        for sim in SIMULATORS:
-            run(name, sim, seed=1, opts={**opts, "blocks": 10})  # build outside the timing
-            small = run(name, sim, seed=1, opts={**opts, "blocks": a.small})
-            large = run(name, sim, seed=1, opts={**opts, "blocks": a.large})
-            if not (small.ok and large.ok):
-                print(f"bench: {name} on {sim} failed: {large.results}", file=sys.stderr)
-                return 1
-            steady = (large.cycles - small.cycles) / max(large.wall - small.wall, 1e-9)
-            row = {"test": name, "sim": sim, "cycles": large.cycles, "wall": large.wall,
-                   "total_rate": large.cycles / large.wall, "steady_rate": steady}
-            rows.append(row)
-            lines.append(f"| {name} | {sim} | {large.cycles} | {large.wall:.2f} | "
-                         f"{row['total_rate']:,.0f} | {steady:,.0f} |")
-            print(lines[-1], flush=True)
-    lines += ["", *sched_bench(rows)]
+    names = [t for t in a.tests.split(",") if t] or [
+        tb.name for tb in TESTBENCHES.values() if tb.mode == "throughput" and tb.tier == "quick" and not tb.expect_fail]
+    for n in names:
+        if n not in TESTBENCHES or TESTBENCHES[n].mode != "throughput":
+            print(f"bench: {n!r} is not a registered throughput testbench", file=sys.stderr)
+            return 2
+    rows = simulation(names, [s for s in a.sims.split(",") if s], a)
+    model_rows = [] if a.no_models else models()
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "bench.md").write_text("\n".join(lines) + "\n")
-    (OUT / "bench.json").write_text(json.dumps(rows, indent=1))
-    print(f"bench: wrote {OUT}/bench.md")
+    (OUT / "bench.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (OUT / "models.json").write_text(json.dumps(model_rows, indent=1) + "\n")
+    (OUT / "bench.md").write_text("\n".join(table(rows, model_rows)) + "\n")
+    plot(rows, OUT / "bench.png")
+    print(f"bench: wrote {OUT}/bench.json, bench.md, bench.png")
     return 0
-
-
-def sched_bench(rows: list[dict]) -> list[str]:
-    """The sched family: the golden executor's speed on a dense random program, and the
-    ring's simulation speed (whole run: load + program; the trace monitor samples every
-    cycle, so this is the per-edge Python rate, not the hardware's)."""
-    import time
-
-    from lockstep.models import sched
-    from lockstep.models.sched.params import FabricParams
-
-    p = FabricParams(sd=1024)
-    prog = sched.random_program(3, p, n_txn=400, span=2000, max_len=16)
-    t0 = time.perf_counter()
-    golden = sched.execute(prog)
-    dt = time.perf_counter() - t0
-    out = ["| sched | what | cycles | wall s | cycles/s |", "|---|---|---|---|---|",
-           f"| executor | 3 tiles, {len(golden.trace)} events | {golden.cycles} | {dt:.3f} | {golden.cycles / dt:,.0f} |"]
-    rows.append({"test": "sched_executor", "sim": "python", "cycles": golden.cycles, "wall": dt,
-                 "total_rate": golden.cycles / dt})
-    print(out[-1], flush=True)
-    for sim in SIMULATORS:
-        run("sched_random", sim, seed=1)  # build outside the timing
-        r = run("sched_random", sim, seed=1)
-        rows.append({"test": "sched_random", "sim": sim, "cycles": r.cycles, "wall": r.wall,
-                     "total_rate": r.cycles / r.wall})
-        out.append(f"| sched_random | {sim} | {r.cycles} | {r.wall:.2f} | {r.cycles / r.wall:,.0f} |")
-        print(out[-1], flush=True)
-    return out
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ Settings are registers the cocotb testbench writes before raising ``go``, or plu
 for a run without cocotb: ``+tp_n=`` transactions, ``+tp_idle_seed= +tp_idle_thr=
 +tp_bp_seed= +tp_bp_thr=``, ``+tp_max_cycles=`` (a watchdog: ``tp_end.log`` then says
 ``timeout``), ``+tp_go``, ``+tp_finish``; ``+tp_waves=<file> +tp_wstart= +tp_wstop=``
-dumps waves only over cycles ``[wstart, wstop)``.
+dumps waves only over cycles ``[wstart, wstop)`` and ends the run at ``wstop`` (a replay
+of a failure stops after it; Verilator ignores ``$dumpoff``, so with ``+tp_dump_late``
+the dump starts at ``wstart`` instead).
 
 MyHDL converts no file I/O, plusargs or delays into Verilog that both simulators take,
 and the harness is little else, so it is written here as text from the port record
@@ -174,6 +176,7 @@ module {top};
   reg [63:0] wstart;
   reg [63:0] wstop;
   reg waves;
+  reg late;
   reg [8*256:1] wfile;
 
   reg in_valid;
@@ -243,13 +246,14 @@ module {top};
     end
   endtask
 
-  task automatic finish_run(input timeout);
+  task automatic finish_run(input [1:0] why);  // 0 done, 1 watchdog, 2 end of the waves window
     integer fe;
     begin
       $fclose(fa);
       $fclose(fo);
       fe = $fopen("tp_end.log", "w");
-      $fwrite(fe, "%0d %h %0d %0d %0d%s\\n", cycle, {err_arg}, n_acc, n_in, chunk, timeout ? " timeout" : "");
+      $fwrite(fe, "%0d %h %0d %0d %0d%s\\n", cycle, {err_arg}, n_acc, n_in, chunk,
+              why == 2'd1 ? " timeout" : why == 2'd2 ? " window" : "");
       $fclose(fe);
       done = 1'b1;
       if (finish) $finish;
@@ -288,8 +292,10 @@ module {top};
     wait (go);
     if (waves) begin
       $dumpfile(wfile);
-      $dumpvars(0, {top});
-      if (wstart != 0) $dumpoff;
+      // $dumpoff does nothing in Verilator: there (+tp_dump_late) the dump starts at wstart.
+      late = $test$plusargs("tp_dump_late") != 0;
+      if (!late || wstart == 0) $dumpvars(0, {top});
+      if (!late && wstart != 0) $dumpoff;
     end
     open_records(0);
     load_chunk(0);
@@ -305,8 +311,10 @@ module {top};
       cycle <= cycle + 64'd1;
       idle_s <= xs32(idle_s);
       bp_s <= xs32(bp_s);
-      if (waves && wstart != 0 && cycle == wstart) $dumpon;
-      if (waves && wstop != 0 && cycle == wstop) $dumpoff;
+      if (waves && wstart != 0 && cycle == wstart) begin
+        if (late) $dumpvars(0, {top});
+        else $dumpon;
+      end
       // The recorder first, so this edge's beats go to the files of the current chunk.
       if (in_valid && in_ready) begin
         $fwrite(fa, "%h\\n", cycle);
@@ -341,9 +349,10 @@ module {top};
       if (!ending && n_out + {{31'd0, out_valid && out_ready}} == n_total && n_total != 32'd0) ending <= 1'b1;
       if (ending) begin
         tail_n <= tail_n + 8'd1;
-        if (tail_n == TAIL[7:0] - 8'd1) finish_run(1'b0);
+        if (tail_n == TAIL[7:0] - 8'd1) finish_run(2'd0);
       end
-      if (max_cycles != 64'd0 && cycle == max_cycles) finish_run(1'b1);
+      if (max_cycles != 64'd0 && cycle == max_cycles) finish_run(2'd1);
+      if (waves && wstop != 0 && cycle == wstop) finish_run(2'd2);
     end
   end
 endmodule

@@ -23,3 +23,23 @@ def pytest_report_header(config: pytest.Config) -> str:
 def seed() -> int:
     """Base seed for randomised unit tests (override with SEED=n)."""
     return int(os.environ.get("SEED", "20261122"))
+
+
+_TRANSACTIONS: dict[str, int] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the transactions each simulation run checked (tests/test_sim.py records them)."""
+    if report.when == "call":
+        props = dict(report.user_properties)
+        if "transactions" in props:
+            _TRANSACTIONS[report.nodeid] = int(props["transactions"] or 0)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The total the issue measures depth by: transactions checked by the simulation runs."""
+    if _TRANSACTIONS and not hasattr(config, "workerinput"):
+        total = sum(_TRANSACTIONS.values())
+        tp = sum(v for k, v in _TRANSACTIONS.items() if "_tp-" in k)
+        terminalreporter.write_line(f"lockstep: {total:,} transactions checked by {len(_TRANSACTIONS)} simulation runs "
+                                    f"({tp:,} of them in throughput mode)")

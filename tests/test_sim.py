@@ -60,7 +60,9 @@ def test_testbench(name: str, sim: str, index: int, record_property) -> None:
         record_property(key, value)
     res = run(name, sim, seed=seed, coverage=COVERAGE)
     for key, value in (("ok", res.ok), ("passed", res.passed), ("cycles", res.cycles), ("wall", round(res.wall, 3)),
-                       ("blocks", res.summary.get("blocks", 0)), ("mismatches", res.summary.get("mismatches", 0)),
+                       ("blocks", res.summary.get("blocks", 0)),
+                       ("transactions", res.summary.get("transactions", res.summary.get("blocks", 0))),
+                       ("mode", TESTBENCHES[name].mode), ("mismatches", res.summary.get("mismatches", 0)),
                        ("coverage", res.summary.get("functional_coverage")), ("results", str(res.results)),
                        ("rtl", str(res.rtl))):
         record_property(key, value)

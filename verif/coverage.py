@@ -87,9 +87,13 @@ class Covergroup:
         if any(len(a) != n for a in arrays):
             raise ValueError(f"cover columns of unequal lengths: {[len(a) for a in arrays]}")
         codes, uniques = {}, {}
-        for k, a in zip(names, arrays):
-            u, inv = np.unique(a, return_inverse=True)
-            uniques[k], codes[k] = u.tolist(), inv.reshape(n)
+        try:
+            for k, a in zip(names, arrays):
+                u, inv = np.unique(a, return_inverse=True)
+                uniques[k], codes[k] = u.tolist(), inv.reshape(n)
+        except TypeError:  # values numpy cannot order (dicts...): row by row
+            self.sample_batch([dict(zip(names, row)) for row in zip(*(a.tolist() for a in arrays))])
+            return
         first = {k: uniques[k][codes[k][0]] for k in names}
         for full, xf in self._xf.items():
             probe = _Reads(first)

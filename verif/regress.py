@@ -58,6 +58,18 @@ def parity_problems(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def transaction_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Transactions checked per testbench (summed over simulators and seeds) and in total."""
+    per: dict[str, int] = {}
+    for r in rows:
+        per[r["testbench"]] = per.get(r["testbench"], 0) + int(r.get("transactions") or r.get("blocks") or 0)
+    if not per:
+        return []
+    width = max(len(n) for n in per)
+    lines = [f"[regress] transactions checked: {n:<{width}} {v:>12,}" for n, v in sorted(per.items(), key=lambda x: -x[1])]
+    return lines + [f"[regress] transactions checked in total: {sum(per.values()):,} by {len(rows)} runs"]
+
+
 class RegressReport:
     """The plugin object (registered on the controlling process only)."""
 
@@ -122,7 +134,7 @@ class RegressReport:
             indent=1, default=str))
         title = "lockstep coverage" if self.code else "lockstep regression"
         (self.outdir / "index.html").write_text(render_html(self.rows, parity, title, elapsed, result))
-        for line in parity + problems + family_lines(result):
+        for line in parity + problems + family_lines(result) + transaction_lines(self.rows):
             sys.stdout.write(line + "\n")
         sys.stdout.write(f"[regress] report: {self.outdir / 'index.html'}\n")
         if (parity or problems) and session.exitstatus == 0:

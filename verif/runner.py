@@ -363,7 +363,9 @@ def run(
     runner = get_runner(sim)
     plusargs = [f"+dumpfile_path={results / 'waves.fst'}"] if waves and sim == "icarus" else []
     if tb.mode == "throughput" and waves:  # the harness's own dump, over opts["window"] if given
-        plusargs = [f"+tp_waves={results / 'waves.vcd'}"]
+        plusargs = [f"+tp_waves={results / ('waves.fst' if sim == 'icarus' else 'waves.vcd')}"]
+        if sim == "verilator":
+            plusargs.append("+tp_dump_late")
     if coverage:
         plusargs.append(f"+verilator+coverage+file+{results / 'coverage.dat'}")
     saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we judge results ourselves
@@ -377,7 +379,7 @@ def run(
             test_dir=results,
             seed=seed,
             extra_env=env,
-            waves=waves and tb.mode != "throughput",
+            waves=waves and (tb.mode != "throughput" or sim == "icarus"),  # Icarus: -fst picks the format
             plusargs=plusargs,
             timescale=("1ns", "1ps") if sim == "icarus" else None,
             log_file=results / "sim.log",
@@ -394,7 +396,7 @@ def run(
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     wave_file = None
     if waves:
-        names = ["waves.vcd"] if tb.mode == "throughput" else ["waves.fst"] if sim == "icarus" else ["dump.fst", "dump.vcd"]
+        names = ["waves.fst"] if sim == "icarus" else ["waves.vcd"] if tb.mode == "throughput" else ["dump.fst", "dump.vcd"]
         wave_file = next((results / n for n in names if (results / n).exists()), results / names[0])
     res = RunResult(name, sim, seed, passed, passed != tb.expect_fail, wall, build_wall, results, wave_file, summary,
                     source or record.with_suffix(".v"))
@@ -402,6 +404,23 @@ def run(
         json.dumps({**{k: str(v) for k, v in vars(res).items() if k != "summary"}, "summary": summary}, indent=2)
     )
     return res
+
+
+def mode_name(name: str, mode: str | None) -> str:
+    """The testbench ``make sim TEST=name MODE=mode`` runs: ``name`` itself, or its
+    throughput (``<name>_tp``) or per-edge (``name`` without ``_tp``) version.
+
+    Raises:
+        UnknownTestbench: ``name`` is unknown, or has no version in ``mode``.
+    """
+    tb = get(name)
+    if mode is None or tb.mode == mode:
+        return name
+    other = f"{name}_tp" if mode == "throughput" else name.removesuffix("_tp")
+    if other not in TESTBENCHES or TESTBENCHES[other].mode != mode:
+        have = sorted(n for n, t in TESTBENCHES.items() if t.mode == mode)
+        raise UnknownTestbench(f"{name} has no {mode} version; testbenches in {mode} mode: {', '.join(have)}")
+    return other
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -415,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--coverage", action="store_true", help="Verilator code coverage (coverage.dat)")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="testbench option")
     ap.add_argument("--list", action="store_true", help="list the registered testbenches")
+    ap.add_argument("--mode", choices=("edge", "throughput"), default=None,
+                    help="run the testbench's per-edge or throughput version (<name> / <name>_tp)")
+    ap.add_argument("--window", default=None, metavar="START:STOP",
+                    help="throughput mode with --waves: dump waves over cycles [START, STOP) only")
     a = ap.parse_args(argv)
     if a.list or not a.test:
         for tb in TESTBENCHES.values():
@@ -425,12 +448,23 @@ def main(argv: list[str] | None = None) -> int:
         k, _, v = kv.partition("=")
         opts[k] = json.loads(v) if v[:1] in "0123456789-[{tf" else v
     try:
-        res = run(a.test, a.sim, seed=a.seed, waves=a.waves, rtl=a.rtl, opts=opts, coverage=a.coverage)
+        name = mode_name(a.test, a.mode)
+        if a.window is not None:
+            if TESTBENCHES[name].mode != "throughput":
+                raise ValueError(f"WINDOW= dumps a window of a throughput run; {name} is per-edge (add MODE=throughput)")
+            lo, _, hi = a.window.partition(":")
+            if not (lo.isdigit() and hi.isdigit() and int(lo) < int(hi)):
+                raise ValueError(f"WINDOW={a.window!r}: use START:STOP, two cycle numbers, START < STOP")
+            opts["window"] = [int(lo), int(hi)]
+        res = run(name, a.sim, seed=a.seed, waves=a.waves, rtl=a.rtl, opts=opts, coverage=a.coverage)
     except (UnknownTestbench, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"[lockstep] {res.line()}")
     print(f"[lockstep] results: {res.results} (sim.log, results.xml, summary.json, coverage.yml)")
+    if "transactions" in res.summary or "blocks" in res.summary:
+        print(f"[lockstep] transactions checked: {res.summary.get('transactions', res.summary.get('blocks')):,}"
+              f" ({res.summary.get('mode', 'edge')} mode)")
     if res.summary.get("functional_coverage") is not None:
         print(f"[lockstep] functional coverage: {res.summary['functional_coverage']}%")
     if res.waves:

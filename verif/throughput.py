@@ -498,11 +498,15 @@ class TpTest(uvm_test):
     def check_phase(self) -> None:
         sb, mon, bfm = self.env.scoreboard, self.env.monitor, self.bfm
         errors = list(sb.errors)
+        window = "window" in bfm.end
+        if window:  # a replay that stopped at the end of its waves window, as asked
+            self.logger.info(f"stopped at cycle {bfm.end[0]}, the end of the waves window: "
+                             f"{sb.checked} transactions checked, the count checks skipped")
         if bfm.timeout:
             last = (f"the last transaction out was {mon.last[0]} at cycle {mon.last[1]}" if mon.last
                     else "no transaction came out")
             errors.insert(0, f"{bfm.timeout}; {last}")
-        else:
+        elif not window:
             if mon.unmatched:
                 errors.append(f"{mon.unmatched} accepted transaction(s) never came out")
             if mon.extra:

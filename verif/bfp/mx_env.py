@@ -247,21 +247,17 @@ class MxUnit(StreamUnit):
 
         cg.point("scale", lambda t: scale_bin(t["scale"]), ["nan", "min", "neg", "pos"])
         for c in self._code_classes():
-            cg.point(f"code_{c}", lambda t, c=c: bool(t["classes"][c]), [False, True])
+            cg.point(f"code_{c}", lambda t, c=c: bool(t[f"code_{c}"]), [False, True])
         cg.point("kind", lambda t: t["kind"], list({**KINDS, **MX_KINDS}))
 
-    def samples(self, items: list[MxItem], outs: list[Beat]) -> list[dict]:
+    def sample_columns(self, items: list[MxItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         d_s, d_c, d_f = self._decode([o.fields for o in outs])
-        cls = self._classes(d_c)
-        return [
-            {
-                "flags": int(d_f[i]),
-                "scale": int(d_s[i]),
-                "kind": it.kind,
-                "classes": {c: bool(v[i]) for c, v in cls.items()},
-            }
-            for i, it in enumerate(items)
-        ]
+        return {
+            "flags": d_f,
+            "scale": d_s,
+            "kind": np.array([it.kind for it in items]),
+            **{f"code_{c}": np.asarray(v, dtype=bool) for c, v in self._classes(d_c).items()},
+        }
 
 
 class MxTest(StreamTest):

@@ -1,0 +1,238 @@
+"""The throughput mode: its generated harness, its file formats, its Python twins, its bulk
+coverage, and (simulation) the same stream and verdict as the per-edge mode."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lockstep.gen.harness import CHUNK, HarnessPorts, emit_harness, harness_name, harness_ports, stream_harness
+from lockstep.gen.lint import lint_file
+from lockstep.verif.coverage import Covergroup
+from lockstep.verif.registry import TESTBENCHES
+from lockstep.verif.runner import generate_rtl, rtl_dir, run
+from lockstep.verif.throughput import StimulusError, read_records, write_chunk
+from lockstep.verif.twin import CyclePauses, pause_threshold, xs32
+
+TP = sorted(n for n, tb in TESTBENCHES.items() if tb.mode == "throughput")
+QUICK_TP = [n for n in TP if TESTBENCHES[n].tier == "quick"]
+# one harness per DUT configuration (testbenches of one module and parameters share it)
+HARNESSES = sorted({rtl_dir(TESTBENCHES[n]): n for n in TP}.values())
+
+
+def test_every_bfp_unit_has_a_quick_throughput_testbench():
+    """Each streaming unit of the BFP family runs in throughput mode in make test, with the
+    quick tier's depth (100,000 transactions on Verilator, 10,000 on Icarus)."""
+    units = {TESTBENCHES[n].toplevel for n in QUICK_TP}
+    assert units >= {"bfp_quantize", "bfp_dot", "bfp_renorm", "bfp_to_float", "bfp_mx_quantize"}
+    for n in QUICK_TP:
+        tb = TESTBENCHES[n]
+        if not tb.expect_fail:
+            assert tb.opts["blocks"] >= 100_000 and tb.opts["by_sim"]["icarus"]["blocks"] >= 10_000, n
+    assert any(TESTBENCHES[n].expect_fail for n in QUICK_TP), "a throughput testbench must be shown to fail"
+
+
+@pytest.mark.parametrize("name", HARNESSES)
+def test_harness_lints_clean(name):
+    """verilator -Wall --timing and iverilog -g2012 accept each harness with its DUT."""
+    tb = TESTBENCHES[name]
+    record = generate_rtl(tb)
+    path = emit_harness(record)
+    assert path.name == f"{harness_name(tb.toplevel)}.v"
+    assert lint_file(path, extra=(record.with_suffix(".v"),), timing=True) == []
+
+
+def _record(ports: dict, latency: int = 1) -> dict:
+    return {"module": "u", "ports": ports, "timing": {"latency": latency}}
+
+
+_STREAM = {"clk": ("in", 1), "rst": ("in", 1), "in_valid": ("in", 1), "in_ready": ("out", 1),
+           "in_a": ("in", 5), "out_valid": ("out", 1), "out_ready": ("in", 1), "out_y": ("out", 7)}
+
+
+def _ports(d: dict) -> dict:
+    return {k: {"dir": v[0], "width": v[1]} for k, v in d.items()}
+
+
+def test_harness_ports_reads_the_record():
+    hp = harness_ports(_record(_ports({**_STREAM, "err": ("out", 3)}), latency=2))
+    assert hp == HarnessPorts((("a", 5),), (("y", 7),), 3, 2) and hp.word_bits == 5
+
+
+@pytest.mark.parametrize("broken,match", [
+    ({"in_ready": ("in", 1)}, "in_ready"),
+    ({"out_valid": None}, "out_valid"),
+    ({"side": ("in", 4)}, "not a stream payload port"),
+    ({"in_a": None}, "in_\\* and out_\\*"),
+])
+def test_harness_refuses_a_record_that_is_not_a_stream(broken, match):
+    ports = {**_STREAM, **broken}
+    with pytest.raises(ValueError, match=match):
+        harness_ports(_record(_ports({k: v for k, v in ports.items() if v is not None})))
+
+
+def test_harness_refuses_a_bad_chunk_and_a_missing_latency():
+    rec = _record(_ports(_STREAM))
+    for chunk in (0, 1, 3, 1000):
+        with pytest.raises(ValueError, match="power of two"):
+            stream_harness(rec, chunk)
+    del rec["timing"]
+    with pytest.raises(ValueError, match="latency"):
+        harness_ports(rec)
+
+
+def test_write_chunk_packs_fields_in_record_order():
+    """Every field, lane layout and width lands where the harness's concatenation reads it."""
+    rng = random.Random(2)
+    for _ in range(150):
+        ins = tuple((f"f{i}", rng.choice([1, 2, 3, 5, 8, 13, 16, 31, 32, 33, 64, 100, 128]))
+                    for i in range(rng.randint(1, 4)))
+        hp = HarnessPorts(ins, (("o", 1),), 0, 1)
+        words = [{f: rng.randrange(1 << w) for f, w in ins} for _ in range(rng.randint(1, 8))]
+        cols = {}
+        for f, w in ins:
+            if w % 4 == 0 and rng.random() < 0.5:  # four lanes, lane 0 lowest
+                lw = w // 4
+                cols[f] = np.array([[(x[f] >> (i * lw)) & ((1 << lw) - 1) for i in range(4)] for x in words],
+                                   dtype=np.int64 if lw <= 62 else object)
+            else:
+                cols[f] = np.array([x[f] for x in words], dtype=np.int64 if w <= 62 and rng.random() < 0.5 else object)
+        path = Path("/tmp") / f"lockstep-chunk-{id(hp)}.bin"
+        write_chunk(path, cols, hp, 0, chunk=8)
+        data, nb = path.read_bytes(), (hp.word_bits + 7) // 8
+        path.unlink()
+        assert len(data) == 8 * nb
+        for k, w in enumerate(words):
+            ref = 0
+            for f, wd in ins:
+                ref = (ref << wd) | w[f]
+            assert int.from_bytes(data[k * nb:(k + 1) * nb], "big") == ref
+        assert not any(data[len(words) * nb:])
+
+
+@pytest.mark.parametrize("cols,match", [
+    ({"a": np.array([32])}, r"transaction 7: in_a=32 does not fit its 5-bit port"),
+    ({"a": np.array([1, -1])}, r"transaction 8: in_a=-1"),
+    ({"a": np.array([1 << 70], dtype=object)}, r"transaction 7: in_a="),
+    ({"b": np.array([1])}, r"not the port record's"),
+    ({"a": np.array([[1, 2, 3]])}, r"3 lanes do not divide its 5-bit port"),
+])
+def test_write_chunk_refuses_stimulus_that_does_not_fit(tmp_path, cols, match):
+    """A stimulus that does not match the port record is an error naming the transaction."""
+    with pytest.raises(StimulusError, match=match):
+        write_chunk(tmp_path / "c.bin", cols, HarnessPorts((("a", 5),), (("y", 7),), 0, 1), 7, chunk=8)
+
+
+def test_read_records_parses_fixed_width_lines_and_refuses_x(tmp_path):
+    hp = HarnessPorts((("a", 5),), (("y", 7), ("z", 70)), 0, 1)
+    (tmp_path / "tp_acc_3.log").write_text("0000000000000005\n0000000000000009\n")
+    z = (1 << 69) + 5
+    line = f"{12:016x} {10:016x} {0x41:02x} {z:018x}"
+    (tmp_path / "tp_out_3.log").write_text(line + "\n")
+    acc, outs = read_records(tmp_path, 3, hp, keep=True)
+    assert acc.tolist() == [5, 9] and outs == [(12, 10, {"y": 0x41, "z": z})]
+    (tmp_path / "tp_out_3.log").write_text(line.replace(" 41 ", " 4x ") + "\n")
+    with pytest.raises(AssertionError, match="out_y is '4x': X or Z"):
+        read_records(tmp_path, 3, hp, keep=True)
+    (tmp_path / "tp_out_3.log").write_text(line[:-1] + "\n")
+    with pytest.raises(AssertionError, match="characters, not"):
+        read_records(tmp_path, 3, hp)
+
+
+def test_cycle_pauses_follow_the_harness_generator():
+    """The twin pauses cycle c exactly when xs32^c(seed) >> 16 < round(p * 65536), from the
+    first edge out of reset, whatever cycles it is asked about."""
+
+    class Counter:
+        cycle = 0
+
+    ctr, seed, p = Counter(), 0x1234567, 0.3
+    cp = CyclePauses(ctr, seed, p, reset_cycles=2)
+    state, want = seed, []
+    for _ in range(400):
+        want.append((state >> 16) < pause_threshold(p))
+        state = xs32(state)
+    got = {}
+    for c in sorted(random.Random(1).sample(range(403), 150)):
+        ctr.cycle = c
+        got[c] = next(cp)
+    assert all(v == (want[c - 3] if c >= 3 else False) for c, v in got.items())
+    assert 0.2 < np.mean(want) < 0.4
+    assert xs32(1) == 0x42021 and xs32(0xFFFFFFFF) == 0x0003E01F  # the shifts are 13, 17, 5
+    with pytest.raises(ValueError, match="probability"):
+        pause_threshold(1.0)
+
+
+def test_sample_columns_counts_what_sampling_one_by_one_counts():
+    rng = random.Random(3)
+    txns = [{"a": rng.randint(0, 5), "b": rng.random() < 0.1, "k": rng.choice("xy")} for _ in range(3000)]
+    groups = []
+    for name in ("tp_cov_one", "tp_cov_cols"):
+        cg = Covergroup(name)
+        cg.point("a", lambda t: t["a"], [0, 1, 2, 3, 4])
+        cg.point("k", lambda t: t["k"], ["x", "y", "z"])
+        cg.point("cond", lambda t: t["k"] if t["a"] > 2 else t["b"], ["x", "y", False, True])  # reads vary
+        cg.point("cross", lambda t: (t["a"], t["k"]), [(a, k) for a in range(6) for k in "xy"])
+        groups.append(cg)
+    for t in txns:
+        groups[0].sample(t)
+    groups[1].sample_columns({k: np.array([t[k] for t in txns]) for k in "abk"})
+    a, b = groups[0].summary(), groups[1].summary()
+    assert list(a["cover_points"].values()) == list(b["cover_points"].values())
+    assert a["functional_coverage"] == b["functional_coverage"] < 100
+
+
+# ---- simulation ---------------------------------------------------------------------------
+EQUIV = [("bfp_quantize_patent", 3), ("bfp_quantize_patent", 11), ("bfp_mx_fp8_e4m3", 5), ("bfp_dot_patent", 7)]
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("edge,seed", EQUIV)
+def test_both_modes_see_the_identical_stream(edge, seed, sim):
+    """For one seed, the per-edge environment (with the harness's pause pattern) and the
+    throughput harness drive and record the very same transactions on the very same
+    cycles: inputs, accept cycles, outputs, output cycles and first-valid cycles, across
+    three chunks with idle cycles and back-pressure."""
+    opts = {"blocks": 2 * CHUNK + 300, "dump_stream": True, "idle": 0.25, "backpressure": 0.35}
+    a = run(edge, sim, seed=seed, opts={**opts, "pauses": "cycle"})
+    b = run(f"{edge}_tp", sim, seed=seed, opts=opts)
+    assert a.ok and b.ok, (a.line(), b.line())
+    sa = json.loads((a.results / "stream.json").read_text())
+    sb = json.loads((b.results / "stream.json").read_text())
+    assert len(sa) == len(sb) == opts["blocks"]
+    first = next((i for i, (x, y) in enumerate(zip(sa, sb)) if x != y), None)
+    assert first is None, f"transaction {first}: per-edge {sa[first]} vs throughput {sb[first]}"
+    assert a.cycles > opts["blocks"] * 1.3  # the pauses did stretch the run
+
+
+@pytest.mark.sim
+def test_throughput_failure_names_transaction_cycle_and_replay():
+    """A wrong DUT fails the throughput scoreboard with the transaction, its cycles, its
+    fields and a replay command whose waves cover a window around it; the window dump
+    holds only that window."""
+    res = run("bfp_quantize_mutant_tp", "verilator", seed=4)
+    assert res.ok and not res.passed
+    first = res.summary["errors"][0]
+    assert "transaction " in first and "accepted at cycle" in first and "out {" in first
+    assert "make sim TEST=bfp_quantize_mutant_tp SEED=4 WAVES=1 WINDOW=" in first
+    window = first.split("WINDOW=")[1].split()[0]
+    lo, hi = (int(v) for v in window.split(":"))
+    assert lo <= int(first.split("out at cycle ")[1].split(")")[0]) < hi
+    # A replay dumps [start, stop) only and ends there; the failure is still reported.
+    lo, hi = 500, 560
+    for sim in ("verilator", "icarus"):
+        waved = run("bfp_quantize_mutant_tp", sim, seed=4, waves=True, opts={"window": [lo, hi], "blocks": 2048})
+        assert waved.ok and not waved.passed and waved.cycles == hi, waved.line()
+        assert waved.summary["transactions"] < 2048
+        if sim == "icarus":
+            assert waved.waves.suffix == ".fst" and 0 < waved.waves.stat().st_size < 100_000
+            continue
+        text = waved.waves.read_text(errors="replace")
+        stamps = [int(t[1:]) for t in text.split() if t.startswith("#") and t[1:].isdigit()]
+        assert 0 < len(stamps) <= 2 * (hi - lo) + 10, f"{len(stamps)} time stamps for a window of {hi - lo} cycles"
+        assert min(stamps) >= lo * 10_000, "waves dumped before the window"
