@@ -1,6 +1,6 @@
 """The throughput harness of a streaming unit, generated from the unit's port record.
 
-A streaming unit (:mod:`lockstep.gen.stream`) has ``clk``, ``rst``, ``in_valid/in_ready``
+A streaming unit (``lockstep.gen.stream``) has ``clk``, ``rst``, ``in_valid/in_ready``
 with payload ``in_*``, ``out_valid/out_ready`` with payload ``out_*`` and, when it
 reports flags, the sticky ``err``. :func:`stream_harness` writes a top module
 ``tp_<unit>`` around it that runs the unit at simulator speed, with no Python on any

@@ -3,8 +3,8 @@
 A unit testbench supplies one :class:`StreamUnit` subclass: the payload fields, the
 stimulus, the golden-model check and the cover points. Everything else is shared:
 
-* :class:`StreamBfm` owns the signals (a :class:`StreamSource` and a
-  :class:`StreamSink` with reproducible idle and back-pressure pause generators);
+* :class:`StreamBfm` owns the signals (a :class:`~.agents.stream.StreamSource` and a
+  :class:`~.agents.stream.StreamSink` with reproducible idle and back-pressure pause generators);
 * :class:`StreamSeq` -> :class:`StreamDriver` send the unit's transactions;
 * :class:`PairMonitor` pairs each output beat with the input accepted in the same order
   and publishes the pairs to the scoreboard and the coverage collector;
@@ -43,7 +43,10 @@ from .context import CLOCK_NS, TbContext, start
 from .coverage import Covergroup
 from .seq import ListSeq
 
-__all__ = ["StreamUnit", "StreamTest", "StreamEnv", "StreamBfm"]
+__all__ = [
+    "PairMonitor", "StreamBfm", "StreamCoverage", "StreamDriver", "StreamEnv", "StreamScoreboard", "StreamSeq", "StreamTest",
+    "StreamUnit",
+]
 
 
 class StreamUnit:
@@ -181,8 +184,8 @@ class StreamDriver(uvm_driver):
 class PairMonitor(uvm_component):
     """Pairs output beats with accepted inputs in order; publishes ``(in, out)`` on ``ap``.
 
-    Inputs never matched stay in :attr:`unmatched` (a lost transaction), outputs with
-    no input in :attr:`extra` (an invented one).
+    Inputs never matched stay in ``unmatched`` (a lost transaction), outputs with
+    no input in ``extra`` (an invented one).
     """
 
     def build_phase(self) -> None:
@@ -313,7 +316,7 @@ class StreamEnv(uvm_env):
 class StreamTest(uvm_test):
     """Random stimulus with idle cycles and back-pressure, checked against the model.
 
-    Subclasses set :attr:`UNIT`.
+    Subclasses set ``UNIT``.
     """
 
     UNIT: ClassVar[type[StreamUnit]]

@@ -54,7 +54,10 @@ from .seq import Item
 from .stream_env import StreamUnit
 from .twin import pause_seeds, pause_threshold, stream_record
 
-__all__ = ["Batch", "StimulusError", "TpTest", "read_records", "unit_class", "write_chunk"]
+__all__ = [
+    "Batch", "ChunkDriver", "ChunkSeq", "RecordMonitor", "StimulusError", "TpBfm", "TpCoverage", "TpEnv", "TpScoreboard",
+    "TpTest", "read_records", "unit_class", "write_chunk",
+]
 
 #: Seconds of Python spent per activity in this run (stimulus, records, scoreboard,
 #: coverage), reported in ``summary.json`` so a bench can hold it against the simulation.
@@ -311,8 +314,8 @@ class ChunkDriver(uvm_driver):
 
 class RecordMonitor(uvm_component):
     """Reads each closed chunk's records, pairs outputs with accepted inputs in order
-    and publishes :class:`Batch` es on ``ap``. At the end :attr:`unmatched` counts
-    inputs that never came out and :attr:`extra` outputs with no input."""
+    and publishes :class:`Batch` es on ``ap``. At the end ``unmatched`` counts
+    inputs that never came out and ``extra`` outputs with no input."""
 
     def build_phase(self) -> None:
         self.ap = uvm_analysis_port("ap", self)
@@ -377,6 +380,7 @@ class TpScoreboard(uvm_subscriber):
         self.stream: list[dict[str, Any]] = []
 
     def write(self, b: Batch) -> None:
+        """Check one batch: values, latency, flags; keep the first messages."""
         with _spent("scoreboard"):
             self._check(b)
 
@@ -434,6 +438,7 @@ class TpCoverage(uvm_subscriber):
         self.unit.define_coverage(self.cg)
 
     def write(self, b: Batch) -> None:
+        """Sample the cover points with one batch."""
         with _spent("coverage"):
             self._sample(b)
 
@@ -461,7 +466,7 @@ class TpEnv(uvm_env):
 
 
 def unit_class(path: str) -> type[StreamUnit]:
-    """The :class:`StreamUnit` subclass named ``"module:Class"`` (the ``unit`` option)."""
+    """The :class:`~.stream_env.StreamUnit` subclass named ``"module:Class"`` (the ``unit`` option)."""
     import importlib
 
     mod, _, cls = path.partition(":")
