@@ -100,6 +100,16 @@ class StreamUnit:
         """
         raise NotImplementedError
 
+    def save_state(self) -> Any:
+        """A copy of whatever the golden model carries from one :meth:`check` call to the
+        next (a unit whose outputs depend on earlier transactions); None when stateless.
+        The throughput scoreboard checks a stream chunk by chunk and, to find the first
+        mismatch of a chunk, replays it from the state saved before it."""
+        return None
+
+    def load_state(self, state: Any) -> None:
+        """Restore a state from :meth:`save_state`."""
+
     def shown(self, bad: np.ndarray) -> np.ndarray:
         """The mismatching transactions to describe in full (the first :attr:`report_limit`)."""
         return bad[: self.report_limit]

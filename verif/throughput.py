@@ -385,12 +385,16 @@ class TpScoreboard(uvm_subscriber):
             self._check(b)
 
     def _check(self, b: Batch) -> None:
+        before = self.unit.save_state()
         errs, bad, sticky = self.unit.check(b.items, b.outs)
         if sticky is not None:
             self.sticky = (self.sticky or 0) | int(sticky)
         if bad:
             self.mismatches += int(bad)
+            after = self.unit.save_state()
+            self.unit.load_state(before)  # replay the chunk one transaction at a time
             first = next(i for i in range(len(b.items)) if self.unit.check([b.items[i]], [b.outs[i]])[1])
+            self.unit.load_state(after)
             g = b.base + first
             self._error(f"transaction {g} (accepted at cycle {b.accepted[first]}, out at cycle {b.cycles[first]}) "
                         f"is the first of {bad} mismatching in transactions {b.base}..{b.base + len(b.items) - 1}: "

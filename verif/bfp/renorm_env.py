@@ -11,6 +11,7 @@ reachable flag, the mode, the shift direction and clipping, and RNE round-ups.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 
@@ -364,11 +365,25 @@ class StatsUnit(RenormUnit):
         fmt: BfpFormat = self.params
         return {"data": pack_lanes(item.acc, fmt.acc_bits), "e3": int(item.e3) & ((1 << fmt.e_sum_bits) - 1)}
 
+    def __init__(self, ctx, params) -> None:
+        super().__init__(ctx, params)
+        # The selectors carry the window from one call to the next: the per-edge scoreboard
+        # checks the whole run in one call, the throughput one chunk by chunk.
+        self._gold = bfp.StatsSelector(params)
+        self._cov = bfp.StatsSelector(params)
+
+    def save_state(self):
+        return copy.deepcopy((self._gold, self._cov))
+
+    def load_state(self, state) -> None:
+        self._gold, self._cov = copy.deepcopy(state)
+
     def golden(self, items, fmt=None):
         fmt = fmt or self.params
         acc = np.array([it.acc for it in items], dtype=np.int64).reshape(len(items), fmt.n)
         e3 = np.array([it.e3 for it in items], dtype=np.int64)
-        return bfp.StatsSelector(fmt).run(acc, e3)
+        sel = self._gold if fmt == self.params else bfp.StatsSelector(fmt)
+        return sel.run(acc, e3)
 
     def check(self, items, outs):
         errors, bad, sticky = super().check(items, outs)
@@ -387,7 +402,7 @@ class StatsUnit(RenormUnit):
     def samples(self, items: list[RenormItem], outs: list[Beat]) -> list[dict]:
         fmt: BfpFormat = self.params
         _, _, d_flg = self._decode([o.fields for o in outs])
-        sel = bfp.StatsSelector(fmt)
+        sel = self._cov
         res = []
         for it, f in zip(items, d_flg):
             restart = sel.last_e3 is not None and it.e3 != sel.last_e3
