@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from lockstep.models.bfp import mx as mx_module
 from lockstep.models.bfp.params import MX_ELEMENTS
 from lockstep.models.bfp.mx import (
     MX_FLAG_INF, MX_FLAG_NAN, MX_FLAG_SAT, MX_FLAG_SCALE_LO, MX_FLAG_SUBN, MX_FLAG_ZERO, decode_element,
@@ -461,6 +462,77 @@ def test_subnormal_inputs_and_scale_clamp():
     # float32 max: X = 127 - 8 = 119 (scale 246): 1.99999 * 2**8 -> rounds to 512 -> sat
     s, c, f = q1([np.finfo(np.float32).max], "fp8_e4m3")
     assert (s, c, f) == (246, [0x7E], MX_FLAG_SAT)
+
+
+# ----------------------------------------------------------------------------------
+# the chunked bit-pattern fast path against the direct transcription of the semantics
+# ----------------------------------------------------------------------------------
+def _bit_blocks(rng: np.random.Generator, name: str, block: int, n: int) -> np.ndarray:
+    """uint32 blocks ``(~n, block)``: random patterns of every class (NaN, Inf,
+    subnormals, +-0), per-block exponent windows whose maxima cover all of 0..254 and
+    the fast path's lower limit, few-bit fractions (ties), and :func:`make_blocks`."""
+    be_min = mx_module._fast_params(name).be_min
+    k = max(2, n // 4)
+    raw = rng.integers(0, 1 << 32, (k, block), dtype=np.uint64).astype(np.uint32)
+    top = np.concatenate([rng.integers(0, 255, k), be_min + rng.integers(-3, 4, k)])[:, None]
+    shape = (2 * k, block)
+    ex = np.clip(top - rng.integers(0, 28, shape), 0, 254).astype(np.uint32)
+    frac = rng.integers(0, 1 << 23, shape, dtype=np.uint32)
+    frac &= np.uint32(0xFFFFFFFF) << rng.integers(0, 24, shape).astype(np.uint32)
+    win = (ex << 23) | frac | (rng.integers(0, 2, shape, dtype=np.uint32) << 31)
+    win[rng.random(shape) < 0.1] = 0
+    return np.concatenate([raw, win, make_blocks(rng, name, block, k).view(np.uint32)])
+
+
+def _dense_work(monkeypatch) -> None:
+    """Make the fast path use _generic_codes for every element from the first chunk."""
+
+    def dense_work(n: int) -> mx_module._Work:
+        ws = mx_module._Work(n)
+        ws.dense = True
+        return ws
+
+    monkeypatch.setattr(mx_module, "_work", dense_work)
+
+
+@pytest.mark.parametrize("mode", ["default", "sparse_only", "dense_only", "tiny_chunks"])
+@pytest.mark.parametrize("name", ALL_ELEMS)
+def test_fast_path_matches_reference_path(name, mode, monkeypatch):
+    if mode == "sparse_only":  # never switch to _generic_codes for every element
+        monkeypatch.setattr(mx_module, "_DENSE_SHIFT", 0)
+    elif mode == "dense_only":
+        _dense_work(monkeypatch)
+    elif mode == "tiny_chunks":  # many chunks, some of a length that is not a multiple of 8
+        monkeypatch.setattr(mx_module, "_CHUNK", 200)
+    rng = np.random.default_rng([8, ALL_ELEMS.index(name)])
+    e = MX_ELEMENTS[name]
+    for block in (1, 3, 8, 32):
+        bits = _bit_blocks(rng, name, block, 3000 // block + 40)
+        got = mx_quantize_flags(bits.reshape(-1), name, block)
+        want = mx_module._quantize_rows_exact(bits, e)
+        for g, w in zip(got, want):
+            assert g.dtype == np.uint8
+            np.testing.assert_array_equal(g.reshape(w.shape), w)
+
+
+@pytest.mark.parametrize("name", ALL_ELEMS)
+def test_fast_path_many_chunks(name):
+    # several default-size chunks: Gaussian blocks (few element subnormals), then blocks
+    # of values in the element-subnormal range below a maximum of 1 (the float types
+    # switch to _generic_codes for whole chunks), then Gaussian blocks again
+    rng = np.random.default_rng([9, ALL_ELEMS.index(name)])
+    n = mx_module._CHUNK
+    p = mx_module._fast_params(name)
+    top = p.emin - MX_ELEMENTS[name].emax  # log2 of 2**emin relative to the block max
+    subs = np.ldexp(rng.uniform(0.5, 1.0, n), rng.integers(top - p.mbits - 1, top + 1, n))
+    subs[::32] = 1.0
+    subs *= rng.choice([-1, 1], n)
+    x = f32(np.concatenate([rng.standard_normal(n + 96), subs, rng.standard_normal(n // 2)]))
+    x = x.reshape(-1, 32)
+    got = mx_quantize_flags(x, name)
+    want = mx_module._quantize_rows_exact(x.view(np.uint32), MX_ELEMENTS[name])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.reshape(w.shape), w)
 
 
 # ----------------------------------------------------------------------------------
