@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -236,3 +237,32 @@ def test_throughput_failure_names_transaction_cycle_and_replay():
         stamps = [int(t[1:]) for t in text.split() if t.startswith("#") and t[1:].isdigit()]
         assert 0 < len(stamps) <= 2 * (hi - lo) + 10, f"{len(stamps)} time stamps for a window of {hi - lo} cycles"
         assert min(stamps) >= lo * 10_000, "waves dumped before the window"
+
+
+def _stub(tmp_path: Path, in_ready: str, out_valid: str) -> Path:
+    """A wrong implementation of bfp_quantize with the record's ports: constant handshakes."""
+    tb = TESTBENCHES["bfp_quantize_patent_tp"]
+    rec = json.loads(generate_rtl(tb).read_text())
+    decl = ",\n".join(f"  {'input' if p['dir'] == 'in' else 'output'} wire [{p['width'] - 1}:0] {n}"
+                      for n, p in rec["ports"].items())
+    outs = "\n".join(f"  assign {n} = {p['width']}'d0;" for n, p in rec["ports"].items()
+                     if p["dir"] == "out" and n not in ("in_ready", "out_valid"))
+    path = tmp_path / "stub.v"
+    path.write_text(f"module bfp_quantize (\n{decl}\n);\n  assign in_ready = {in_ready};\n"
+                    f"  assign out_valid = {out_valid};\n{outs}\nendmodule\n")
+    return path
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("in_ready,out_valid,match", [
+    ("1'b1", "1'b0", "watchdog: .* no transaction came out"),  # swallows every input: a hang
+    ("1'b0", "1'b1", "output beat\\(s\\) with no input"),       # invents outputs
+])
+def test_a_hang_or_an_invented_output_is_an_error(tmp_path, sim, in_ready, out_valid, match):
+    """An implementation that never answers ends with the watchdog naming the last
+    transaction out; one that emits outputs nobody asked for is refused."""
+    res = run("bfp_quantize_patent_tp", sim, seed=1, rtl=_stub(tmp_path, in_ready, out_valid),
+              opts={"blocks": 3000})
+    assert not res.passed
+    assert any(re.search(match, e) for e in res.summary["errors"]), res.summary["errors"]

@@ -32,6 +32,7 @@ to ``stream.json`` in either mode).
 from __future__ import annotations
 
 import json
+import resource
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass
@@ -529,7 +530,8 @@ class TpTest(uvm_test):
         s = self.ctx.summary
         s.update(blocks=sb.checked, transactions=sb.checked, mismatches=sb.mismatches, late=sb.late,
                  cycles=int(bfm.end[0]) if bfm.end else 0, mode="throughput", errors=errors[:20],
-                 python_s={k: round(v, 3) for k, v in SPENT.items()})
+                 python_s={k: round(v, 3) for k, v in SPENT.items()},
+                 max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
         if self.ctx.opt("dump_stream", False):
             (self.ctx.results / "stream.json").write_text(json.dumps(sb.stream))
         self.ctx.finish(errors, self.logger)
