@@ -141,6 +141,20 @@ def models() -> list[dict[str, Any]]:
     return out
 
 
+def memory(counts: list[int], name: str = "bfp_quantize_patent_tp", sim: str = "verilator") -> list[dict[str, Any]]:
+    """Peak resident memory of throughput runs of growing length (the simulator and
+    Python share the process): flat when stimulus and records are streamed."""
+    out = []
+    for n in counts:
+        r = run(name, sim, seed=1, opts={"blocks": n})
+        if not r.ok:
+            raise RuntimeError(f"bench: {name} with {n} transactions failed: {r.results}")
+        out.append({"testbench": name, "sim": sim, "transactions": int(r.summary["transactions"]),
+                    "max_rss_mb": r.summary.get("max_rss_mb"), "wall_s": round(r.wall, 2)})
+        print(f"bench: memory {name} {n:>11,d} transactions: peak {out[-1]['max_rss_mb']} MB, {r.wall:.1f} s", flush=True)
+    return out
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -195,6 +209,8 @@ def main() -> int:
     ap.add_argument("--edge-large", type=int, default=3000)
     ap.add_argument("--tp-small", type=int, default=4096)
     ap.add_argument("--no-models", action="store_true")
+    ap.add_argument("--memory", default="100000,1000000",
+                    help="transaction counts of bfp_quantize_patent_tp runs whose peak memory is reported ('' for none)")
     a = ap.parse_args()
     names = [t for t in a.tests.split(",") if t] or [
         tb.name for tb in TESTBENCHES.values() if tb.mode == "throughput" and tb.tier == "quick" and not tb.expect_fail]
@@ -204,10 +220,14 @@ def main() -> int:
             return 2
     rows = simulation(names, [s for s in a.sims.split(",") if s], a)
     model_rows = [] if a.no_models else models()
+    mem_rows = memory([int(n) for n in a.memory.split(",") if n])
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "bench.json").write_text(json.dumps(rows, indent=1) + "\n")
     (OUT / "models.json").write_text(json.dumps(model_rows, indent=1) + "\n")
-    (OUT / "bench.md").write_text("\n".join(table(rows, model_rows)) + "\n")
+    (OUT / "memory.json").write_text(json.dumps(mem_rows, indent=1) + "\n")
+    mem_lines = ["", "| run | transactions | peak resident MB | wall s |", "|---|---|---|---|"] + [
+        f"| {m['testbench']} on {m['sim']} | {m['transactions']:,} | {m['max_rss_mb']} | {m['wall_s']:.1f} |" for m in mem_rows]
+    (OUT / "bench.md").write_text("\n".join(table(rows, model_rows) + (mem_lines if mem_rows else [])) + "\n")
     plot(rows, OUT / "bench.png")
     print(f"bench: wrote {OUT}/bench.json, bench.md, bench.png")
     return 0
