@@ -247,10 +247,9 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
     """Compile unless the stamp says this source is already built; seconds spent."""
     stamp = build_dir / ".lockstep-built"
     sources = [source]
-    if tb.mode == "throughput":  # the harness around the DUT (generated from its record)
-        from lockstep.gen.harness import emit_harness
-
-        sources.append(emit_harness(rtl_dir(tb) / f"{tb.toplevel}.json"))
+    if tb.mode == "throughput":  # the harness around the DUT (generated from its record by opts["harness"])
+        modname, _, func = tb.opts.get("harness", "lockstep.gen.harness:emit_harness").partition(":")
+        sources.append(getattr(importlib.import_module(modname), func)(rtl_dir(tb) / f"{tb.toplevel}.json"))
     want = " ".join(f"{_file_hash(f)} {f}" for f in sources)  # the path too: coverage and waves name it
     if stamp.exists() and stamp.read_text() == want:
         return 0.0
