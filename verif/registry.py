@@ -403,6 +403,54 @@ _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_me
                     doc="negative: a 2 x 2 mesh checked as a 4-tile ring must fail the scoreboard"))
 
 
+# ---- sched family, throughput mode (verif/sched/tp_env.py, docs/sched.md) -------------------
+#: Programs per throughput run of the sched fabric, per simulator (the quick tier's
+#: random programs place 100 transactions each: about 2,000 cycles and 1,500 events).
+SCHED_TP_QUICK = {"programs": 40, "by_sim": {"icarus": {"programs": 6}}}
+#: ... and of a full-tier one.
+SCHED_TP_FULL = {"programs": 200, "by_sim": {"icarus": {"programs": 20}}}
+#: Transactions placed per random program, by schedule-memory size (the planner stops
+#: at a full schedule memory).
+_SCHED_TP_TXNS = {64: 100, 128: 200, 512: 600}
+
+
+def _sched_tp(edge: str, tier: str = "full", **opts: Any) -> None:
+    """Register ``<edge>_tp``: the fabric, parameters and program builder of the per-edge
+    testbench ``edge`` in the fabric's throughput harness (``lockstep.gen.sched.harness``),
+    several programs per run (program ``e`` of seed ``s`` is the per-edge program of seed
+    ``s + e``); a ``random`` program places ``_SCHED_TP_TXNS`` transactions (long programs)."""
+    tb = TESTBENCHES[edge]
+    depth = SCHED_TP_QUICK if tier == "quick" else SCHED_TP_FULL
+    if tb.opts.get("program") == "random":
+        depth = {**depth, "txns": _SCHED_TP_TXNS[tb.params.sd]}
+    elif tb.opts.get("program", "").split(":")[0] not in ("random_wrap", "illegal", "jitter", "gemm", "layer", "comm"):
+        depth = {"programs": 1}   # a directed program: the same every seed
+    if tb.expect_fail:   # a negative testbench: its first program must fail already
+        depth = {**depth, "programs": 2, "by_sim": {}}
+    _register(Testbench(
+        name=f"{edge}_tp", family="sched", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
+        test_module="lockstep.verif.sched.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
+        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput",
+        opts={**tb.opts, **depth, "harness": "lockstep.gen.sched.harness:emit_sched_harness", **opts},
+    ))
+
+
+# One configuration in the quick tier, with a negative twin on the same build (no extra
+# simulator build): its testbench believes the ALU takes 3 cycles, the fabric takes 2.
+_sched_tp("sched_random", tier="quick")
+_register(Testbench(
+    name="sched_random_mutant_tp", family="sched", toplevel="sched_ring", params=FabricParams(),
+    tb_params=FabricParams(l_alu=3), generator="lockstep.gen.sched:emit_ring",
+    test_module="lockstep.verif.sched.test_tp", expect_fail=True, mode="throughput",
+    doc="negative, throughput: a fabric with a 2-cycle ALU checked as a 3-cycle one must fail the scoreboard",
+    opts={"program": "random", "programs": 2, "txns": 100,
+          "harness": "lockstep.gen.sched.harness:emit_sched_harness"},
+))
+# every other program-running sched testbench in the full tier
+for _name, _tb in list(TESTBENCHES.items()):
+    if _tb.family == "sched" and _tb.test_module.endswith(".test_ring") and f"{_name}_tp" not in TESTBENCHES:
+        _sched_tp(_name)
+
 # ---- sparse family (spec 001, docs/sparse.md) -------------------------------------------
 # stream blocks: sp_encoder, sp_decoder, nnz_profiler, fm_mem_unit, w_mem (registered below)
 def _sparse_stream(name: str, block: str, params: SparseParams, doc: str, tier: str = "quick", **kw: Any) -> None:
