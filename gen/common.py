@@ -11,8 +11,10 @@ Every generator module builds a MyHDL ``@block`` and hands it to :func:`emit`, w
 
 from __future__ import annotations
 
+import __future__
 import ast
 import importlib
+import inspect
 import json
 import os
 import re
@@ -30,7 +32,9 @@ import myhdl._always_comb
 import myhdl._always_seq
 import myhdl._block
 import myhdl._instance
+import myhdl._simulator
 import myhdl._util
+import myhdl.conversion._analyze
 from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 from myhdl._Signal import Constant
 
@@ -131,10 +135,53 @@ def _fast_instance_call_info() -> Any:
     return myhdl._instance._CallInfo(f2.f_code.co_name, modctxt, symdict)
 
 
-if os.environ.get("LOCKSTEP_MYHDL_STOCK_CALLINFO") != "1":
+#: Source facts of each generator function's code, as ``myhdl._util._makeAST`` works
+#: them out: (dedented source, compile flags, source file, line offset).
+_AST_SOURCE: dict[types.CodeType, tuple[str, int, str | None, int]] = {}
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+
+
+def _cached_make_ast(func: Callable) -> ast.Module:
+    """Drop-in for ``myhdl._util._makeAST`` that reads and tokenizes each function's
+    source once per process instead of once per generator instance.
+
+    MyHDL parses the source of every ``@always_comb`` / ``@always_seq`` generator each
+    time a block is instantiated (and once more when conversion re-elaborates the design):
+    ``inspect.getsource`` and the dedent both run Python's tokenizer over the function,
+    and a cluster of STU units has over ten thousand generator instances of a few hundred
+    functions. The source of one code object never changes, so it is looked up once; the
+    tree is still compiled afresh on every call (callers annotate and rewrite it).
+    ``tests/test_gen.py`` checks the output is byte-identical to stock MyHDL's.
+    """
+    if hasattr(func, "__wrapped__"):  # inspect.getsource follows it: not keyed by func's own code
+        return _stock_make_ast(func)
+    code = func.__code__
+    facts = _AST_SOURCE.get(code)
+    if facts is None:
+        src = myhdl._util._dedent(inspect.getsource(func))
+        facts = (src, ast.PyCF_ONLY_AST | (code.co_flags & _FUTURE_FLAGS), inspect.getsourcefile(func),
+                 inspect.getsourcelines(func)[1] - 1)
+        _AST_SOURCE[code] = facts
+    src, flags, sourcefile, lineoffset = facts
+    tree = compile(src, filename="<unknown>", mode="exec", flags=flags, dont_inherit=True)
+    tree.sourcefile = sourcefile
+    tree.lineoffset = lineoffset
+    return tree
+
+
+_stock_make_ast = myhdl._util._makeAST
+#: ``LOCKSTEP_MYHDL_STOCK_CALLINFO=1`` keeps stock MyHDL's caller lookup and source parsing
+#: (tests/test_gen.py compares the two).
+_STOCK = os.environ.get("LOCKSTEP_MYHDL_STOCK_CALLINFO") == "1"
+_make_ast = _stock_make_ast if _STOCK else _cached_make_ast
+
+if not _STOCK:
     myhdl._block._getCallInfo = _fast_call_info
     for _mod in (myhdl._instance, myhdl._always, myhdl._always_comb, myhdl._always_seq):
         _mod._getCallInfo = _fast_instance_call_info
+    myhdl.conversion._analyze._makeAST = _cached_make_ast
 
 #: Attribute :func:`generate_if` puts on a generator function: the closure names it decides.
 _GENERATE_IF = "_lockstep_generate_if"
@@ -219,7 +266,7 @@ class _Fold(ast.NodeTransformer):
 def _generate_ast(func: Callable) -> ast.AST:
     """``myhdl._util._makeAST`` plus :func:`generate_if`'s folding (MyHDL takes every
     generator's AST, for analysis and conversion alike, through ``myhdl._instance``)."""
-    tree = myhdl._util._makeAST(func)
+    tree = _make_ast(func)
     names = getattr(func, _GENERATE_IF, None)
     if names:
         cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
@@ -247,6 +294,12 @@ _DATE_LINE = re.compile(r"^// Date: .*\n", re.MULTILINE)
 _FILE_LINE = re.compile(r"^// File: .*\n", re.MULTILINE)
 _IDENT = re.compile(r"\b(?:reg|wire|input|output|inout)\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+)")
 _BLOCK_LABEL = re.compile(r"begin:\s*(\w+)")
+
+
+def _reset_block_calls() -> None:
+    """The end of ``myhdl._block._Block._clear`` without its re-elaboration."""
+    for b in myhdl._simulator._blocks:
+        b.calls = 0
 
 
 def check_name(name: str) -> str:
@@ -325,6 +378,12 @@ def emit(
         # from the first. Forget them: each conversion is a fresh design.
         myhdl._block._name_set.clear()
         inst = make_block()
+        if not _STOCK:
+            # Block.convert() first elaborates the whole design a second time (MyHDL's
+            # _clear, "for the side effect on signal attributes" of a design converted or
+            # simulated before) and throws that copy away; this design was elaborated just
+            # now and never used, so only the call counters are reset, as _clear ends.
+            inst._clear = _reset_block_calls
         with warnings.catch_warnings():
             # Signals named *unused* are sinks for bits a block ignores on purpose.
             warnings.filterwarnings("ignore", message=r"Signal is driven but not read: .*unused")
