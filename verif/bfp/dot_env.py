@@ -11,7 +11,7 @@ accumulator magnitude and the stimulus kinds.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,9 +19,10 @@ from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, to_signed
+from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
-from lockstep.verif.bfp.stimulus import pick_kinds
+from lockstep.verif.bfp.bins import signed_column
+from lockstep.verif.bfp.stimulus import Drawn, drawn_items, item_columns, pick_kinds
 
 __all__ = ["DotItem", "DotUnit", "DotTest", "MANT_KINDS", "BIAS_KINDS", "dot_items"]
 
@@ -76,110 +77,127 @@ class DotItem:
     e5: int
     mkind: str = "random"
     bkind: str = "off"
+    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
+    _row: int = field(default=-1, init=False, repr=False, compare=False)
 
 
-def _pick(rng: np.random.Generator, table: dict[str, float], count: int, override) -> list[str]:
+_FIELDS = ["a", "ea", "b", "eb", "bias_en", "bias", "e5", "mkind", "bkind"]
+
+
+def _pick(rng: np.random.Generator, table: dict[str, float], count: int, override) -> tuple[np.ndarray, list[str]]:
+    """Kind index per transaction and the names they index."""
     kinds = dict(override) if override else table
-    names = list(kinds)
-    return [names[i] for i in pick_kinds(rng, kinds, count)]
+    return pick_kinds(rng, kinds, count), list(kinds)
 
 
-def _mantissas(rng: np.random.Generator, kind: str, fmt: BfpFormat) -> tuple[np.ndarray, np.ndarray]:
-    n, w, mmax = fmt.n, fmt.w, fmt.m_max
-    lo = -(1 << (w - 1))
-    sgn = lambda: rng.choice([-1, 1], size=n)  # noqa: E731
-    if kind == "max_mixed":
-        return mmax * sgn(), mmax * sgn()
-    if kind == "max_pos":
-        s = sgn()
-        return mmax * s, mmax * s
-    if kind == "min_neg":
-        return np.full(n, lo), np.full(n, lo)
-    if kind == "min_mix":
-        return np.full(n, lo), np.full(n, mmax)
-    if kind == "zero":
-        a, b = rng.integers(lo, mmax + 1, size=(2, n))
-        z = rng.integers(0, 3)
-        return (a * 0 if z != 1 else a), (b * 0 if z != 0 else b)
-    if kind == "sparse":
-        a, b = rng.integers(lo, mmax + 1, size=(2, n))
-        keep = rng.random(n) < 0.2
-        return np.where(keep, a, 0), b
-    if kind == "small":
-        return rng.integers(-3, 4, size=n), rng.integers(-3, 4, size=n)
-    return rng.integers(lo, mmax + 1, size=n), rng.integers(lo, mmax + 1, size=n)
+def _mantissas(rng: np.random.Generator, kind: np.ndarray, names: list[str], fmt: BfpFormat) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, b)``, ``(count, n)`` each, of mantissa kinds ``names[kind]``."""
+    count, n, mmax = len(kind), fmt.n, fmt.m_max
+    lo = -(1 << (fmt.w - 1))
+    # uniform: the "random" kind, and the lanes "zero" and "sparse" keep
+    a = rng.integers(lo, mmax + 1, size=(count, n), dtype=np.int32).astype(np.int64)
+    b = rng.integers(lo, mmax + 1, size=(count, n), dtype=np.int32).astype(np.int64)
+
+    def rows(k: str) -> np.ndarray:
+        return np.flatnonzero(kind == names.index(k)) if k in names else np.zeros(0, np.int64)
+
+    def signs(m: int) -> np.ndarray:  # +-1, one random byte each
+        return (np.frombuffer(rng.bytes(m * n), np.int8).reshape(m, n) >> 7 | 1).astype(np.int64)
+
+    r = rows("small")
+    a[r], b[r] = rng.integers(-3, 4, size=(2, len(r), n))
+    r = rows("zero")  # a (z = 0), b (z = 1) or both (z = 2) all zero
+    z = rng.integers(0, 3, size=len(r))
+    a[r[z != 1]], b[r[z != 0]] = 0, 0
+    r = rows("sparse")  # most lanes of a zero
+    a[r] *= rng.random((len(r), n)) < 0.2
+    r = rows("max_mixed")  # +-m_max, random signs
+    a[r], b[r] = mmax * signs(len(r)), mmax * signs(len(r))
+    r = rows("max_pos")  # +-m_max, matching signs
+    a[r] = b[r] = mmax * signs(len(r))
+    r = rows("min_neg")
+    a[r], b[r] = lo, lo
+    r = rows("min_mix")
+    a[r], b[r] = lo, mmax
+    return a, b
 
 
-def _bias_value(rng: np.random.Generator, fmt: BfpFormat) -> int:
+def _bias_values(rng: np.random.Generator, fmt: BfpFormat, count: int) -> np.ndarray:
+    """Half uniform, half from the corners (+-m_max, -2**(w-1), 0, +-1, +-2**k, +-(2**k - 1))."""
     w, mmax = fmt.w, fmt.m_max
-    r = rng.random()
-    if r < 0.5:
-        return int(rng.integers(-(1 << (w - 1)), mmax + 1))
     corners = [mmax, -mmax, -(1 << (w - 1)), 0, 1, -1]
     corners += [s * (1 << k) for k in range(w - 1) for s in (1, -1)]
     corners += [s * ((1 << k) - 1) for k in range(2, w) for s in (1, -1)]
-    return int(corners[rng.integers(len(corners))])
+    uniform = rng.integers(-(1 << (w - 1)), mmax + 1, size=count)
+    corner = np.array(corners, dtype=np.int64)[rng.integers(0, len(corners), size=count)]
+    return np.where(rng.random(count) < 0.5, uniform, corner)
 
 
-def _exponents(rng: np.random.Generator, fmt: BfpFormat, e6: int | None) -> tuple[int, int, int]:
-    """``(ea, eb, e5)`` uniform, or with ``e5 - ea - eb == e6`` (clipped to what is reachable)."""
-    emin, emax = fmt.e_min, fmt.e_max
-    if e6 is None:
-        v = rng.integers(emin, emax + 1, size=3)
-        corner = rng.random(3) < 0.15  # the range ends, so e3 reaches 2*e_min and 2*e_max
-        v = np.where(corner, rng.choice([emin, emax], size=3), v)
-        if rng.random() < 0.1 and v[0] > emin:  # e3 = 0
-            v[1] = -v[0]
-        return int(v[0]), int(v[1]), int(v[2])
-    e6 = min(max(e6, emin - 2 * emax), emax - 2 * emin)
-    e5 = int(rng.integers(max(emin, e6 + 2 * emin), min(emax, e6 + 2 * emax) + 1))
+def _lop(mag: np.ndarray) -> np.ndarray:
+    """floor(log2) of positive int64 magnitudes below 2**53 (-1 for 0)."""
+    return np.where(mag > 0, np.frexp(np.maximum(mag, 1).astype(np.float64))[1] - 1, -1)
+
+
+def _exponents(rng: np.random.Generator, fmt: BfpFormat, e6: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(ea, eb, e5)``: uniform where ``off``, else with ``e5 - ea - eb == e6`` (clipped to
+    what is reachable)."""
+    emin, emax, count = fmt.e_min, fmt.e_max, len(e6)
+    v = rng.integers(emin, emax + 1, size=(count, 3))
+    corner = rng.random((count, 3)) < 0.15  # the range ends, so e3 reaches 2*e_min and 2*e_max
+    v = np.where(corner, np.where(rng.random((count, 3)) < 0.5, emin, emax), v)
+    e3_zero = (rng.random(count) < 0.1) & (v[:, 0] > emin)  # e3 = 0
+    v[:, 1] = np.where(e3_zero, -v[:, 0], v[:, 1])
+    e6 = np.clip(e6, emin - 2 * emax, emax - 2 * emin)
+    e5 = rng.integers(np.maximum(emin, e6 + 2 * emin), np.minimum(emax, e6 + 2 * emax) + 1)
     e3 = e5 - e6
-    ea = int(rng.integers(max(emin, e3 - emax), min(emax, e3 - emin) + 1))
-    return ea, e3 - ea, e5
+    ea = rng.integers(np.maximum(emin, e3 - emax), np.minimum(emax, e3 - emin) + 1)
+    return np.where(off, v[:, 0], ea), np.where(off, v[:, 1], e3 - ea), np.where(off, v[:, 2], e5)
+
+
+def dot_columns(
+    rng: np.random.Generator, fmt: BfpFormat, count: int, mant_kinds=None, bias_kinds=None
+) -> dict[str, np.ndarray]:
+    """``count`` reproducible transactions, column by column (one ``rng`` drives everything):
+    ``a``, ``b`` ``(count, n)``; ``ea``, ``eb``, ``bias_en``, ``bias``, ``e5``, ``mkind``,
+    ``bkind`` ``(count,)`` (the kinds as names)."""
+    A, w, mmax = fmt.acc_bits, fmt.w, fmt.m_max
+    e6_lo, e6_hi = fmt.e_min - 2 * fmt.e_max, fmt.e_max - 2 * fmt.e_min
+    mk, mnames = _pick(rng, MANT_KINDS, count, mant_kinds)
+    bk, bnames = _pick(rng, BIAS_KINDS, count, bias_kinds)
+    a, b = _mantissas(rng, mk, mnames, fmt)
+    bias = _bias_values(rng, fmt, count)
+    is_ = {k: bk == bnames.index(k) if k in bnames else np.zeros(count, bool) for k in BIAS_KINDS}
+    e6 = np.zeros(count, np.int64)  # e6_zero (and off: not used)
+    e6 = np.where(is_["e6_pos"], rng.integers(1, min(e6_hi, A + 2) + 1, size=count), e6)
+    e6 = np.where(is_["e6_neg"], rng.integers(-(w + 2), 0, size=count), e6)
+    e6 = np.where(is_["huge_pos"], e6_hi, np.where(is_["huge_neg"], e6_lo, e6))
+    sign = rng.integers(0, 2, size=count) * 2 - 1
+    # tie: a bias with bit -e6-1 set that fits in w bits, so e6 >= 2 - w
+    e6_tie = rng.integers(max(-3, 2 - w), 0, size=count)
+    odd = rng.integers(0, np.int64(1) << (w - 2 + e6_tie)) * 2 + 1
+    e6 = np.where(is_["tie"], e6_tie, e6)
+    bias = np.where(is_["tie"], sign * (odd << (-e6_tie - 1)), bias)
+    # sum_edge: aligned bias ~ sign(acc) * 2**(w-1) at e6 = A - w, so the sum overflows
+    small = rng.integers(0, 4, size=count)
+    acc_pos = np.einsum("ij,ij->i", a, b) >= 0  # |a.b| < 2**62: exact in int64
+    neg_edge = np.where(rng.random(count) < 0.3, -(1 << (w - 1)), -(mmax - small))
+    e6 = np.where(is_["sum_edge"], A - w, e6)
+    bias = np.where(is_["sum_edge"], np.where(acc_pos, mmax - small, neg_edge), bias)
+    # edge: e6 = (A-2) - lop|bias| + {-1, 0, 1, 2}, a nonzero bias
+    nonzero = sign * rng.integers(1, mmax + 1, size=count)
+    bias = np.where(is_["edge"] & (bias == 0), nonzero, bias)
+    e6 = np.where(is_["edge"], (A - 2) - _lop(np.abs(bias)) + rng.integers(-1, 3, size=count), e6)
+    off = is_["off"]
+    ea, eb, e5 = _exponents(rng, fmt, e6, off)
+    return {
+        "a": a, "ea": ea, "b": b, "eb": eb, "bias_en": ~off, "bias": bias.astype(np.int64), "e5": e5,
+        "mkind": np.array(mnames)[mk], "bkind": np.array(bnames)[bk],
+    }
 
 
 def dot_items(rng: np.random.Generator, fmt: BfpFormat, count: int, mant_kinds=None, bias_kinds=None) -> list[DotItem]:
-    """``count`` reproducible transactions (one ``rng`` drives everything)."""
-    A, w = fmt.acc_bits, fmt.w
-    e6_lo, e6_hi = fmt.e_min - 2 * fmt.e_max, fmt.e_max - 2 * fmt.e_min
-    mk = _pick(rng, MANT_KINDS, count, mant_kinds)
-    bk = _pick(rng, BIAS_KINDS, count, bias_kinds)
-    items = []
-    for m, k in zip(mk, bk):
-        a, b = _mantissas(rng, m, fmt)
-        bias = _bias_value(rng, fmt)
-        e6: int | None
-        if k == "off":
-            e6 = None
-        elif k == "e6_zero":
-            e6 = 0
-        elif k == "e6_pos":
-            e6 = int(rng.integers(1, min(e6_hi, A + 2) + 1))
-        elif k == "e6_neg":
-            e6 = int(rng.integers(-(w + 2), 0))
-        elif k == "tie":
-            # a tie needs a bias with bit -e6-1 set and fitting in w bits: e6 >= 2 - w
-            e6 = int(rng.integers(max(-3, 2 - w), 0))
-            odd = int(rng.integers(0, 1 << (w - 2 + e6))) * 2 + 1
-            bias = int(rng.choice([-1, 1])) * (odd << (-e6 - 1))
-        elif k == "huge_pos":
-            e6 = e6_hi
-        elif k == "huge_neg":
-            e6 = e6_lo
-        elif k == "sum_edge":
-            e6 = A - w
-            small = int(rng.integers(0, 4))
-            if int(np.dot(a.astype(object), b.astype(object))) >= 0:
-                bias = fmt.m_max - small
-            else:
-                bias = -(1 << (w - 1)) if rng.random() < 0.3 else -(fmt.m_max - small)
-        else:  # edge
-            if bias == 0:
-                bias = int(rng.choice([-1, 1])) * int(rng.integers(1, fmt.m_max + 1))
-            e6 = (A - 2) - (abs(bias).bit_length() - 1) + int(rng.integers(-1, 3))
-        ea, eb, e5 = _exponents(rng, fmt, e6)
-        items.append(DotItem(np.asarray(a, np.int64), ea, np.asarray(b, np.int64), eb, k != "off", bias, e5, m, k))
-    return items
+    """``count`` reproducible transactions (:func:`dot_columns`, one :class:`DotItem` each)."""
+    return drawn_items(DotItem, dot_columns(rng, fmt, count, mant_kinds, bias_kinds), _FIELDS)
 
 
 class DotUnit(StreamUnit):
@@ -206,41 +224,39 @@ class DotUnit(StreamUnit):
             "e5": item.e5 & em,
         }
 
+    def columns(self, items: list[DotItem]) -> dict[str, np.ndarray]:
+        """The fields of ``items``, column by column (unencoded: signed values)."""
+        c = item_columns(items, _FIELDS)
+        n = len(items)
+        for k in _FIELDS[:7]:
+            c[k] = c[k].astype(bool if k == "bias_en" else np.int64, copy=False)
+        c["a"], c["b"] = c["a"].reshape(n, self.params.n), c["b"].reshape(n, self.params.n)
+        return c
+
     def encode_columns(self, items: list[DotItem]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
         em, wm = (1 << fmt.e) - 1, (1 << fmt.w) - 1
-
-        def col(name: str) -> np.ndarray:
-            return np.array([getattr(it, name) for it in items], dtype=np.int64)
-
+        c = self.columns(items)
         return {
-            "a": np.array([it.a for it in items], dtype=np.int64).reshape(len(items), fmt.n) & wm,
-            "ea": col("ea") & em,
-            "b": np.array([it.b for it in items], dtype=np.int64).reshape(len(items), fmt.n) & wm,
-            "eb": col("eb") & em,
-            "bias_en": col("bias_en"),
-            "bias": col("bias") & wm,
-            "e5": col("e5") & em,
+            "a": c["a"] & wm, "ea": c["ea"] & em, "b": c["b"] & wm, "eb": c["eb"] & em,
+            "bias_en": c["bias_en"].astype(np.int64), "bias": c["bias"] & wm, "e5": c["e5"] & em,
         }
 
-    def golden(self, items: list[DotItem], fmt: BfpFormat | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def golden(
+        self, items: list[DotItem], fmt: BfpFormat | None = None, cols: dict[str, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model outputs: one :func:`bfp.dot` call with the bias, one without, picked per row."""
         fmt = fmt or self.params
-        a = np.array([it.a for it in items], dtype=np.int64).reshape(len(items), fmt.n)
-        b = np.array([it.b for it in items], dtype=np.int64).reshape(len(items), fmt.n)
-        ea = np.array([it.ea for it in items], dtype=np.int64)
-        eb = np.array([it.eb for it in items], dtype=np.int64)
-        en = np.array([it.bias_en for it in items], dtype=bool)
-        bias = np.array([it.bias for it in items], dtype=np.int64)
-        e5 = np.array([it.e5 for it in items], dtype=np.int64)
-        acc0, e3, fl0 = bfp.dot(a, ea, b, eb, fmt)
-        acc1, _, fl1 = bfp.dot(a, ea, b, eb, fmt, bias=bias, e5=e5)
+        c = cols or self.columns(items)
+        acc0, e3, fl0 = bfp.dot(c["a"], c["ea"], c["b"], c["eb"], fmt)
+        acc1, _, fl1 = bfp.dot(c["a"], c["ea"], c["b"], c["eb"], fmt, bias=c["bias"], e5=c["e5"])
+        en = c["bias_en"]
         return np.where(en, acc1, acc0), e3, np.where(en, fl1, fl0)
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        acc = np.array([to_signed(o["acc"], fmt.acc_bits) for o in outs], dtype=np.int64)
-        e3 = np.array([to_signed(o["e3"], fmt.e_sum_bits) for o in outs], dtype=np.int64)
+        acc = signed_column([o["acc"] for o in outs], fmt.acc_bits)
+        e3 = signed_column([o["e3"] for o in outs], fmt.e_sum_bits)
         flg = np.array([o["flags"] for o in outs], dtype=np.int64)
         return acc, e3, flg
 
@@ -276,57 +292,48 @@ class DotUnit(StreamUnit):
         if fmt.rounding == "rne":
             cg.point("round_up", lambda t: t["round_up"], [False, True])
 
-    def samples(self, items: list[DotItem], outs: list[Beat]) -> list[dict]:
+    def sample_columns(self, items: list[DotItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
         A, w = fmt.acc_bits, fmt.w
-        lim = (1 << (A - 1)) - 1
         d_acc, d_e3, d_flg = self._decode([o.fields for o in outs])
-        g_trunc = self.golden(items, dataclasses.replace(fmt, rounding="trunc"))[0]
-        res = []
-        for it, acc, e3, fl, at in zip(items, d_acc, d_e3, d_flg, g_trunc):
-            e6 = it.e5 - it.ea - it.eb
-            if not it.bias_en:
-                e6c = "off"
-            elif e6 >= A:
-                e6c = "huge"
-            elif e6 <= -(w + 1):
-                e6c = "vanish"
-            else:
-                e6c = "neg" if e6 < 0 else "zero" if e6 == 0 else "pos"
-            # Which saturation stage fired (exact Python ints, classification only).
-            src = "none"
-            if fl & bfp.FLAG_OVF:
-                src = "align" if e6 >= 0 and not -lim - 1 <= it.bias * 2**e6 <= lim else "sum"
-            mag = abs(int(acc))
-            if mag == 0:
-                ac = "zero"
-            elif mag == lim:
-                ac = "sat"
-            elif mag >= 1 << (A - 2):
-                ac = "near_max"
-            elif mag < 1 << w:
-                ac = "small"
-            else:
-                ac = "mid"
-            e3c = (
-                "min" if e3 == 2 * fmt.e_min else "max" if e3 == 2 * fmt.e_max
-                else "neg" if e3 < 0 else "zero" if e3 == 0 else "pos"
-            )
-            res.append(
-                {
-                    "flags": int(fl),
-                    "bias_en": it.bias_en,
-                    "e6_class": e6c,
-                    "ovf_source": src,
-                    "acc_class": ac,
-                    "e3_class": e3c,
-                    "mkind": it.mkind,
-                    "bkind": it.bkind,
-                    # RNE changed the aligned bias (a round-up of its magnitude)
-                    "round_up": bool(int(acc) != int(at)),
-                }
-            )
-        return res
+        c = self.columns(items)
+        en, bias = c["bias_en"], c["bias"]
+        e6 = c["e5"] - c["ea"] - c["eb"]
+        e6c = np.select(
+            [~en, e6 >= A, e6 <= -(w + 1), e6 < 0, e6 == 0], ["off", "huge", "vanish", "neg", "zero"], "pos"
+        )
+        # Which saturation stage fired: "align" when the bias shifted left by e6 leaves the
+        # A-bit range (|bias| * 2**e6 > 2**(A-1) - 1, or > 2**(A-1) for a negative bias).
+        mag = np.abs(bias)
+        lop = np.frexp(np.maximum(mag, 1).astype(np.float64))[1] - 1
+        top = lop + e6
+        pow2 = (mag & (mag - 1)) == 0
+        out = (mag != 0) & ((top > A - 1) | ((top == A - 1) & ((bias > 0) | ~pow2)))
+        ovf = (d_flg & bfp.FLAG_OVF) != 0
+        src = np.where(ovf, np.where((e6 >= 0) & out, "align", "sum"), "none")
+        # |acc| as uint64: exact for -2**63 too (A = 64)
+        amag = np.abs(d_acc).astype(np.uint64)
+        lim = np.uint64((1 << (A - 1)) - 1)
+        ac = np.select(
+            [amag == 0, amag == lim, amag >= np.uint64(1 << (A - 2)), amag < np.uint64(1 << w)],
+            ["zero", "sat", "near_max", "small"], "mid",
+        )
+        e3c = np.select(
+            [d_e3 == 2 * fmt.e_min, d_e3 == 2 * fmt.e_max, d_e3 < 0, d_e3 == 0], ["min", "max", "neg", "zero"], "pos"
+        )
+        cols = {
+            "flags": d_flg,
+            "bias_en": en,
+            "e6_class": e6c,
+            "ovf_source": src,
+            "acc_class": ac,
+            "e3_class": e3c,
+            "mkind": c["mkind"],
+            "bkind": c["bkind"],
+        }
+        if fmt.rounding == "rne":  # RNE changed the aligned bias (a round-up of its magnitude)
+            cols["round_up"] = d_acc != self.golden(items, dataclasses.replace(fmt, rounding="trunc"), c)[0]
+        return cols
 
 
 class DotTest(StreamTest):
