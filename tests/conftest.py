@@ -1,7 +1,11 @@
 """pytest configuration shared by the unit and simulation tests."""
 
+import fcntl
+import hashlib
+import json
 import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +47,43 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         tp = sum(v for k, v in _TRANSACTIONS.items() if "_tp-" in k)
         terminalreporter.write_line(f"lockstep: {total:,} transactions checked by {len(_TRANSACTIONS)} simulation runs "
                                     f"({tp:,} of them in throughput mode)")
+
+
+@pytest.fixture(scope="session")
+def lint(tmp_path_factory: pytest.TempPathFactory):
+    """:func:`lockstep.gen.lint.lint_file`, run once per distinct input in a session.
+
+    Many tests lint byte-identical files: the 332 registered testbenches share 157
+    generated DUTs, and the committed ``hdl/`` files are some tests' default designs. The
+    result is a function of the bytes linted (and of ``top``, ``timing`` and the extra
+    files), so it is kept under a key of those in the session's temporary folder, shared by
+    the pytest-xdist workers (a file lock per key: one worker lints, another waiting for the
+    same key reads its result). A problem line names the path that was linted; a result
+    reused for another path with the same bytes names the caller's path instead.
+    """
+    from lockstep.gen.lint import lint_file
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    cache = root / "lint-cache"
+    cache.mkdir(exist_ok=True)
+
+    def run(path, top=None, extra=(), timing=False) -> list[str]:
+        path = Path(path)
+        h = hashlib.sha256(repr((top or path.stem, bool(timing), len(extra))).encode())
+        for p in (path, *extra):
+            h.update(b"\0" + Path(p).read_bytes())
+        entry = cache / h.hexdigest()
+        with open(entry.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if entry.exists():
+                done = json.loads(entry.read_text())
+            else:
+                done = {"path": str(path), "problems": lint_file(path, top, extra, timing)}
+                tmp = entry.with_suffix(f".tmp{os.getpid()}")
+                tmp.write_text(json.dumps(done))
+                os.replace(tmp, entry)
+        return [ln.replace(done["path"], str(path)) for ln in done["problems"]]
+
+    return run

@@ -16,7 +16,6 @@ import pytest
 
 from lockstep.gen import bfp as gbfp
 from lockstep.gen.common import check_name
-from lockstep.gen.lint import lint_file
 from lockstep.models import bfp
 from lockstep.models.bfp import mx
 from lockstep.models.bfp.params import BfpFormat, MxParams
@@ -84,7 +83,8 @@ def test_deterministic_across_processes(tmp_path):
 
 def test_fast_callinfo_matches_stock_myhdl(tmp_path):
     """gen/common.py replaces MyHDL's inspect.stack()-based caller lookup with a direct
-    frame walk; every unit's Verilog must be byte-identical to stock MyHDL's."""
+    frame walk, reads each generator's source once per process and skips convert()'s
+    second elaboration; every unit's Verilog must be byte-identical to stock MyHDL's."""
     code = (
         "import sys, json; from tests.test_gen import UNITS; "
         "[UNITS[u].emit(UNITS[u].params, sys.argv[1] + '/' + u) for u in UNITS]"
@@ -163,7 +163,7 @@ def test_bad_params_name_the_field(kwargs, field):
 
 
 @pytest.mark.parametrize("name", sorted(TESTBENCHES))
-def test_registered_configs_lint_clean(name):
+def test_registered_configs_lint_clean(name, lint):
     """verilator -Wall and iverilog -g2012 accept every registered DUT, no waivers.
 
     Lints the runner's cached RTL (generated once, shared with the simulation tests).
@@ -171,13 +171,26 @@ def test_registered_configs_lint_clean(name):
     tb = TESTBENCHES[name]
     rtl = rtl_dir(tb)
     generate_rtl(tb, rtl)
-    assert lint_file(rtl / f"{tb.toplevel}.v") == []
+    assert lint(rtl / f"{tb.toplevel}.v") == []
 
 
 HDL = sorted((Path(__file__).resolve().parent.parent / "hdl").rglob("*.v"))
 
 
 @pytest.mark.parametrize("path", HDL, ids=[p.name for p in HDL])
-def test_committed_hdl_lints_clean(path):
+def test_committed_hdl_lints_clean(path, lint):
     """The committed default designs pass both linters too."""
-    assert lint_file(path) == []
+    assert lint(path) == []
+
+
+def test_shared_lint_reports_problems(tmp_path, lint):
+    """The session's shared lint (tests/conftest.py) fails a bad file, and a file with the
+    same bytes at another path gets the problems under its own path."""
+    bad = "module bad(input a, output y);\n  wire unused_not;\n  assign y = b;\nendmodule\n"
+    for sub in ("one", "two"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "bad.v").write_text(bad)
+    first, second = lint(tmp_path / "one" / "bad.v"), lint(tmp_path / "two" / "bad.v")
+    assert first and any(ln.startswith("verilator:") for ln in first) and any(ln.startswith("iverilog:") for ln in first)
+    assert second == [ln.replace(str(tmp_path / "one"), str(tmp_path / "two")) for ln in first]
+    assert all(str(tmp_path / "one") not in ln for ln in second)

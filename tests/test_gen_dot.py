@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from lockstep.gen.bfp.dot import DOT_LATENCY, DOT_MAX_N, dot_ports, emit_dot, tree_width
-from lockstep.gen.lint import lint_file
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.models.record import ParamError
@@ -49,10 +48,10 @@ def test_too_many_lanes_refused(tmp_path):
     [BfpFormat(w=3, e=2, n=1), BfpFormat(w=5, e=3, n=3), BfpFormat(w=12, e=6, n=7, acc=40)],
     ids=str,
 )
-def test_corner_configs_lint_clean(fmt, tmp_path):
+def test_corner_configs_lint_clean(fmt, tmp_path, lint):
     """Degenerate trees (n=1, odd n) lint clean too; registered sets: tests/test_gen.py."""
     em = emit_dot(fmt, tmp_path)
-    assert lint_file(em.verilog) == []
+    assert lint(em.verilog) == []
 
 
 @pytest.mark.parametrize("fmt", DOT_SETS, ids=str)

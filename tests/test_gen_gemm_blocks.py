@@ -24,7 +24,6 @@ from lockstep.gen.gemm import (
     select_widths,
 )
 from lockstep.gen.gemm.cache import CNT_BITS
-from lockstep.gen.lint import lint_file
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.record import ParamError
 from lockstep.models.sparse.params import SparseParams
@@ -58,9 +57,9 @@ def generated(tmp_path_factory):
 
 @pytest.mark.parametrize("key", LINT_SETS)
 @pytest.mark.parametrize("blk", EMIT)
-def test_lint_clean(blk, key, generated):
+def test_lint_clean(blk, key, generated, lint):
     """verilator --lint-only -Wall and iverilog -g2012, no waivers."""
-    assert lint_file(generated(blk, key).verilog) == [], (blk, key)
+    assert lint(generated(blk, key).verilog) == [], (blk, key)
 
 
 @pytest.mark.parametrize("key", ["defaults", "one_set_dm", "multi_line"])

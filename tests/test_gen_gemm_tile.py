@@ -13,7 +13,6 @@ import pytest
 from lockstep.gen.gemm.agu import agu_ports, emit_agu
 from lockstep.gen.gemm.tile import CNT_BASE, CSR_READ, CSR_WRITE, emit_tile, tile_ports
 from lockstep.gen.gemm.top import emit_top, top_ports
-from lockstep.gen.lint import lint_file
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.record import ParamError
 from lockstep.models.sparse.params import SparseParams
@@ -47,10 +46,10 @@ def generated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("key", LINT_SETS)
-def test_lint_clean(key, generated):
+def test_lint_clean(key, generated, lint):
     """verilator --lint-only -Wall and iverilog -g2012, no waivers."""
     for name, em in generated(key).items():
-        assert lint_file(em.verilog) == [], (key, name)
+        assert lint(em.verilog) == [], (key, name)
 
 
 @pytest.mark.parametrize("key", ["tiny", "eb1"])

@@ -22,7 +22,6 @@ from lockstep.gen.host import (
     engine_ports,
     kernel_ports,
 )
-from lockstep.gen.lint import lint_file
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.host.params import HostParams
 from lockstep.models.record import ParamError
@@ -55,15 +54,15 @@ def generated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("key", LINT_SETS)
-def test_engine_lint_clean(key, generated):
+def test_engine_lint_clean(key, generated, lint):
     """verilator --lint-only -Wall and iverilog -g2012, no waivers."""
-    assert lint_file(generated("host_engine", key).verilog) == [], key
+    assert lint(generated("host_engine", key).verilog) == [], key
 
 
 @pytest.mark.parametrize("key", ["defaults", "smallest"])
 @pytest.mark.parametrize("blk", ["host_kernel", "dev_mem", "mem_arb"])
-def test_block_lint_clean(blk, key, generated):
-    assert lint_file(generated(blk, key).verilog) == [], (blk, key)
+def test_block_lint_clean(blk, key, generated, lint):
+    assert lint(generated(blk, key).verilog) == [], (blk, key)
 
 
 @pytest.mark.parametrize("key", ["defaults", "two_kernels", "smallest"])

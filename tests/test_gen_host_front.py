@@ -12,7 +12,6 @@ import json
 import pytest
 
 from lockstep.gen.host import emit_front, front_ports
-from lockstep.gen.lint import lint_file
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.host.params import HostParams
 from lockstep.models.record import ParamError
@@ -41,9 +40,9 @@ def generated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("key", LINT_SETS)
-def test_lint_clean(key, generated):
+def test_lint_clean(key, generated, lint):
     """verilator --lint-only -Wall and iverilog -g2012, no waivers."""
-    assert lint_file(generated(key).verilog) == [], key
+    assert lint(generated(key).verilog) == [], key
 
 
 @pytest.mark.parametrize("key", LINT_SETS)

@@ -7,7 +7,6 @@ import pytest
 
 from lockstep.gen.bfp.mx import MX_FLAGS, MX_LATENCY, emit_mx_quantizer
 from lockstep.models.bfp.mx import MX_FLAG_NAMES
-from lockstep.gen.lint import lint_file
 from lockstep.models.bfp import mx
 from lockstep.models.bfp.params import MX_ELEMENTS, MxParams
 from lockstep.models.record import ParamError, params_hash
@@ -75,10 +74,10 @@ def test_record(tmp_path):
     assert "input [127:0] in_data;" in text and "output [23:0] out_data;" in text
 
 
-def test_block_one_lints_clean(tmp_path):
+def test_block_one_lints_clean(tmp_path, lint):
     """A one-element block (degenerate max tree) lints clean; registered sets: test_gen.py."""
     em = emit_mx_quantizer(MxParams("int8", 1), tmp_path)
-    assert lint_file(em.verilog) == []
+    assert lint(em.verilog) == []
 
 
 def test_n_max_matches_model():

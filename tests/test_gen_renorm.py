@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from lockstep.gen.bfp.renorm import (
-    RENORM_FLAGS,
     RENORM_LATENCY,
     STATS_WINDOW_STALL,
     emit_renorm,
@@ -15,7 +14,6 @@ from lockstep.gen.bfp.renorm import (
     renorm_ports,
     stats_ports,
 )
-from lockstep.gen.lint import lint_file
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.models.record import ParamError
@@ -44,9 +42,9 @@ def test_record_describes_the_module(tmp_path):
     assert "input [71:0] in_data;" in text and "output [31:0] out_data;" in text
 
 
-def test_corner_config_lints_clean(tmp_path):
+def test_corner_config_lints_clean(tmp_path, lint):
     """One lane, the narrowest widths: lints clean (registered sets: tests/test_gen.py)."""
-    assert lint_file(emit_renorm(BfpFormat(w=3, e=2, n=1), tmp_path).verilog) == []
+    assert lint(emit_renorm(BfpFormat(w=3, e=2, n=1), tmp_path).verilog) == []
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f"w{f.w}e{f.e}n{f.n}a{f.acc_bits}")
@@ -64,11 +62,11 @@ def test_stimulus_in_model_domain(fmt, seed):
 
 
 # ---- statistics mode ---------------------------------------------------------------------
-def test_stats_record_and_corner_lint(tmp_path):
+def test_stats_record_and_corner_lint(tmp_path, lint):
     """One lane, a one-value window, 64-bit accumulator: record and lint."""
     fmt = BfpFormat(w=16, e=5, n=1, stat_log2_win=0, acc=64)
     em = emit_stats(fmt, tmp_path)
-    assert lint_file(em.verilog) == []
+    assert lint(em.verilog) == []
     rec = json.loads(em.sidecar.read_text())
     assert rec["ports"] == stats_ports(fmt) and "in_fixed" not in rec["ports"]
     assert rec["timing"]["latency"] == 1 and rec["timing"]["window_stall"] == STATS_WINDOW_STALL

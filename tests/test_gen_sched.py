@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from lockstep.gen.common import check_name
-from lockstep.gen.lint import lint_file
 from lockstep.gen.sched import (
     OPCODES,
     counter_ports,
@@ -122,11 +121,11 @@ def generated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("key", LINT_SETS)
-def test_lint_clean(key, generated):
+def test_lint_clean(key, generated, lint):
     """Tile, ring and counter pass verilator --lint-only -Wall and iverilog -g2012, no waivers."""
     g = generated(key)
     for kind in ("tile", "ring", "counter"):
-        assert lint_file(g[kind].verilog) == [], (key, kind)
+        assert lint(g[kind].verilog) == [], (key, kind)
 
 
 @pytest.mark.parametrize("key", ["defaults", "nobus"])
@@ -725,12 +724,12 @@ MESH_SETS = {"2x2": {"nt": 4, "rows": 2}, "3x3_hop2": {"nt": 9, "rows": 3, "hop_
 
 
 @pytest.mark.parametrize("key", MESH_SETS)
-def test_mesh_lint_ports_and_record(key, tmp_path):
+def test_mesh_lint_ports_and_record(key, tmp_path, lint):
     """sched_mesh lints clean, has exactly sched_ring's ports (none a handshake), and its
     record says so; emit_ring refuses a mesh and emit_mesh the ring."""
     fmt = FabricParams(**MESH_SETS[key])
     em = emit_mesh(fmt, tmp_path)
-    assert lint_file(em.verilog) == []
+    assert lint(em.verilog) == []
     rec = json.loads(em.sidecar.read_text())
     assert rec["module"] == "sched_mesh" and FabricParams.from_dict(rec["params"]) == fmt
     assert rec["ports"] == json.loads(json.dumps(ring_ports(fmt)))

@@ -13,7 +13,6 @@ import json
 import numpy as np
 import pytest
 
-from lockstep.gen.lint import lint_file
 from lockstep.gen.sparse import cluster_ports, emit_cluster, fm_mem_ports, stu_ports, w_mem_ports
 from lockstep.gen.sparse.cluster import CL_ERR_NAMES, unit_bits
 from lockstep.models import sparse
@@ -50,9 +49,9 @@ def generated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("key", LINT_SETS)
-def test_lint_clean(key, generated):
+def test_lint_clean(key, generated, lint):
     """verilator --lint-only -Wall and iverilog -g2012, no waivers."""
-    assert lint_file(generated(key).verilog) == [], key
+    assert lint(generated(key).verilog) == [], key
 
 
 @pytest.mark.parametrize("key", ["defaults", "m1_smallest", "m3_odd"])

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from lockstep.gen.lint import lint_file
 from lockstep.gen.sparse import (
     decoder_ports,
     emit_decoder,
@@ -67,10 +66,10 @@ def generated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("key", LINT_SETS)
-def test_lint_clean(key, generated):
+def test_lint_clean(key, generated, lint):
     """verilator --lint-only -Wall and iverilog -g2012, no waivers."""
     for name, em in generated(key).items():
-        assert lint_file(em.verilog) == [], (key, name)
+        assert lint(em.verilog) == [], (key, name)
 
 
 @pytest.mark.parametrize("key", ["defaults", "odd"])

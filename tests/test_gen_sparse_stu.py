@@ -13,7 +13,6 @@ import json
 import numpy as np
 import pytest
 
-from lockstep.gen.lint import lint_file
 from lockstep.gen.sparse import emit_stu, emit_stu_top, fm_mem_ports, stu_ports, stu_top_ports, w_mem_ports
 from lockstep.gen.sparse.stu import CNT_BITS, stu_widths
 from lockstep.models import sparse
@@ -54,10 +53,10 @@ def generated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("key", LINT_SETS)
-def test_lint_clean(key, generated):
+def test_lint_clean(key, generated, lint):
     """verilator --lint-only -Wall and iverilog -g2012, no waivers."""
     for name, em in generated(key).items():
-        assert lint_file(em.verilog) == [], (key, name)
+        assert lint(em.verilog) == [], (key, name)
 
 
 @pytest.mark.parametrize("key", ["defaults", "u2", "odd"])
