@@ -10,6 +10,7 @@ needs it, so this module loads without MyHDL.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,7 +311,15 @@ for _name, _tb in list(TESTBENCHES.items()):
     if _prefix is None or _name.endswith("_mutant") or _tb.test_module.endswith("_patent"):
         continue
     _throughput(_name, _BFP_UNITS[_prefix], "quick" if _name in _TP_QUICK else "full")
-_throughput("bfp_quantize_mutant", _BFP_UNITS["bfp_quantize"], blocks=4096, by_sim={})
+# The negative twin checks the quick tier's own quantizer build (a TRUNC DUT) as RNE: it
+# must fail, and it costs no extra simulator build.
+_register(Testbench(
+    name="bfp_quantize_mutant_tp", family="bfp", toplevel="bfp_quantize", params=PATENT,
+    generator="lockstep.gen.bfp:emit_quantizer", test_module="lockstep.verif.test_throughput",
+    tb_params=dataclasses.replace(PATENT, rounding="rne"), expect_fail=True, mode="throughput",
+    doc="negative, throughput: a TRUNC quantizer checked as RNE must fail the scoreboard",
+    opts={"blocks": 4096, "unit": _BFP_UNITS["bfp_quantize"]},
+))
 
 
 # ---- sched family (spec 000, docs/sched.md) -------------------------------------------
