@@ -1,6 +1,6 @@
 """Testbench knowledge of the OCP MX v1.0 quantizer (float32 block -> E8M0 scale, codes).
 
-Plugs into :mod:`lockstep.verif.stream_env`: stimulus from :func:`.stimulus.float_blocks`
+Plugs into :mod:`lockstep.verif.stream_env`: stimulus from :func:`.stimulus.float_kind`
 (the BFP corner kinds) mixed with MX-specific corners (:data:`MX_KINDS`), a check that
 predicts every block with :func:`lockstep.models.bfp.mx.mx_quantize_flags` in one vectorised
 call, and cover points over every flag, the scale classes, the element-code classes and
@@ -9,7 +9,7 @@ the stimulus kinds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, unpack_rows
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 
-from .stimulus import F32_INF, F32_QNAN, KINDS, float_blocks, pick_kinds
+from .stimulus import F32_INF, F32_QNAN, KINDS, Drawn, drawn_items, float_kind, item_columns, pick_kinds
 
 __all__ = ["MX_KINDS", "MxItem", "MxUnit", "MxTest", "mx_blocks"]
 
@@ -50,7 +50,7 @@ def _grid(el: MxElement) -> tuple[int, int]:
 
 def _mx_kind(rng: np.random.Generator, kind: str, count: int, el: MxElement, n: int) -> np.ndarray:
     """``count`` blocks of MX kind ``kind`` as float32 bit patterns ``(count, n)``."""
-    sign = rng.choice([-1.0, 1.0], size=(count, n))
+    sign = np.where(rng.random((count, n)) < 0.5, -1.0, 1.0)
     step0, n_max = _grid(el)
     mb = 6 if el.ebits == 0 else el.mbits
     if kind == "mx_scale_lo":
@@ -77,7 +77,7 @@ def _mx_kind(rng: np.random.Generator, kind: str, count: int, el: MxElement, n: 
         f = np.where(rng.random((count, n)) < 0.2, np.ldexp(rng.random((count, n)), -20), f)
         sign = np.where(rng.random((count, n)) < 0.8, -1.0, 1.0)
         x = sign * s * f
-        x[:, :1] = np.ldexp(1.0 + rng.random((count, 1)), k) * rng.choice([-1.0, 1.0], size=(count, 1))
+        x[:, :1] = np.ldexp(1.0 + rng.random((count, 1)), k) * np.where(rng.random((count, 1)) < 0.5, -1.0, 1.0)
         return _f32(x)
     if kind == "mx_subn":
         # integer multiples of half the smallest step below the smallest normal (2**emin)
@@ -110,7 +110,7 @@ def _mx_kind(rng: np.random.Generator, kind: str, count: int, el: MxElement, n: 
 
 def mx_blocks(
     rng: np.random.Generator, params: MxParams, count: int, weights: dict[str, float] | None = None
-) -> tuple[np.ndarray, list[str]]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Random float32 blocks for an MX quantizer: BFP corner kinds plus MX corners.
 
     Args:
@@ -121,13 +121,14 @@ def mx_blocks(
             :data:`MX_KINDS`).
 
     Returns:
-        ``(bits, kinds)``: uint32 array ``(count, block)`` and each block's kind name.
+        ``(bits, kinds)``: uint32 array ``(count, block)`` and each block's kind name
+        (a string array).
     """
     weights = dict(weights or {**KINDS, **MX_KINDS})
     names = list(weights)
     pick = pick_kinds(rng, weights, count)
     n = params.block
-    # float_blocks needs a BfpFormat only for n and the exponent ranges it draws from
+    # the BFP kinds need a BfpFormat only for n and the exponent ranges they draw from
     bfmt = BfpFormat(w=8, e=8, n=n)
     out = np.zeros((count, n), dtype=np.uint32)
     for i, name in enumerate(names):
@@ -135,10 +136,10 @@ def mx_blocks(
         if not sel.size:
             continue
         if name in KINDS:
-            out[sel] = float_blocks(rng, bfmt, sel.size, weights={name: 1.0})[0]
+            out[sel] = float_kind(rng, name, sel.size, bfmt)
         else:
             out[sel] = _mx_kind(rng, name, sel.size, params.element, n)
-    return out, [names[i] for i in pick]
+    return out, np.array(names)[pick]
 
 
 @dataclass
@@ -152,6 +153,8 @@ class MxItem:
 
     bits: np.ndarray
     kind: str = "gauss"
+    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
+    _row: int = field(default=-1, init=False, repr=False, compare=False)
 
 
 class MxUnit(StreamUnit):
@@ -164,19 +167,24 @@ class MxUnit(StreamUnit):
 
     def items(self, rng: np.random.Generator, count: int) -> list[MxItem]:
         bits, kinds = mx_blocks(rng, self.params, count)
-        return [MxItem(bits[i], kinds[i]) for i in range(count)]
+        return drawn_items(MxItem, {"bits": bits, "kind": kinds}, ["bits", "kind"])
+
+    def columns(self, items: list[MxItem]) -> dict[str, np.ndarray]:
+        """``bits`` ``(N, block)`` uint32 and ``kind`` of ``items``."""
+        c = item_columns(items, ["bits", "kind"])
+        c["bits"] = c["bits"].astype(np.uint32, copy=False).reshape(len(items), self.params.block)
+        return c
 
     def encode(self, item: MxItem) -> dict[str, int]:
         return {"data": pack_lanes(item.bits, 32)}
 
     def encode_columns(self, items: list[MxItem]) -> dict[str, np.ndarray]:
-        return {"data": np.array([it.bits for it in items], dtype=np.uint32).reshape(len(items), self.params.block)}
+        return {"data": self.columns(items)["bits"]}
 
     def golden(self, items: list[MxItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model ``(scales, codes, flags)`` for ``items``: shapes (T,), (T, block), (T,)."""
         p: MxParams = self.params
-        bits = np.array([it.bits for it in items], dtype=np.uint32).reshape(len(items), p.block)
-        s, c, f = mx.mx_quantize_flags(bits, p.elem, p.block)
+        s, c, f = mx.mx_quantize_flags(self.columns(items)["bits"], p.elem, p.block)
         return s[:, 0].astype(np.int64), c.astype(np.int64), f[:, 0].astype(np.int64)
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -212,27 +220,33 @@ class MxUnit(StreamUnit):
             "zero", "neg_zero", "subnormal", "normal", "max"
         ]
 
-    def _classes(self, codes: np.ndarray) -> dict[str, np.ndarray]:
-        """Per block: whether any lane's code falls in each class (T, ) bool arrays."""
+    def _lane_classes(self, codes: np.ndarray) -> dict[str, np.ndarray]:
+        """Per element code: whether it falls in each class (bool arrays of ``codes``' shape)."""
         el = self.params.element
         if el.ebits == 0:
             mag = np.where(codes >= 128, 256 - codes, codes)
-            return {
-                "zero": (mag == 0).any(1),
-                "normal": ((mag > 0) & (mag < 127)).any(1),
-                "max": (mag == 127).any(1),
-            }
+            return {"zero": mag == 0, "normal": (mag > 0) & (mag < 127), "max": mag == 127}
         sbit = 1 << (el.bits - 1)
         mag = codes & (sbit - 1)
         top = int(mx.encode_element(np.array([el.max_normal]), el.name)[0])
         efield = mag >> el.mbits
         return {
-            "zero": (mag == 0).any(1),
-            "neg_zero": (codes == sbit).any(1),
-            "subnormal": ((efield == 0) & (mag != 0)).any(1),
-            "normal": ((efield != 0) & (mag != top)).any(1),
-            "max": (mag == top).any(1),
+            "zero": mag == 0,
+            "neg_zero": codes == sbit,
+            "subnormal": (efield == 0) & (mag != 0),
+            "normal": (efield != 0) & (mag != top),
+            "max": mag == top,
         }
+
+    def _classes(self, codes: np.ndarray) -> dict[str, np.ndarray]:
+        """Per block: whether any lane's code falls in each class (T, ) bool arrays."""
+        table = getattr(self, "_class_table", None)
+        if table is None:  # class i -> bit i, for every code of the element
+            per = self._lane_classes(np.arange(1 << self.params.element.bits, dtype=np.int64))
+            table = sum(v.astype(np.uint8) << np.uint8(i) for i, v in enumerate(per.values()))
+            self._class_table = table
+        hit = np.bitwise_or.reduce(table[codes], axis=1)
+        return {c: (hit >> np.uint8(i)) & 1 != 0 for i, c in enumerate(self._code_classes())}
 
     def define_coverage(self, cg: Covergroup) -> None:
         for name, bit in MX_FLAG_NAMES.items():
@@ -255,7 +269,7 @@ class MxUnit(StreamUnit):
         return {
             "flags": d_f,
             "scale": d_s,
-            "kind": np.array([it.kind for it in items]),
+            "kind": self.columns(items)["kind"],
             **{f"code_{c}": np.asarray(v, dtype=bool) for c, v in self._classes(d_c).items()},
         }
 

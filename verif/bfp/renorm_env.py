@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,10 +21,10 @@ from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, to_signed, unpack_rows
+from lockstep.verif.packing import pack_lanes, unpack_rows
 from lockstep.verif.stream_env import StreamTest, StreamUnit
-from lockstep.verif.bfp.stimulus import pick_kinds
-from lockstep.verif.bfp.bins import EXP_BINS, exp_class
+from lockstep.verif.bfp.stimulus import Drawn, drawn_items, item_columns, pick_kinds
+from lockstep.verif.bfp.bins import EXP_BINS, exp_class, signed_column
 
 __all__ = ["RENORM_KINDS", "RenormItem", "RenormUnit", "RenormTest", "StatsUnit", "StatsTest", "acc_vectors"]
 
@@ -58,6 +58,11 @@ class RenormItem:
     fixed: bool = False
     e4: int = 0
     kind: str = "full"
+    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
+    _row: int = field(default=-1, init=False, repr=False, compare=False)
+
+
+_FIELDS = ["acc", "e3", "fixed", "e4", "kind"]
 
 
 def _mags_below(rng: np.random.Generator, bits: np.ndarray) -> np.ndarray:
@@ -187,10 +192,16 @@ class RenormUnit(StreamUnit):
         fmt: BfpFormat = self.params
         acc, kinds = acc_vectors(rng, fmt, count)
         e3, fixed, e4 = _exponents(rng, fmt, acc, float(self.ctx.opt("fixed_rate", 0.25)))
-        names = list(RENORM_KINDS)
-        return [
-            RenormItem(acc[i], int(e3[i]), bool(fixed[i]), int(e4[i]), names[kinds[i]]) for i in range(count)
-        ]
+        kind = np.array(list(RENORM_KINDS))[kinds]
+        return drawn_items(RenormItem, {"acc": acc, "e3": e3, "fixed": fixed, "e4": e4, "kind": kind}, _FIELDS)
+
+    def columns(self, items: list[RenormItem]) -> dict[str, np.ndarray]:
+        """The fields of ``items``, column by column (``acc`` as ``(N, n)`` int64)."""
+        c = item_columns(items, _FIELDS)
+        c["acc"] = c["acc"].astype(np.int64, copy=False).reshape(len(items), self.params.n)
+        c["e3"], c["e4"] = c["e3"].astype(np.int64, copy=False), c["e4"].astype(np.int64, copy=False)
+        c["fixed"] = c["fixed"].astype(bool, copy=False)
+        return c
 
     def encode(self, item: RenormItem) -> dict[str, int]:
         fmt: BfpFormat = self.params
@@ -203,37 +214,36 @@ class RenormUnit(StreamUnit):
 
     def encode_columns(self, items: list[RenormItem]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
-        if fmt.acc_bits > 62:  # lanes beyond int64: the per-transaction encoder
-            return super().encode_columns(items)
+        c = self.columns(items)
+        # 64-bit lanes: their unsigned readings (uint64), else masked int64
+        data = c["acc"].view(np.uint64) if fmt.acc_bits == 64 else c["acc"] & ((1 << fmt.acc_bits) - 1)
         cols = {
-            "data": np.array([it.acc for it in items], dtype=np.int64).reshape(len(items), fmt.n)
-            & ((1 << fmt.acc_bits) - 1),
-            "e3": np.array([it.e3 for it in items], dtype=np.int64) & ((1 << fmt.e_sum_bits) - 1),
-            "fixed": np.array([it.fixed for it in items], dtype=np.int64),
-            "e4": np.array([it.e4 for it in items], dtype=np.int64) & ((1 << fmt.e) - 1),
+            "data": data,
+            "e3": c["e3"] & ((1 << fmt.e_sum_bits) - 1),
+            "fixed": c["fixed"].astype(np.int64),
+            "e4": c["e4"] & ((1 << fmt.e) - 1),
         }
         return {f: cols[f] for f in self.in_fields}
 
     def golden(
-        self, items: list[RenormItem], fmt: BfpFormat | None = None
+        self, items: list[RenormItem], fmt: BfpFormat | None = None, cols: dict[str, np.ndarray] | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Model outputs ``(e4, mantissas, flags)`` for ``items`` (one call per mode)."""
+        """Model outputs ``(e4, mantissas, flags)`` for ``items`` (one call per mode, each on
+        its own vectors)."""
         fmt = fmt or self.params
-        acc = np.array([it.acc for it in items], dtype=np.int64).reshape(len(items), fmt.n)
-        e3 = np.array([it.e3 for it in items], dtype=np.int64)
-        fixed = np.array([it.fixed for it in items], dtype=bool)
-        g_e4, g_man, g_flg = bfp.renormalize(acc, e3, fmt, mode="max")
-        if fixed.any():
-            fe4 = np.array([it.e4 for it in items], dtype=np.int64)[fixed]
-            g_e4[fixed], g_man[fixed], g_flg[fixed] = bfp.renormalize(
-                acc[fixed], e3[fixed], fmt, mode="fixed", e4=fe4
-            )
+        c = cols or self.columns(items)
+        acc, e3, fixed = c["acc"], c["e3"], c["fixed"]
+        n = len(acc)
+        g_e4, g_man, g_flg = np.zeros(n, np.int64), np.zeros((n, fmt.n), np.int64), np.zeros(n, np.int64)
+        for rows, kw in ((~fixed, {"mode": "max"}), (fixed, {"mode": "fixed", "e4": c["e4"][fixed]})):
+            if rows.any():
+                g_e4[rows], g_man[rows], g_flg[rows] = bfp.renormalize(acc[rows], e3[rows], fmt, **kw)
         return g_e4, g_man, g_flg
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
         man = unpack_rows([o["data"] for o in outs], fmt.w, fmt.n, signed=True)
-        e4 = np.array([to_signed(o["e4"], fmt.e) for o in outs], dtype=np.int64)
+        e4 = signed_column([o["e4"] for o in outs], fmt.e)
         flg = np.array([o["flags"] for o in outs], dtype=np.int64)
         return e4, man, flg
 
@@ -272,36 +282,30 @@ class RenormUnit(StreamUnit):
         if fmt.rounding == "rne":
             cg.point("round_up", lambda t: t["round_up"], [False, True])
 
-    def samples(self, items: list[RenormItem], outs: list[Beat]) -> list[dict]:
+    def sample_columns(self, items: list[RenormItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
         d_e4, d_man, d_flg = self._decode([o.fields for o in outs])
-        # A round-up: a lane whose magnitude exceeds the TRUNC model's magnitude.
-        _, m_t, _ = self.golden(items, dataclasses.replace(fmt, rounding="trunc"))
-        up = (np.abs(d_man) > np.abs(m_t)).any(axis=1)
-        amin = -(1 << (fmt.acc_bits - 1))
-        res = []
-        for it, e4, f, u in zip(items, d_e4, d_flg, up):
-            sh = it.e3 - int(e4)
-            nz = bool(np.any(it.acc != 0))
-            if nz and sh > fmt.w:
-                shift = "left_clip"
-            elif nz and -sh >= fmt.acc_bits:
-                shift = "right_clip"
-            else:
-                shift = "left" if sh > 0 else "none" if sh == 0 else "right"
-            res.append(
-                {
-                    "flags": int(f),
-                    "e4": int(e4),
-                    "fixed": it.fixed,
-                    "kind": it.kind,
-                    "shift": shift,
-                    "e3_sign": "neg" if it.e3 < 0 else "zero" if it.e3 == 0 else "pos",
-                    "min_acc": bool(np.any(it.acc == amin)),
-                    "round_up": bool(u),
-                }
-            )
-        return res
+        c = self.columns(items)
+        acc, e3 = c["acc"], c["e3"]
+        sh = e3 - d_e4
+        nz = (acc != 0).any(axis=1)
+        shift = np.select(
+            [nz & (sh > fmt.w), nz & (-sh >= fmt.acc_bits), sh > 0, sh == 0],
+            ["left_clip", "right_clip", "left", "none"], "right",
+        )
+        cols = {
+            "flags": d_flg,
+            "e4": d_e4,
+            "fixed": c["fixed"],
+            "kind": c["kind"],
+            "shift": shift,
+            "e3_sign": np.select([e3 < 0, e3 == 0], ["neg", "zero"], "pos"),
+            "min_acc": (acc == -(1 << (fmt.acc_bits - 1))).any(axis=1),
+        }
+        if fmt.rounding == "rne":  # a round-up: a lane whose magnitude exceeds the TRUNC model's
+            _, m_t, _ = self.golden(items, dataclasses.replace(fmt, rounding="trunc"), c)
+            cols["round_up"] = (np.abs(d_man) > np.abs(m_t)).any(axis=1)
+        return cols
 
 
 class RenormTest(StreamTest):
@@ -359,7 +363,9 @@ class StatsUnit(RenormUnit):
 
     def items(self, rng: np.random.Generator, count: int) -> list[RenormItem]:
         acc, e3, kinds = _stats_stream(rng, self.params, count)
-        return [RenormItem(acc[i], int(e3[i]), False, 0, kinds[i]) for i in range(count)]
+        cols = {"acc": acc, "e3": e3, "fixed": np.zeros(count, bool), "e4": np.zeros(count, np.int64),
+                "kind": np.array(kinds, dtype=str)}
+        return drawn_items(RenormItem, cols, _FIELDS)
 
     def encode(self, item: RenormItem) -> dict[str, int]:
         fmt: BfpFormat = self.params
@@ -378,12 +384,11 @@ class StatsUnit(RenormUnit):
     def load_state(self, state) -> None:
         self._gold, self._cov = copy.deepcopy(state)
 
-    def golden(self, items, fmt=None):
+    def golden(self, items, fmt=None, cols=None):
         fmt = fmt or self.params
-        acc = np.array([it.acc for it in items], dtype=np.int64).reshape(len(items), fmt.n)
-        e3 = np.array([it.e3 for it in items], dtype=np.int64)
+        c = cols or self.columns(items)
         sel = self._gold if fmt == self.params else bfp.StatsSelector(fmt)
-        return sel.run(acc, e3)
+        return sel.run(c["acc"], c["e3"])
 
     def check(self, items, outs):
         errors, bad, sticky = super().check(items, outs)
@@ -398,6 +403,10 @@ class StatsUnit(RenormUnit):
         cg.point("restart", lambda t: t["restart"], [False, True])
         cg.point("window_end", lambda t: t["window_end"], [False, True])
         cg.point("kind", lambda t: t["kind"].split("_")[0], ["gauss", "outlier", "zero", "corner"])
+
+    # The selector's window state is sequential: sampled transaction by transaction (the
+    # throughput mode transposes these rows), not with the renormaliser's columns.
+    sample_columns = StreamUnit.sample_columns
 
     def samples(self, items: list[RenormItem], outs: list[Beat]) -> list[dict]:
         fmt: BfpFormat = self.params

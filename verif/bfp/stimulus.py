@@ -14,7 +14,7 @@ import numpy as np
 
 from lockstep.models.bfp.params import BfpFormat
 
-__all__ = ["KINDS", "Drawn", "drawn_items", "float_blocks", "item_columns", "pick_kinds"]
+__all__ = ["KINDS", "Drawn", "drawn_items", "float_blocks", "float_kind", "item_columns", "pick_kinds"]
 
 F32_INF = np.uint32(0x7F800000)
 F32_QNAN = np.uint32(0x7FC00000)
@@ -42,7 +42,8 @@ def _scale(rng: np.random.Generator, count: int, lo: int, hi: int) -> np.ndarray
     return np.ldexp(1.0, rng.integers(lo, hi + 1, size=(count, 1)))
 
 
-def _kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np.ndarray:
+def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np.ndarray:
+    """``count`` blocks of stimulus kind ``kind`` (see :data:`KINDS`): uint32 ``(count, fmt.n)``."""
     n, w = fmt.n, fmt.w
     # exponents that stay inside the format's range, plus a margin to hit clamping
     lo, hi = fmt.e_min + w - 2 - 3, fmt.e_max + w - 2 + 3
@@ -145,7 +146,7 @@ def float_blocks(
     for i, name in enumerate(names):
         sel = np.flatnonzero(kinds == i)
         if sel.size:
-            out[sel] = _kind(rng, name, sel.size, fmt)
+            out[sel] = float_kind(rng, name, sel.size, fmt)
     return out, kinds
 
 

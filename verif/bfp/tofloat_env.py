@@ -10,8 +10,7 @@ example +-Inf with a 5-bit exponent) are left out, so 100 % coverage is attainab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes, unpack_rows
 from lockstep.verif.stream_env import StreamTest, StreamUnit
-from lockstep.verif.bfp.stimulus import pick_kinds
+from lockstep.verif.bfp.stimulus import Drawn, drawn_items, item_columns, pick_kinds
 
 __all__ = ["TF_KINDS", "TfItem", "ToFloatUnit", "ToFloatTest", "reachable", "result_classes", "tf_blocks"]
 
@@ -53,12 +52,9 @@ def _special_mantissas(rng: np.random.Generator, shape: tuple[int, ...], w: int)
     pick = rng.integers(0, 6, size=shape)
     pow2 = np.left_shift(1, rng.integers(0, w - 1, size=shape)).astype(np.int64)
     sign = rng.choice([-1, 1], size=shape)
-    vals = np.select(
-        [pick == 0, pick == 1, pick == 2, pick == 3, pick == 4],
-        [np.zeros(shape, np.int64), sign, sign * m_max, np.full(shape, -(1 << (w - 1))), sign * pow2],
-        default=sign * pow2,
-    )
-    return vals.astype(np.int64)
+    # pick 0..5: 0, +-1, +-m_max, -2**(w-1), +-2**k, +-2**k
+    mag = np.where(pick >= 4, pow2, np.array([0, 1, m_max, -(1 << (w - 1)), 0, 0], dtype=np.int64)[pick])
+    return mag * np.where(pick == 3, 1, sign)
 
 
 def tf_blocks(
@@ -156,6 +152,11 @@ class TfItem:
     m: np.ndarray
     exp: int
     kind: str = "uniform"
+    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
+    _row: int = field(default=-1, init=False, repr=False, compare=False)
+
+
+_FIELDS = ["m", "exp", "kind"]
 
 
 class ToFloatUnit(StreamUnit):
@@ -169,8 +170,14 @@ class ToFloatUnit(StreamUnit):
 
     def items(self, rng: np.random.Generator, count: int) -> list[TfItem]:
         m, x, kinds = tf_blocks(rng, self.params, count)
-        names = list(TF_KINDS)
-        return [TfItem(m[i], int(x[i]), names[kinds[i]]) for i in range(count)]
+        return drawn_items(TfItem, {"m": m, "exp": x, "kind": np.array(list(TF_KINDS))[kinds]}, _FIELDS)
+
+    def columns(self, items: list[TfItem]) -> dict[str, np.ndarray]:
+        """The fields of ``items``, column by column (``m`` as ``(N, n)`` int64)."""
+        c = item_columns(items, _FIELDS)
+        c["m"] = c["m"].astype(np.int64, copy=False).reshape(len(items), self.params.n)
+        c["exp"] = c["exp"].astype(np.int64, copy=False)
+        return c
 
     def encode(self, item: TfItem) -> dict[str, int]:
         fmt: BfpFormat = self.params
@@ -178,17 +185,13 @@ class ToFloatUnit(StreamUnit):
 
     def encode_columns(self, items: list[TfItem]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
-        return {
-            "data": np.array([it.m for it in items], dtype=np.int64).reshape(len(items), fmt.n) & ((1 << fmt.w) - 1),
-            "exp": np.array([it.exp for it in items], dtype=np.int64) & ((1 << fmt.e) - 1),
-        }
+        c = self.columns(items)
+        return {"data": c["m"] & ((1 << fmt.w) - 1), "exp": c["exp"] & ((1 << fmt.e) - 1)}
 
     def golden(self, items: list[TfItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model outputs: ``(bits (T, n), lane flags (T, n), block flags (T,))``."""
-        fmt: BfpFormat = self.params
-        m = np.array([it.m for it in items], dtype=np.int64).reshape(len(items), fmt.n)
-        x = np.array([it.exp for it in items], dtype=np.int64)
-        bits, ff = bfp.to_float32(m, x)
+        c = self.columns(items)
+        bits, ff = bfp.to_float32(c["m"], c["exp"])
         return bits.astype(np.int64), ff, np.bitwise_or.reduce(ff, axis=-1)
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -220,44 +223,42 @@ class ToFloatUnit(StreamUnit):
         errors += self.more(bad, "blocks")
         return errors, len(bad), bfp.sticky(g_flg)
 
+    def _results(self) -> list[tuple[str, str]]:
+        """The ``(sign, class)`` results the format can produce: one cover point each."""
+        reach = reachable(self.params)
+        ok_cls = {"zero": True, "subnormal": reach["subnormal"], "normal": True, "inf": reach["ovf"]}
+        # -0.0 only comes from a negative value rounding to zero
+        return [
+            (sign, cls) for cls in _CLASSES for sign in ("pos", "neg")
+            if ok_cls[cls] and not (cls == "zero" and sign == "neg" and not reach["rounding"])
+        ]
+
     def define_coverage(self, cg: Covergroup) -> None:
         reach = reachable(self.params)
         need = {"ovf": reach["ovf"], "unf": reach["rounding"], "inexact": reach["rounding"] or reach["ovf"]}
         for name, bit in bfp.FFLAG_NAMES.items():
             bins = [False, True] if need[name] else [False]
             cg.point(f"flag_{name}", lambda t, b=bit: bool(t["flags"] & b), bins)
-        ok_cls = {
-            "zero": True,
-            "subnormal": reach["subnormal"],
-            "normal": True,
-            "inf": reach["ovf"],
-        }
-        for cls in _CLASSES:
-            for sign in ("pos", "neg"):
-                # -0.0 only comes from a negative value rounding to zero
-                if not ok_cls[cls] or (cls == "zero" and sign == "neg" and not reach["rounding"]):
-                    continue
-                cg.point(f"result_{sign}_{cls}", lambda t, k=(sign, cls): k in t["seen"], [True])
+        for sign, cls in self._results():  # some lane of the block has this result
+            cg.point(f"result_{sign}_{cls}", lambda t, k=f"{sign}_{cls}": t[k], [True])
         if reach["rounding"]:
             cg.point("tie", lambda t: t["tie"], [False, True])
         cg.point("kind", lambda t: t["kind"], list(TF_KINDS))
 
-    def samples(self, items: list[TfItem], outs: list[Beat]) -> list[dict[str, Any]]:
+    def sample_columns(self, items: list[TfItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         d_bits, d_flg = self._decode([o.fields for o in outs])
+        c = self.columns(items)
         cls = result_classes(d_bits)
-        neg = (d_bits >> 31) & 1
-        m = np.array([it.m for it in items], dtype=np.int64)
-        x = np.array([it.exp for it in items], dtype=np.int64)
-        # an exact tie in the subnormal rounding: r = -149 - x bits dropped, r >= 1
-        r = np.clip(-149 - x, 0, 62)[:, None]
-        mag = np.abs(m)
-        low = mag & ((np.int64(1) << r) - 1)
-        tie = ((r >= 1) & (low == (np.int64(1) << np.maximum(r - 1, 0)))).any(axis=1)
-        out = []
-        for i, it in enumerate(items):
-            seen = {("neg" if s else "pos", _CLASSES[c]) for s, c in zip(neg[i], cls[i])}
-            out.append({"flags": int(d_flg[i]), "seen": seen, "tie": bool(tie[i]), "kind": it.kind})
-        return out
+        neg = ((d_bits >> 31) & 1).astype(bool)
+        cols = {"flags": d_flg, "kind": c["kind"]}
+        for sign, name in self._results():
+            cols[f"{sign}_{name}"] = ((cls == _CLASSES.index(name)) & (neg == (sign == "neg"))).any(axis=1)
+        if reachable(self.params)["rounding"]:
+            # an exact tie in the subnormal rounding: r = -149 - x bits dropped, r >= 1
+            r = np.clip(-149 - c["exp"], 0, 62)[:, None]
+            low = np.abs(c["m"]) & ((np.int64(1) << r) - 1)
+            cols["tie"] = ((r >= 1) & (low == (np.int64(1) << np.maximum(r - 1, 0)))).any(axis=1)
+        return cols
 
 
 class ToFloatTest(StreamTest):
