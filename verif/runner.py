@@ -50,6 +50,8 @@ BUILD = Path(os.environ.get("LOCKSTEP_BUILD", REPO / "build"))
 # Verilator warnings are errors in `make lint`; here they must not stop a simulation
 # build of a user's RTL= file, so only the lint target enforces -Wall.
 _VERILATOR_ARGS = ["-Wno-fatal", "--x-assign", "unique", "--x-initial", "unique"]
+#: verilated.mk's optimisation of the model's C++ (see _build_locked).
+_VERILATOR_OPT = "OPT_FAST=-O1 OPT_SLOW=-O0"
 
 
 @dataclass
@@ -273,10 +275,14 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
     # Most of a build's time is the Verilator and cocotb runtime (verilated.cpp, the VPI
     # glue), identical in every build: with ccache on PATH (Debian `ccache`, installed by
     # `make setup` when it can) verilated.mk's OBJCACHE reuses those objects.
+    # The generated model's C++ is compiled at -O1 (the per-cycle "fast" code) and -O0 (the
+    # run-once "slow" code) instead of verilated.mk's -Os: measured here, a build takes
+    # 40-50% less time (bfp_mx_fp8_e4m3_tp 43.7 s -> 22.5 s, gemm_tile_patent 17.7 s ->
+    # 10.1 s) and simulates as fast (22,181 against 21,227 cycles/s; 9,951 against 8,811).
     saved_mf = os.environ.get("MAKEFLAGS")
     if sim == "verilator":
         cache = " OBJCACHE=ccache" if shutil.which("ccache") else ""
-        os.environ["MAKEFLAGS"] = f"{saved_mf or ''} CFG_CXXFLAGS_PCH_I=-include{cache}".strip()
+        os.environ["MAKEFLAGS"] = f"{saved_mf or ''} CFG_CXXFLAGS_PCH_I=-include{cache} {_VERILATOR_OPT}".strip()
     try:
         # A harness dumps its own window ($dumpfile): Verilator needs trace support built in,
         # Icarus needs nothing (cocotb's dump module would dump the whole run).
@@ -356,6 +362,11 @@ def run(
         "LOCKSTEP_OPTS": json.dumps(run_opts(tb, sim, opts)),
         "LOCKSTEP_RESULTS": str(results),
         "LOCKSTEP_SEED": str(seed),
+        # cocotb rewrites the asserts of every module the simulator imports ("*.py"):
+        # numpy, pyuvm and ours, from source each run since the embedded interpreter
+        # writes no bytecode -- about 0.9 s of a 1.8 s run measured here. The test
+        # modules (verif/**/test_*.py) keep pytest's assertion messages.
+        "COCOTB_REWRITE_ASSERTION_FILES": os.environ.get("COCOTB_REWRITE_ASSERTION_FILES", "test_*.py"),
     }
     from cocotb_tools.runner import get_results, get_runner
 
