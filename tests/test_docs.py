@@ -130,7 +130,9 @@ API_PAGES = {
     "models-record": ["lockstep.models.record"],
     "verif-run": ["lockstep.verif.registry", "lockstep.verif.runner", "lockstep.verif.context"],
     "verif-env": ["lockstep.verif.seq", "lockstep.verif.coverage", "lockstep.verif.agents.stream",
-                  "lockstep.verif.agents.timed", "lockstep.verif.packing"],
+                  "lockstep.verif.agents.timed", "lockstep.verif.packing", "lockstep.verif.throughput",
+                  "lockstep.verif.twin", "lockstep.verif.raw", "lockstep.verif.stream_env", "lockstep.gen.harness",
+                  "lockstep.gen.sched.harness", "lockstep.verif.sched.tp_env"],
     "verif-testplan": ["lockstep.verif.testplan"],
 }
 #: Names a submodule's page leaves to its package's (documented there once).
