@@ -49,7 +49,7 @@ from ..coverage import Covergroup
 from ..seq import DriverEnv, ListSeq
 from .jobs import GemmJob, make_jobs
 
-__all__ = ["GemmTest"]
+__all__ = ["GemmTest", "Observation", "budget", "check", "csr_writes", "define_coverage"]
 
 #: CSR write addresses (docs/gemm.md section 9) of the GemmCfg fields.
 CSR_W = {"M": 1, "N": 2, "K": 3, "lda": 4, "ldb": 5, "ldc": 6, "base_a": 7, "base_b": 8, "base_c": 9,
@@ -66,12 +66,27 @@ class Observation:
     done_cycle: int | None = None
     busy: list[int] = field(default_factory=list)  # captured: busy per cycle 1 .. done
     trace: list[tuple[int, int, int]] = field(default_factory=list)
+    trace_cycles: list[int] = field(default_factory=list)  # captured: the cycle of each request
     counters: dict[str, int] = field(default_factory=dict)
     err: int = 0
     status: int = 0
     regs: dict[str, int] = field(default_factory=dict)
     mem: list[tuple[int, np.ndarray]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+
+
+def csr_writes(cfg: gemm.GemmCfg) -> list[tuple[int, int]]:
+    """The CSR writes of a job, in the order the BFM writes them: every register of
+    :data:`CSR_W`, then ``CTRL`` with START (the write that is cycle 0).
+
+    Args:
+        cfg: the job's registers.
+
+    Returns:
+        ``(address, value)`` pairs, values as 32-bit words.
+    """
+    ctrl = 1 | int(cfg.auto) << 1 | int(cfg.copy) << 2 | int(cfg.limit_m) << 3
+    return [(addr, int(getattr(cfg, name)) & M32) for name, addr in CSR_W.items()] + [(CTRL, ctrl)]
 
 
 class GemmBfm:
@@ -136,10 +151,9 @@ class GemmBfm:
         if job.reset_before:
             await self.reset()
         await self.load(job.loads)
-        c = job.cfg
-        for name, addr in CSR_W.items():
-            await self.csr_write(addr, getattr(c, name))
-        ctrl = 1 | int(c.auto) << 1 | int(c.copy) << 2 | int(c.limit_m) << 3
+        *regs, (_, ctrl) = csr_writes(job.cfg)
+        for addr, value in regs:
+            await self.csr_write(addr, value)
         d.csr_we.value, d.csr_addr.value, d.csr_wdata.value = 1, CTRL, ctrl
         await RisingEdge(d.clk)  # the edge that ends cycle 0 takes the start
         d.csr_we.value = 0
@@ -178,6 +192,7 @@ class GemmBfm:
             busy, done = int(d.busy.value), int(d.done.value)
             if int(d.tr_valid.value):
                 obs.trace.append((int(d.tr_kind.value), int(d.tr_addr.value), int(d.tr_bytes.value)))
+                obs.trace_cycles.append(cyc)
             obs.busy.append(busy)
             if done:
                 obs.done_cycle = cyc
@@ -222,13 +237,18 @@ def budget(job: GemmJob) -> int:
     return 2 * base + 64
 
 
-def _first_diff(got: list[tuple[int, int, int]], want: list[tuple[int, int, int]]) -> str:
+def _first_diff(got: list[tuple[int, int, int]], want: list[tuple[int, int, int]], cycles: list[int] | None = None) -> str:
+    """The first request that differs (with the cycle it was seen in, when ``cycles``
+    gives the recorded requests' cycles), or the lengths."""
+    names = GemmParams.KINDS
+    fmt = lambda r: f"{names[r[0]] if r[0] < len(names) else r[0]} addr={r[1]:#x} bytes={r[2]}"  # noqa: E731
+    at = lambda i: f" (cycle {cycles[i]})" if cycles and i < len(cycles) else ""  # noqa: E731
     for i, (a, b) in enumerate(zip(got, want)):
         if a != b:
-            names = GemmParams.KINDS
-            fmt = lambda r: f"{names[r[0]] if r[0] < len(names) else r[0]} addr={r[1]:#x} bytes={r[2]}"  # noqa: E731
-            return f"request {i}: got {fmt(a)}, want {fmt(b)}"
-    return f"lengths differ: got {len(got)} requests, want {len(want)}"
+            return f"request {i}{at(i)}: got {fmt(a)}, want {fmt(b)}"
+    n = min(len(got), len(want))
+    extra = f"; first extra: {fmt(got[n])}{at(n)}" if len(got) > n else f"; first missing: {fmt(want[n])}"
+    return f"lengths differ: got {len(got)} requests, want {len(want)}{extra}"
 
 
 def check(job: GemmJob, obs: Observation, mem: np.ndarray | None) -> list[str]:
@@ -258,7 +278,7 @@ def check(job: GemmJob, obs: Observation, mem: np.ndarray | None) -> list[str]:
     if job.capture:
         want_tr = g.trace.tolist()
         if obs.trace != want_tr:
-            errs.append("trace: " + _first_diff(obs.trace, want_tr))
+            errs.append("trace: " + _first_diff(obs.trace, want_tr, obs.trace_cycles))
     diff = {k: (obs.counters.get(k), v) for k, v in g.counters.items() if obs.counters.get(k) != v}
     if diff:
         errs.append("counters (got, want): " + ", ".join(f"{k}={a},{b}" for k, (a, b) in diff.items()))
