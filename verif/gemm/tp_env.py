@@ -1,0 +1,687 @@
+"""Throughput mode of the GEMM tile: whole job streams at simulator speed, each job's
+record checked in bulk against the golden model.
+
+``gemm_top`` runs inside its generated harness (:mod:`lockstep.gen.gemm.harness`):
+clock, reset, the memory loads, the CSR writes and START, the run to ``done``, the
+recording of every request and the read-back of every CSR and of the job's memory
+regions are HDL; Python wakes once per job (an *episode*):
+
+* :class:`JobSeq` -> :class:`JobDriver`: the run's jobs, built by the per-edge
+  testbench's own builder (:func:`lockstep.verif.gemm.jobs.make_jobs` with the
+  ``scenario`` option, ``jobs`` jobs, the run's seed), which runs the golden model
+  (:func:`lockstep.models.gemm.run`) job after job, chained through the memory image and
+  the cache model as for the per-edge scoreboard -- so seed ``s`` with ``jobs = n`` is
+  the very stream the per-edge testbench of seed ``s`` with ``jobs = n`` runs. The
+  driver writes each job's files (:func:`write_job`, the per-edge watchdog
+  :func:`~lockstep.verif.gemm.tile_env.budget`), at most two jobs ahead of the harness;
+* :class:`GemmTpBfm` owns the harness: ``n_jobs``, ``n_ready``, ``go``, and one wake
+  per finished job (a change of ``ep``, or ``ended``), with a Python watchdog behind
+  the harness's own;
+* :class:`RecordMonitor` parses each finished job's records (:func:`read_trace`,
+  :func:`read_final`: every line must parse, every field must be 0/1, never a silent
+  drop), rebuilds the per-edge :class:`~lockstep.verif.gemm.tile_env.Observation`
+  (:func:`observation`) and publishes a :class:`JobRecord` to
+* :class:`GemmTpScoreboard`: exactly the per-edge checks
+  (:func:`lockstep.verif.gemm.tile_env.check`: done's cycle, busy in every cycle, the
+  trace request by request, every counter, ``ERR``, ``SEL_*``/``DET_*``, the memory with
+  its guards and poison, an abandoned job's cleared state), each message naming the job,
+  the cycle where it has one, and a replay command; and
+* :class:`GemmTpCoverage`: the per-edge cover points
+  (:func:`~lockstep.verif.gemm.tile_env.define_coverage`), sampled per job
+  (:func:`sample_bulk`).
+
+``summary.json`` reports ``transactions`` (trace requests checked plus jobs checked),
+``cycles`` (every harness clock edge of every job: resets, loads, CSR writes, runs and
+read-backs), ``run_cycles``, ``jobs``, ``errors``, ``mismatches`` and ``python_s``. Job
+and record files are deleted once used (``keep=1`` keeps them); ``dump_stream=1`` writes
+every job's observation (:func:`stream_entry`) to ``stream.json``.
+
+The ``sweep`` scenario is per-edge only (see :mod:`lockstep.gen.gemm.harness`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cocotb
+import numpy as np
+from cocotb.triggers import First, RisingEdge, Timer, ValueChange
+from pyuvm import (
+    ConfigDB, uvm_analysis_port, uvm_component, uvm_driver, uvm_env, uvm_sequence, uvm_sequencer, uvm_subscriber,
+    uvm_test,
+)
+
+from lockstep.gen.gemm.harness import REASONS, TopPorts, load_depth, top_ports_of
+from lockstep.models.gemm.params import GemmParams
+
+from ..context import CLOCK_NS, TbContext
+from ..coverage import Covergroup
+from ..seq import Item
+from .jobs import GemmJob, make_jobs
+from .tile_env import CNT_BASE, ERR_ADDR, REGS, STATUS, GemmTest, Observation, budget, check, csr_writes, define_coverage
+
+__all__ = [
+    "EdgeStreamTest", "Final", "GemmTpBfm", "GemmTpCoverage", "GemmTpEnv", "GemmTpScoreboard", "GemmTpTest",
+    "JobDriver", "JobItem", "JobRecord", "JobSeq", "RecordError", "RecordMonitor", "build_jobs", "observation",
+    "read_final", "read_trace", "sample_bulk", "stream_entry", "write_job",
+]
+
+#: Seconds of Python spent per activity (golden, files, records, scoreboard, coverage),
+#: reported in ``summary.json``.
+SPENT: dict[str, float] = defaultdict(float)
+
+
+class _spent:
+    """``with _spent("scoreboard"):`` adds the block's wall time to :data:`SPENT`."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc: Any) -> None:
+        SPENT[self.what] += time.perf_counter() - self.t0
+
+
+class RecordError(AssertionError):
+    """A record line that does not parse, or a record file that is missing or short."""
+
+
+# ---- jobs and their files -------------------------------------------------------------------
+def build_jobs(params: GemmParams, seed: int, opts: dict[str, Any]) -> list[GemmJob]:
+    """The run's jobs: the per-edge testbench's ``make_jobs(scenario, params,
+    default_rng(seed), jobs, opts)`` (golden predictions included).
+
+    Raises:
+        ValueError: the ``sweep`` scenario (per-edge only), or an unknown one.
+    """
+    scenario = str(opts.get("scenario", "random"))
+    if scenario == "sweep":
+        raise ValueError("the gemm sweep is per-edge only (its jobs capture no trace; see lockstep.gen.gemm.harness)")
+    return make_jobs(scenario, params, np.random.default_rng(seed), int(opts.get("jobs", 12)), opts)
+
+
+def _geometry(tp: TopPorts, p: GemmParams) -> list[str]:
+    """Where the testbench's parameters ``p`` cannot drive the top ``tp`` (element
+    width and memory size; the cache and the kernels may differ: a negative testbench)."""
+    bad = []
+    if p.ew != tp.w("ld_data"):
+        bad.append(f"elements of {p.ew} bits (the top has {tp.w('ld_data')})")
+    if p.mem_elems != tp.mem_elems:
+        bad.append(f"mem_elems={p.mem_elems} (the top has {tp.mem_elems})")
+    return bad
+
+
+def write_job(folder: Path, e: int, job: GemmJob, tp: TopPorts, max_cycles: int) -> None:
+    """Write job ``e``'s files for the harness (see :mod:`lockstep.gen.gemm.harness`):
+    ``tp_load_<e>.hex`` (the job's loads, element by element, values masked to the
+    element width as the per-edge load port writes them), ``tp_csr_<e>.hex``
+    (:func:`~lockstep.verif.gemm.tile_env.csr_writes`), ``tp_rb_<e>.hex`` (the job's
+    check regions, element by element) and, last, ``tp_cfg_<e>.txt``. Each file is
+    written under a temporary name first, so the harness never reads half a job.
+
+    Raises:
+        ValueError: more loads or read-back elements than the harness holds, or an
+            element outside the memory (naming the job).
+    """
+    ma, ew, ca, cw = tp.w("ld_addr"), tp.w("ld_data"), tp.w("csr_addr"), tp.w("csr_wdata")
+    depth = load_depth(tp.mem_elems)
+    emask = (1 << ew) - 1
+    addrs = [np.arange(lo, lo + len(v), dtype=np.int64) for lo, v in job.loads]
+    vals = [np.asarray(v, dtype=np.int64) & emask for _, v in job.loads]
+    la = np.concatenate(addrs) if addrs else np.zeros(0, np.int64)
+    lv = np.concatenate(vals) if vals else np.zeros(0, np.int64)
+    rb = np.concatenate([np.arange(lo, lo + n, dtype=np.int64) for lo, n in job.check]) if job.check \
+        else np.zeros(0, np.int64)
+    who = f"job {e} ({job!r})"
+    if len(la) > depth or len(rb) > depth:
+        raise ValueError(f"{who}: {len(la)} loads and {len(rb)} read-back elements; the harness holds {depth} of each")
+    for what, a in (("load", la), ("read-back", rb)):
+        if a.size and (a.min() < 0 or a.max() >= tp.mem_elems):
+            raise ValueError(f"{who}: a {what} element outside 0..{tp.mem_elems - 1}")
+    csr = csr_writes(job.cfg)
+    lw, cwd = -(-(ma + ew) // 4), -(-(ca + cw) // 4)
+    files = {
+        f"tp_load_{e}.hex": [f"{w:0{lw}x}" for w in ((la << ew) | lv).tolist()],
+        f"tp_csr_{e}.hex": [f"{(a << cw) | v:0{cwd}x}" for a, v in csr],
+        f"tp_rb_{e}.hex": [f"{a:x}" for a in rb.tolist()],
+        f"tp_cfg_{e}.txt": [f"{len(la)} {len(csr)} {len(rb)} {int(max_cycles)} {job.busy_at or 0} "
+                            f"{job.reset_at or 0} {int(job.reset_before)}"],
+    }
+    for name, lines in files.items():
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
+        tmp.replace(folder / name)
+
+
+def _hex(tok: str, what: str, path: Path, n: int, line: str) -> int:
+    try:
+        return int(tok, 16)
+    except ValueError:
+        raise RecordError(f"{path.name} line {n}: {what} is {tok!r}: X or Z bits, or not hex "
+                          f"(line {line.strip()!r})") from None
+
+
+#: Fields (after the kind letter) of each trace record line.
+_FIELDS = {"T": 4, "Y": 2, "U": 1}
+
+
+@dataclass
+class Trace:
+    """One job's ``tp_trace_<e>.log``.
+
+    Attributes:
+        requests: ``(kind, addr, bytes)`` of every request, in order.
+        cycles: the cycle of each request.
+        busy: ``(cycle, busy)`` at cycle 1 and at every change.
+        problems: X or Z on a tap (the per-edge monitor would have failed to read it).
+    """
+
+    requests: list[tuple[int, int, int]] = field(default_factory=list)
+    cycles: list[int] = field(default_factory=list)
+    busy: list[tuple[int, int]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def read_trace(path: Path) -> Trace:
+    """Parse a ``tp_trace_<e>.log`` (see :mod:`lockstep.gen.gemm.harness`).
+
+    Raises:
+        RecordError: a missing file, an unknown kind, a wrong field count, a field that
+            is not hex (X or Z bits), a busy value other than 0/1, cycles that go back.
+    """
+    if not path.exists():
+        raise RecordError(f"{path.name}: no such record file (the harness did not write it)")
+    tr = Trace()
+    last = 0
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        parts = line.split()
+        if not parts or parts[0] not in _FIELDS or len(parts) != _FIELDS[parts[0]] + 1:
+            raise RecordError(f"{path.name} line {n} does not parse: {line[:100]!r}")
+        v = [_hex(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
+        c = v[0]
+        if c < last or c < 1:
+            raise RecordError(f"{path.name} line {n}: cycle {c} after cycle {last}: {line!r}")
+        last = c
+        if parts[0] == "T":
+            tr.requests.append((v[1], v[2], v[3]))
+            tr.cycles.append(c)
+        elif parts[0] == "Y":
+            if v[1] > 1:
+                raise RecordError(f"{path.name} line {n}: busy is {v[1]}, not 0 or 1: {line!r}")
+            tr.busy.append((c, v[1]))
+        else:
+            tr.problems.append(f"a tap (tr_*, busy, done) holds X or Z bits in cycle {c}")
+    return tr
+
+
+@dataclass
+class Final:
+    """One job's end (``tp_final_<e>.log``).
+
+    Attributes:
+        reason: ``done``, ``reset`` or ``timeout``.
+        run_cycles: the cycle the run ended in (done's, the reset's, the watchdog's).
+        start: harness edges since ``go`` before the START edge (a waves window's origin).
+        edges: clock edges of the whole episode.
+        csr: every CSR read address's value.
+        rb: the read-back elements (raw ``8*eb``-bit words).
+    """
+
+    reason: str
+    run_cycles: int
+    start: int
+    edges: int
+    csr: list[int]
+    rb: np.ndarray
+
+
+def read_final(path: Path, ncsr: int, n_rb: int) -> Final:
+    """Parse a ``tp_final_<e>.log`` of ``ncsr`` CSR values and ``n_rb`` elements.
+
+    Raises:
+        RecordError: a missing file, a missing or extra line, a line that does not
+            parse (X or Z included).
+    """
+    if not path.exists():
+        raise RecordError(f"{path.name}: no such record file (the harness did not write it)")
+    lines = path.read_text().splitlines()
+    want = ncsr + n_rb + 1
+    if len(lines) != want:
+        raise RecordError(f"{path.name}: {len(lines)} lines, not {want} ({ncsr} CSRs, {n_rb} elements, R)")
+    tail = lines[-1].split()
+    if len(tail) != 5 or tail[0] != "R" or tail[1] not in REASONS:
+        raise RecordError(f"{path.name} line {want} does not parse: {lines[-1]!r}")
+    run_cycles, start, edges = (_hex(t, "R field", path, want, lines[-1]) for t in tail[2:])
+    csr = [_hex(w, f"CSR {a}", path, a + 1, w) for a, w in enumerate(lines[:ncsr])]
+    words = lines[ncsr:ncsr + n_rb]
+    try:
+        rb = np.array([int(w, 16) for w in words], dtype=np.int64)
+    except ValueError:
+        i = next(i for i, w in enumerate(words) if not w or not all(ch in "0123456789abcdefABCDEF" for ch in w))
+        raise RecordError(f"{path.name} line {ncsr + i + 1}: read-back element {i} reads {words[i]!r}: X or Z bits, "
+                          "or not hex") from None
+    return Final(tail[1], run_cycles, start, edges, csr, rb)
+
+
+def observation(job: GemmJob, tr: Trace, fin: Final, p: GemmParams, max_cycles: int) -> Observation:
+    """The per-edge BFM's :class:`~lockstep.verif.gemm.tile_env.Observation` of a job,
+    rebuilt from its records: done's cycle, busy in every cycle 1..end, the requests
+    (with their cycles), STATUS, ERR, the counters, the SEL/DET registers and the check
+    regions (signed), so :func:`~lockstep.verif.gemm.tile_env.check` runs unchanged."""
+    obs = Observation()
+    obs.problems = list(tr.problems)
+    if fin.reason == "done":
+        obs.done_cycle = fin.run_cycles
+    elif fin.reason == "timeout":
+        obs.problems.append(f"no done within {max_cycles} cycles")
+    busy: list[int] = []
+    marks = tr.busy + [(fin.run_cycles + 1, -1)]
+    for (c, b), (c2, _) in zip(marks, marks[1:]):
+        busy += [b] * (c2 - c)
+    obs.busy = busy
+    obs.trace, obs.trace_cycles = list(tr.requests), list(tr.cycles)
+    obs.status, obs.err = fin.csr[STATUS], fin.csr[ERR_ADDR]
+    obs.counters = {name: fin.csr[CNT_BASE + i] for i, name in enumerate(GemmParams.COUNTERS)}
+    obs.regs = {name: fin.csr[a] for name, a in REGS.items()}
+    sign = 1 << (p.ew - 1)
+    vals = np.where(fin.rb & sign, fin.rb - 2 * sign, fin.rb)
+    k = 0
+    for lo, n in job.check:
+        obs.mem.append((lo, vals[k:k + n]))
+        k += n
+    return obs
+
+
+def stream_entry(obs: Observation) -> dict[str, Any]:
+    """What a job showed, as JSON (both modes write it; their streams must be equal)."""
+    return {"done": obs.done_cycle, "busy": obs.busy, "trace": [[c, *r] for c, r in zip(obs.trace_cycles, obs.trace)],
+            "status": obs.status, "err": obs.err, "counters": obs.counters, "regs": obs.regs,
+            "mem": [[lo, [int(x) for x in v]] for lo, v in obs.mem], "problems": obs.problems}
+
+
+def sample_bulk(cg: Covergroup, jobs: list[GemmJob]) -> None:
+    """The per-edge coverage of finished jobs: every point of
+    :func:`~lockstep.verif.gemm.tile_env.define_coverage` sampled with each job (a job
+    is the per-edge sample: the same hits)."""
+    for job in jobs:
+        cg.sample(job)
+
+
+# ---- the pyuvm environment -----------------------------------------------------------------
+@dataclass
+class JobItem:
+    """One episode's job and its watchdog.
+
+    Attributes:
+        episode: its index in the run.
+        job: the job (with its golden prediction).
+        max_cycles: the harness's watchdog (the per-edge :func:`budget`).
+    """
+
+    episode: int
+    job: GemmJob
+    max_cycles: int = 0
+
+
+@dataclass
+class JobRecord:
+    """One finished job as the monitor read it."""
+
+    item: JobItem
+    obs: Observation | None
+    final: Final | None
+    errors: list[str] = field(default_factory=list)   # record errors (the files did not parse)
+
+
+class GemmTpBfm:
+    """Owns the harness: settings, ``go``, the job files, one wake per job.
+
+    Args:
+        dut: the harness handle (the top is ``dut.dut``).
+        ctx: the runner context.
+        tp: the top the harness wraps (from the DUT's record).
+        count: jobs in the run.
+    """
+
+    def __init__(self, dut: Any, ctx: TbContext, tp: TopPorts, count: int) -> None:
+        if count < 1:
+            raise ValueError(f"a throughput run needs at least one job, not {count}")
+        self.dut, self.ctx, self.tp, self.count = dut, ctx, tp, count
+        self.folder = Path.cwd()  # the simulator's working folder: the harness opens its files there
+        self.written = 0   # jobs whose files are written
+        self.finished = 0  # jobs the harness has finished
+        self.items: dict[int, JobItem] = {}
+        self.moved = cocotb.triggers.Event()
+        self.closed: cocotb.queue.Queue[int] = cocotb.queue.Queue()  # finished jobs; -1 ends
+        self.timeout: str | None = None
+        self.end: list[str] = []
+        self.wakes = 0
+
+    async def write(self, item: JobItem) -> None:
+        """Write job ``item.episode``'s files once the harness is within two jobs of it,
+        then tell the harness (``n_ready``)."""
+        e = item.episode
+        while e > self.finished + 2:
+            self.moved.clear()
+            await self.moved.wait()
+        with _spent("files"):
+            write_job(self.folder, e, item.job, self.tp, item.max_cycles)
+        self.items[e] = item
+        self.written = e + 1
+        self.dut.n_ready.value = self.written
+        self.moved.set()
+
+    def _budget(self, e: int) -> int:
+        """Clock cycles the harness may take for job ``e`` (the Python watchdog)."""
+        item = self.items.get(e)
+        if item is None:
+            return 1000
+        job = item.job
+        io = sum(len(v) for _, v in job.loads) + sum(n for _, n in job.check)
+        return 16 + io + 2 * (1 << self.tp.w("csr_addr")) + item.max_cycles + 64
+
+    async def run(self) -> None:
+        """Raise ``go`` once the first job is written; wake per job until the end."""
+        d = self.dut
+        await Timer(1, "ns")  # the harness's initial block has set its state (Icarus runs it after cocotb starts)
+        d.n_jobs.value = self.count
+        d.n_ready.value = self.written
+        d.wstart.value, d.wstop.value = self.ctx.opt("window", (0, 0))
+        while self.written < 1:
+            self.moved.clear()
+            await self.moved.wait()
+        d.go.value = 1
+        while True:
+            budget_ = self._budget(self.finished)
+            t = await First(ValueChange(d.ep), RisingEdge(d.ended), Timer(budget_ * CLOCK_NS, "ns"))
+            self.wakes += 1
+            ended = bool(int(d.ended.value))
+            ep = int(d.ep.value)
+            if ended:   # ended rises before the nonblocking update of ep: tp_end.log has the count
+                end = self.folder / "tp_end.log"
+                self.end = end.read_text().split() if end.exists() else ["0", str(ep), "missing:tp_end.log"]
+                ep = int(self.end[1]) if self.end[1].isdigit() else ep
+            for k in range(self.finished, ep):
+                self.closed.put_nowait(k)
+            self.finished = max(self.finished, ep)
+            self.moved.set()
+            if ended:
+                break
+            if isinstance(t, Timer):
+                self.timeout = (f"watchdog: the harness did not finish job {self.finished} within {budget_} "
+                                f"cycles (loads, CSR writes, the job's budget and the read-back)")
+                break
+        self.closed.put_nowait(-1)
+
+
+class JobSeq(uvm_sequence):
+    """The run's jobs (:func:`build_jobs`), one sequence item per job."""
+
+    async def body(self) -> None:
+        jobs: list[GemmJob] = ConfigDB().get(None, "", "JOBS")
+        for e, job in enumerate(jobs):
+            item = Item(f"job{e}", JobItem(e, job))
+            await self.start_item(item)
+            await self.finish_item(item)
+            jobs[e] = None   # the scoreboard holds it until checked; the run's list lets it go
+
+
+class JobDriver(uvm_driver):
+    """Sets each job's watchdog (the per-edge :func:`budget`) and writes its files."""
+
+    def connect_phase(self) -> None:
+        self.bfm: GemmTpBfm = ConfigDB().get(self, "", "BFM")
+
+    async def run_phase(self) -> None:
+        while True:
+            seq_item = await self.seq_item_port.get_next_item()
+            item: JobItem = seq_item.obj
+            item.max_cycles = budget(item.job)
+            await self.bfm.write(item)
+            self.seq_item_port.item_done()
+
+
+class RecordMonitor(uvm_component):
+    """Reads each finished job's records and publishes a :class:`JobRecord` on ``ap``."""
+
+    def build_phase(self) -> None:
+        self.ap = uvm_analysis_port("ap", self)
+        self.jobs = 0
+        self.finished = cocotb.triggers.Event()
+
+    def connect_phase(self) -> None:
+        self.bfm: GemmTpBfm = ConfigDB().get(self, "", "BFM")
+        self.p: GemmParams = ConfigDB().get(self, "", "TB_PARAMS")
+
+    async def run_phase(self) -> None:
+        keep = bool(self.bfm.ctx.opt("keep", False))
+        folder = self.bfm.folder
+        ncsr = 1 << self.bfm.tp.w("csr_addr")
+        while True:
+            e = await self.bfm.closed.get()
+            if e < 0:
+                break
+            item = self.bfm.items.pop(e)
+            obs, final, errors = None, None, []
+            with _spent("records"):
+                try:
+                    tr = read_trace(folder / f"tp_trace_{e}.log")
+                    final = read_final(folder / f"tp_final_{e}.log", ncsr, sum(n for _, n in item.job.check))
+                    obs = observation(item.job, tr, final, self.p, item.max_cycles)
+                except RecordError as exc:
+                    errors.append(f"job {e} ({item.job!r}): {exc}")
+            if not keep:
+                for name in ("cfg", "load", "csr", "rb", "trace", "final"):
+                    for f in folder.glob(f"tp_{name}_{e}.*"):
+                        f.unlink()
+            self.jobs += 1
+            self.ap.write(JobRecord(item, obs, final, errors))
+        self.finished.set()
+
+
+class GemmTpScoreboard(uvm_subscriber):
+    """Checks each job as it arrives (nothing is kept but counts and messages)."""
+
+    def build_phase(self) -> None:
+        self.ctx: TbContext = ConfigDB().get(self, "", "CTX")
+        self.checked = 0     # trace requests checked
+        self.jobs = 0        # jobs checked
+        self.bad = 0         # jobs with a mismatch
+        self.mismatches = 0  # failed checks
+        self.run_cycles = 0
+        self.cycles = 0
+        self.errors: list[str] = []
+        self.stream: list[dict[str, Any]] = []
+        self.last: tuple[int, int] | None = None  # (job, its edges) of the last job checked
+
+    def write(self, rec: JobRecord) -> None:
+        """Check one job; keep the first messages."""
+        with _spent("scoreboard"):
+            self._check(rec)
+
+    def _error(self, msg: str) -> None:
+        if len(self.errors) < 40:
+            self.errors.append(msg)
+
+    def _check(self, rec: JobRecord) -> None:
+        it, job = rec.item, rec.item.job
+        who = f"job {it.episode} ({job!r})"
+        if rec.errors:
+            self.mismatches += 1
+            self.bad += 1
+            for e in rec.errors:
+                self._error(e)
+            return
+        fin, obs = rec.final, rec.obs
+        self.jobs += 1
+        self.cycles += fin.edges
+        self.run_cycles += fin.run_cycles
+        self.last = (it.episode, fin.edges)
+        if self.ctx.opt("dump_stream", False):
+            self.stream.append(stream_entry(obs))
+        errs = check(job, obs, job.golden.mem if job.golden is not None else None)
+        if job.capture and job.golden is not None:
+            self.checked += len(job.golden.trace)
+        if errs:
+            self.bad += 1
+            self.mismatches += len(errs)
+            self._error(f"{who}: {errs[0]}\n    replay: {self._replay(it, obs, fin)}")
+            for m in errs[1:]:
+                self._error(f"{who}: {m}")
+
+    @staticmethod
+    def _cycle(job: GemmJob, obs: Observation, fin: Final) -> int:
+        """The run cycle to look at: the first request that differs, else the end."""
+        if job.golden is not None:
+            want = job.golden.trace.tolist()
+            i = next((k for k, (a, b) in enumerate(zip(obs.trace, want)) if tuple(a) != tuple(b)), None)
+            if i is not None:
+                return obs.trace_cycles[i]
+        return fin.run_cycles
+
+    def _replay(self, it: JobItem, obs: Observation, fin: Final) -> str:
+        """Commands that replay the run up to job ``it`` (a job depends on the jobs
+        before it: the memory and the cache), with waves around the cycle of the first
+        difference (``WINDOW`` in harness edges since ``go``), and per-edge."""
+        tb = self.ctx.opts.get("testbench", "<test>")
+        at = fin.start + self._cycle(it.job, obs, fin)
+        lo, hi = max(at - 100, 1), at + 50
+        cmd = f"make sim TEST={tb} SEED={self.ctx.seed} WAVES=1 WINDOW={lo}:{hi}"
+        if tb.endswith("_tp"):
+            cmd += (f"; per-edge: python -m lockstep.verif.runner {tb.removesuffix('_tp')} --seed {self.ctx.seed} "
+                    f"--opt jobs={self.ctx.opt('jobs', 12)}")
+        return cmd
+
+
+class GemmTpCoverage(uvm_subscriber):
+    """The per-edge cover points, sampled from each finished job."""
+
+    def build_phase(self) -> None:
+        params: GemmParams = ConfigDB().get(self, "", "TB_PARAMS")
+        self.cg = Covergroup("gemm.tile")
+        define_coverage(self.cg, params)
+
+    def write(self, rec: JobRecord) -> None:
+        """Sample one job (the per-edge coverage samples the job, whatever it showed)."""
+        if rec.obs is None:
+            return
+        with _spent("coverage"):
+            sample_bulk(self.cg, [rec.item.job])
+
+
+class GemmTpEnv(uvm_env):
+    """Sequencer and job driver; record monitor feeding scoreboard and coverage."""
+
+    def build_phase(self) -> None:
+        self.seqr = uvm_sequencer("seqr", self)
+        self.driver = JobDriver("driver", self)
+        self.monitor = RecordMonitor("monitor", self)
+        self.scoreboard = GemmTpScoreboard("scoreboard", self)
+        self.coverage = GemmTpCoverage("coverage", self)
+
+    def connect_phase(self) -> None:
+        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
+        self.monitor.ap.connect(self.scoreboard.analysis_export)
+        self.monitor.ap.connect(self.coverage.analysis_export)
+
+
+class GemmTpTest(uvm_test):
+    """The tile in throughput mode: ``jobs`` jobs (option, default 12) of the
+    ``scenario`` option (default ``random``), each loaded, started, run to done,
+    recorded, read back and checked in bulk."""
+
+    def build_phase(self) -> None:
+        ctx = TbContext.from_env()
+        tp = top_ports_of(ctx.record)
+        p = GemmParams.from_dict(ctx.params)
+        bad = _geometry(tp, p)
+        if bad:
+            raise ValueError(f"the testbench's parameters cannot drive this top: {', '.join(bad)}")
+        self.ctx, self.params = ctx, p
+        with _spent("golden"):
+            self.jobs = build_jobs(p, ctx.seed, ctx.opts)
+        self.count = len(self.jobs)
+        self.bfm = GemmTpBfm(cocotb.top, ctx, tp, self.count)
+        for k, v in (("CTX", ctx), ("BFM", self.bfm), ("TB_PARAMS", p), ("PARAMS", p), ("JOBS", self.jobs)):
+            ConfigDB().set(None, "*", k, v)
+        self.env = GemmTpEnv("env", self)
+
+    async def run_phase(self) -> None:
+        self.raise_objection()
+        cocotb.start_soon(JobSeq("seq").start(self.env.seqr))
+        await self.bfm.run()
+        await self.env.monitor.finished.wait()
+        if not self.ctx.opt("keep", False):   # files of jobs a timeout or a window never ran
+            for name in ("cfg", "load", "csr", "rb"):
+                for f in self.bfm.folder.glob(f"tp_{name}_*.*"):
+                    f.unlink()
+        self.drop_objection()
+
+    def check_phase(self) -> None:
+        sb, bfm = self.env.scoreboard, self.bfm
+        errors = list(sb.errors)
+        status = bfm.end[2] if len(bfm.end) > 2 else None
+        if bfm.timeout:
+            last = f"; the last job checked was {sb.last[0]} ({sb.last[1]} cycles)" if sb.last else ""
+            errors.insert(0, bfm.timeout + last)
+        elif status and status.startswith("missing:"):
+            errors.insert(0, f"the harness could not open {status.split(':', 1)[1]} (job {bfm.end[1]})")
+        elif status == "window":
+            self.logger.info(f"stopped at the end of the waves window: {sb.jobs} jobs checked, the job in the window "
+                             "not compared")
+        elif status == "timeout":
+            last = int(bfm.end[1]) - 1 if bfm.end[1].isdigit() else "?"
+            errors.insert(0, f"the harness's watchdog ended the run in job {last} (see the job's 'no done' message)")
+        elif self.env.monitor.jobs != self.count:
+            errors.insert(0, f"{self.env.monitor.jobs} of {self.count} jobs recorded (harness status {status}, "
+                             f"tp_end.log {bfm.end})")
+        if sb.jobs == 0 and not errors and status != "window":
+            errors.append(f"no job was checked ({self.env.monitor.jobs} jobs recorded, harness status {status})")
+        mismatches = sb.mismatches + (1 if bfm.timeout or (status or "").startswith("missing:") else 0)
+        s = self.ctx.summary
+        s.update(blocks=sb.jobs, transactions=sb.checked + sb.jobs, requests=sb.checked, jobs=sb.jobs,
+                 bad_jobs=sb.bad, mismatches=mismatches, cycles=sb.cycles, run_cycles=sb.run_cycles,
+                 harness_cycles=int(bfm.end[0]) if bfm.end and bfm.end[0].isdigit() else 0, wakes=bfm.wakes,
+                 mode="throughput", scenario=str(self.ctx.opt("scenario", "random")), errors=errors[:20],
+                 python_s={k: round(v, 3) for k, v in SPENT.items()})
+        if self.ctx.opt("dump_stream", False):
+            (self.ctx.results / "stream.json").write_text(json.dumps(sb.stream))
+        self.ctx.finish(errors, self.logger)
+
+    def report_phase(self) -> None:
+        self.ctx.report_coverage(self.env.coverage.cg)
+
+
+class _StreamRecorder(uvm_subscriber):
+    """Keeps every job's observation as :func:`stream_entry` (the per-edge side)."""
+
+    def build_phase(self) -> None:
+        self.stream: list[dict[str, Any]] = []
+
+    def write(self, msg: tuple[GemmJob, Observation]) -> None:
+        self.stream.append(stream_entry(msg[1]))
+
+
+class EdgeStreamTest(GemmTest):
+    """The per-edge test (:class:`~lockstep.verif.gemm.tile_env.GemmTest`) that also
+    writes what its BFM observed of every job to ``stream.json``:
+    ``tests/test_gemm_throughput.py`` runs it on the bare top to hold the per-edge and
+    throughput streams of one seed equal."""
+
+    def build_phase(self) -> None:
+        super().build_phase()
+        self.recorder = _StreamRecorder("recorder", self)
+
+    def connect_phase(self) -> None:
+        self.env.driver.ap.connect(self.recorder.analysis_export)
+
+    def check_phase(self) -> None:
+        (self.ctx.results / "stream.json").write_text(json.dumps(self.recorder.stream))
+        super().check_phase()
