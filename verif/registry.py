@@ -604,6 +604,43 @@ _gemm("gemm_tile_mixed_patent", _GP, "mixed", tier="full",
 _gemm("gemm_tile_mixed_dm", _GDM, "mixed", tier="full", doc="GEMM tile, direct-mapped int8: every scenario mixed")
 
 
+# ---- gemm tile, throughput mode (verif/gemm/tp_env.py, gen/gemm/harness.py) --------------
+#: Jobs per throughput run of the quick tier's tile, per simulator: a random job on the
+#: small cache is about 1,700 run cycles and 4,000 harness edges (loads, CSR writes, the
+#: run, the read-back), so 40 jobs are about 160,000 edges and 4 about 16,000.
+GEMM_TP_QUICK = {"jobs": 40, "by_sim": {"icarus": {"jobs": 4}}}
+#: ... and of a full-tier one (the keeps and errors scenarios have a fixed job list).
+GEMM_TP_FULL = {"jobs": 100, "by_sim": {"icarus": {"jobs": 12}}}
+
+
+def _gemm_tp(edge: str, tier: str = "full", **opts: Any) -> None:
+    """Register ``<edge>_tp``: the top, parameters and scenario of the per-edge tile
+    testbench ``edge`` in the top's throughput harness (``lockstep.gen.gemm.harness``),
+    the scenario's jobs as one stream (seed ``s`` with ``jobs = n`` is the per-edge
+    stream of seed ``s`` with ``jobs = n``). A negative testbench runs a few jobs."""
+    tb = TESTBENCHES[edge]
+    depth = GEMM_TP_QUICK if tier == "quick" else GEMM_TP_FULL
+    if tb.expect_fail:   # its first jobs must fail already
+        depth = {"jobs": 3}
+    _register(Testbench(
+        name=f"{edge}_tp", family="gemm", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
+        test_module="lockstep.verif.gemm.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
+        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput", sims=tb.sims,
+        opts={**tb.opts, **depth, "harness": "lockstep.gen.gemm.harness:emit_gemm_harness", **opts},
+    ))
+
+
+# The random tile in the quick tier, with its negative twin on the same build (the small
+# cache's top; no extra simulator build): a 4-way cache checked as a 2-way one.
+_gemm_tp("gemm_tile_random", tier="quick")
+_gemm_tp("gemm_tile_mutant", tier="quick")
+# every other tile testbench in the full tier (the sweep is per-edge only: its jobs
+# capture no trace and its 1 MiB memory does not fit the harness's images)
+for _name in ("gemm_tile_keeps", "gemm_tile_patent", "gemm_tile_random_dm", "gemm_tile_auto", "gemm_tile_errors",
+              "gemm_tile_mixed_patent", "gemm_tile_mixed_dm"):
+    _gemm_tp(_name)
+
+
 # ---- the full tier's parameter sweep: corners of docs/sparse.md section 1 for every block ----
 def _sp(accw: int | str = 32, ow: int | str = 8, **kw: Any) -> SparseParams:
     """SparseParams with ``accw="min"`` (its ``acc_min``) and ``ow="max"`` (``accw + 2``)
