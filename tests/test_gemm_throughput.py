@@ -30,7 +30,8 @@ def test_every_tile_testbench_has_a_throughput_version():
     """Every per-edge tile testbench but the sweep has a ``<name>_tp`` twin on the same
     top, parameters, scenario and expectation; one runs in the quick tier with a
     negative twin on the same build, deep enough (100,000 cycles on Verilator, 10,000
-    on Icarus at about 4,000 edges per job)."""
+    on Icarus: a random job averages about 4,500 edges, and the registry's comment gives
+    the least over many seeds)."""
     edge = [n for n, tb in TESTBENCHES.items() if tb.test_module.endswith("gemm.test_tile")
             and tb.opts["scenario"] != "sweep"]
     assert len(edge) >= 8
@@ -44,7 +45,7 @@ def test_every_tile_testbench_has_a_throughput_version():
     assert quick["gemm_tile_mutant_tp"].expect_fail and quick["gemm_tile_mutant_tp"].params == quick[
         "gemm_tile_random_tp"].params
     r = quick["gemm_tile_random_tp"].opts
-    assert r["jobs"] * 4000 >= 100_000 and r["by_sim"]["icarus"]["jobs"] * 4000 >= 10_000
+    assert r["jobs"] * 3000 >= 100_000 and r["by_sim"]["icarus"]["jobs"] * 2500 >= 10_000
 
 
 # ---- the harness ----------------------------------------------------------------------------
