@@ -237,7 +237,8 @@ def budget(job: GemmJob) -> int:
     return 2 * base + 64
 
 
-def _first_diff(got: list[tuple[int, int, int]], want: list[tuple[int, int, int]], cycles: list[int] | None = None) -> str:
+def _first_diff(got: list[tuple[int, int, int]], want: list[tuple[int, int, int]],
+                cycles: list[int] | None = None) -> str:
     """The first request that differs (with the cycle it was seen in, when ``cycles``
     gives the recorded requests' cycles), or the lengths."""
     names = GemmParams.KINDS

@@ -63,7 +63,9 @@ from ..context import CLOCK_NS, TbContext
 from ..coverage import Covergroup
 from ..seq import Item
 from .jobs import GemmJob, make_jobs
-from .tile_env import CNT_BASE, ERR_ADDR, REGS, STATUS, GemmTest, Observation, budget, check, csr_writes, define_coverage
+from .tile_env import (
+    CNT_BASE, ERR_ADDR, REGS, STATUS, GemmTest, Observation, budget, check, csr_writes, define_coverage,
+)
 
 __all__ = [
     "EdgeStreamTest", "Final", "GemmTpBfm", "GemmTpCoverage", "GemmTpEnv", "GemmTpScoreboard", "GemmTpTest",
@@ -381,8 +383,8 @@ class GemmTpBfm:
     def _budget(self, e: int) -> int:
         """Clock cycles the harness may take for job ``e`` (the Python watchdog)."""
         item = self.items.get(e)
-        if item is None:
-            return 1000
+        if item is None:   # not written yet (the harness waits for n_ready): the driver is behind, not the DUT
+            return 1_000_000
         job = item.job
         io = sum(len(v) for _, v in job.loads) + sum(n for _, n in job.check)
         return 16 + io + 2 * (1 << self.tp.w("csr_addr")) + item.max_cycles + 64
