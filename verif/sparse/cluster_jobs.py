@@ -659,6 +659,8 @@ def _dwsep_jobs(b: _Builder, count: int) -> list[ClusterJob]:
         seq: list[ClusterJob] = []
         Z = np.zeros((C, Ho, Wo), dtype=np.int64)
         sel, act = _routes(b, n_seq)
+        if not whole and not _fitting(len(act), H, W):
+            continue  # no grid of len(act) cells fits this small map (seed 305416707 of sparse_cluster_dwsep): draw again
         for c in range(C):  # depthwise: emit = 1, relu = 0
             if whole:  # channel c on unit c mod m
                 job = b.partitioned(X[c], Wd[c], 1, "overlap", "equal", shift=sd, grid=(1, 1), active=[c % m])
