@@ -12,6 +12,7 @@ of a wrong run. ``make bench`` puts it beside the per-edge and throughput modes.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -23,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from lockstep.gen.harness import CHUNK, emit_harness, harness_name, harness_ports
+from lockstep.gen.harness import CHUNK, harness_name, harness_ports
 
 from .context import TbContext
 from .registry import Testbench, get
-from .runner import BUILD, generate_rtl, rtl_dir, run_opts
+from .runner import BUILD, generate_rtl, harness_source, rtl_dir, run_opts
 from .throughput import read_records, unit_class, write_chunk
 from .twin import pause_seeds, pause_threshold
 
@@ -58,7 +59,7 @@ def build_raw(tb: Testbench, sim: str = "verilator") -> Path:
         raise ValueError(f"{tb.name} is not a throughput testbench: no harness to run raw")
     record = generate_rtl(tb)
     dut = record.with_suffix(".v")
-    harness = emit_harness(record)
+    harness = harness_source(tb)
     top = harness_name(tb.toplevel)
     key = hashlib.sha256(dut.read_bytes() + harness.read_bytes()).hexdigest()[:12]
     out = rtl_dir(tb) / f"{sim}-raw-{key}"
@@ -95,12 +96,18 @@ def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str,
         name: a registered throughput testbench.
         sim: ``"verilator"`` or ``"icarus"``.
         seed: the seed (the throughput test of this seed draws the same stimulus).
-        opts: option overrides (``blocks``, ``idle``, ``backpressure``).
+        opts: option overrides (``blocks``, ``idle``, ``backpressure``; ``programs`` or
+            ``jobs`` for a testbench whose ``raw`` option names its family's raw run:
+            :func:`lockstep.verif.sched.raw.run_raw_sched`,
+            :func:`lockstep.verif.gemm.raw.run_raw_gemm`).
         check: check the records with the golden model afterwards.
     """
     tb = get(name)
     exe = build_raw(tb, sim)
     o = run_opts(tb, sim, opts)
+    if "raw" in o:   # a family whose harness runs whole programs or jobs names its own raw run
+        modname, _, func = o["raw"].partition(":")
+        return getattr(importlib.import_module(modname), func)(tb, sim, exe, seed, o, check)
     record = json.loads(generate_rtl(tb).read_text())
     count = int(o.get("blocks", 1000))
     folder = BUILD / tb.name / "raw" / sim / f"seed{seed}"

@@ -440,7 +440,8 @@ def _sched_tp(edge: str, tier: str = "full", **opts: Any) -> None:
         name=f"{edge}_tp", family="sched", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
         test_module="lockstep.verif.sched.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
         doc=f"throughput: {tb.doc}", tier=tier, mode="throughput",
-        opts={**tb.opts, **depth, "harness": "lockstep.gen.sched.harness:emit_sched_harness", **opts},
+        opts={**tb.opts, **depth, "harness": "lockstep.gen.sched.harness:emit_sched_harness",
+              "raw": "lockstep.verif.sched.raw:run_raw_sched", **opts},
     ))
 
 
@@ -453,7 +454,7 @@ _register(Testbench(
     test_module="lockstep.verif.sched.test_tp", expect_fail=True, mode="throughput",
     doc="negative, throughput: a fabric with a 2-cycle ALU checked as a 3-cycle one must fail the scoreboard",
     opts={"program": "random", "programs": 2, "txns": 100,
-          "harness": "lockstep.gen.sched.harness:emit_sched_harness"},
+          "harness": "lockstep.gen.sched.harness:emit_sched_harness", "raw": "lockstep.verif.sched.raw:run_raw_sched"},
 ))
 # every other program-running sched testbench in the full tier
 for _name, _tb in list(TESTBENCHES.items()):
@@ -626,7 +627,8 @@ def _gemm_tp(edge: str, tier: str = "full", **opts: Any) -> None:
         name=f"{edge}_tp", family="gemm", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
         test_module="lockstep.verif.gemm.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
         doc=f"throughput: {tb.doc}", tier=tier, mode="throughput", sims=tb.sims,
-        opts={**tb.opts, **depth, "harness": "lockstep.gen.gemm.harness:emit_gemm_harness", **opts},
+        opts={**tb.opts, **depth, "harness": "lockstep.gen.gemm.harness:emit_gemm_harness",
+              "raw": "lockstep.verif.gemm.raw:run_raw_gemm", **opts},
     ))
 
 

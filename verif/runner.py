@@ -42,7 +42,8 @@ from lockstep.models.record import params_hash
 from . import deps
 from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
 
-__all__ = ["RunResult", "build", "build_key", "rtl_dir", "generate_rtl", "run", "main", "REPO", "BUILD"]
+__all__ = ["RunResult", "build", "build_key", "rtl_dir", "generate_rtl", "harness_source", "run", "main", "REPO",
+           "BUILD"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("LOCKSTEP_BUILD", REPO / "build"))
@@ -244,14 +245,21 @@ def build(
         return build_dir, record, _build_locked(tb, sim, source, build_dir, coverage, waves, fst)
 
 
+def harness_source(tb: Testbench) -> Path:
+    """The harness Verilog around throughput testbench ``tb``'s DUT, written beside its RTL
+    by the emitter ``opts['harness']`` names (``module:function``; default the streaming
+    units' :func:`lockstep.gen.harness.emit_harness`)."""
+    modname, _, func = tb.opts.get("harness", "lockstep.gen.harness:emit_harness").partition(":")
+    return getattr(importlib.import_module(modname), func)(rtl_dir(tb) / f"{tb.toplevel}.json")
+
+
 def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, coverage: bool, waves: bool,
                   fst: bool) -> float:
     """Compile unless the stamp says this source is already built; seconds spent."""
     stamp = build_dir / ".lockstep-built"
     sources = [source]
     if tb.mode == "throughput":  # the harness around the DUT (generated from its record by opts["harness"])
-        modname, _, func = tb.opts.get("harness", "lockstep.gen.harness:emit_harness").partition(":")
-        sources.append(getattr(importlib.import_module(modname), func)(rtl_dir(tb) / f"{tb.toplevel}.json"))
+        sources.append(harness_source(tb))
     want = " ".join(f"{_file_hash(f)} {f}" for f in sources)  # the path too: coverage and waves name it
     if stamp.exists() and stamp.read_text() == want:
         return 0.0

@@ -67,7 +67,7 @@ from .env import (
 __all__ = [
     "EdgeTraceTest", "Episode", "Final", "ProgramDriver", "ProgramSeq", "RecordError", "RecordMonitor", "SchedBfm",
     "SchedTpCoverage", "SchedTpEnv", "SchedTpScoreboard", "SchedTpTest", "build_program", "compare_traces",
-    "describe", "read_final", "read_trace", "sample_bulk", "write_episode",
+    "describe", "limits", "read_final", "read_trace", "sample_bulk", "write_episode",
 ]
 
 #: Seconds of Python spent per activity (programs, golden, files, records, scoreboard,
@@ -120,6 +120,16 @@ def _geometry(fp: FabricParams, p: FabricParams) -> list[str]:
     timing, or a mesh as a ring)."""
     keys = ("nt", "cw", "dw", "aw", "sd", "k", "accw", "comm")
     return [f"{k}={getattr(p, k)} (the fabric has {getattr(fp, k)})" for k in keys if getattr(p, k) != getattr(fp, k)]
+
+
+def limits(golden: Any, tail: int) -> tuple[int, int]:
+    """``(stop_at, max_cycles)`` of a program from its golden run: run to halt with a
+    watchdog of twice the golden's cycles plus the quiet ``tail``
+    (:func:`lockstep.gen.sched.harness.harness_tail`); a program that leaves a tile
+    running runs the per-edge test's ``golden cycles + 8``."""
+    if all(golden.halted):
+        return 0, 2 * golden.cycles + tail + 1000
+    return golden.cycles + 8, golden.cycles + 8 + 1000
 
 
 def write_episode(folder: Path, e: int, program: sched.Program, stop_at: int, max_cycles: int,
@@ -465,12 +475,8 @@ class SchedBfm:
         self.wakes = 0
 
     def watchdog(self, golden: Any) -> tuple[int, int]:
-        """``(stop_at, max_cycles)`` of a program from its golden run: run to halt with a
-        watchdog of twice the golden's cycles plus the quiet tail; a program that leaves
-        a tile running runs the per-edge test's ``golden cycles + 8``."""
-        if all(golden.halted):
-            return 0, 2 * golden.cycles + self.tail + 1000
-        return golden.cycles + 8, golden.cycles + 8 + 1000
+        """``(stop_at, max_cycles)`` of a program from its golden run (:func:`limits`)."""
+        return limits(golden, self.tail)
 
     async def write(self, item: ProgramItem) -> None:
         """Write episode ``item.episode``'s files once the harness is within two episodes
