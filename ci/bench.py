@@ -11,7 +11,10 @@ For every throughput testbench of the quick tier (or ``--tests``), on each simul
   (:func:`lockstep.verif.raw.run_raw`: Verilator's own ``--binary`` main loop, or
   ``vvp``), timing the simulator alone, records checked afterwards.
 
-No idle cycles and no back-pressure, so a transaction is a cycle. ``cycles_per_s`` is
+The sched fabric's and the GEMM tile's throughput testbenches run whole programs or jobs:
+their per-edge twin runs once at its registered length, their throughput and raw runs a
+tenth of the quick tier's programs or jobs, then all of them. The streaming units run with no idle cycles and no back-pressure, so a
+transaction is a cycle. ``cycles_per_s`` is
 cycles over the whole run's wall time (start-up included, what a user waits for);
 ``steady_cycles_per_s`` is the marginal rate between the small and the large run (start-up
 and build checks subtracted), the figure the targets are about.
@@ -55,11 +58,13 @@ def _record(tb: str, mode: str, sim: str, cycles: int, txns: int, wall: float, s
             "python_s": None if python_s is None else round(python_s, 3)}
 
 
-def _pair(name: str, sim: str, small: int, large: int) -> dict[str, Any]:
-    """Run ``name`` with ``small`` then ``large`` transactions; the large run's record."""
-    run(name, sim, seed=1, opts={**_FLAT, "blocks": min(small, 64)})  # build outside the timing
-    a = run(name, sim, seed=1, opts={**_FLAT, "blocks": small})
-    b = run(name, sim, seed=1, opts={**_FLAT, "blocks": large})
+def _pair(name: str, sim: str, small: int, large: int, key: str = "blocks") -> dict[str, Any]:
+    """Run ``name`` with ``small`` then ``large`` transactions (``key``: ``blocks``, or
+    ``programs`` for the sched fabric); the large run's record."""
+    flat = _FLAT if key == "blocks" else {}
+    run(name, sim, seed=1, opts={**flat, key: min(small, 64)})  # build outside the timing
+    a = run(name, sim, seed=1, opts={**flat, key: small})
+    b = run(name, sim, seed=1, opts={**flat, key: large})
     for r in (a, b):
         if not r.ok:
             raise RuntimeError(f"bench: {name} on {sim} failed: {r.results}")
@@ -69,23 +74,36 @@ def _pair(name: str, sim: str, small: int, large: int) -> dict[str, Any]:
                    steady, py)
 
 
+def _single(name: str, sim: str) -> dict[str, Any]:
+    """One per-edge run (at its registered length) of the twin of a throughput testbench
+    that runs whole programs or jobs; no steady rate."""
+    run(name, sim, seed=1)  # build outside the timing
+    r = run(name, sim, seed=1)
+    if not r.ok:
+        raise RuntimeError(f"bench: {name} on {sim} failed: {r.results}")
+    return _record(name, "edge", sim, r.cycles, int(r.summary.get("transactions", 0)), r.wall, None)
+
+
 def simulation(names: list[str], sims: list[str], a: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for name in names:
         tb = TESTBENCHES[name]
         edge = name.removesuffix("_tp")
         for sim in sims:
-            depth = int(run_opts(tb, sim).get("blocks", 10_000))
-            rows.append(_pair(edge, sim, a.edge_small, a.edge_large))
+            o = run_opts(tb, sim)
+            key = next((k for k in ("programs", "jobs") if k in o), "blocks")
+            depth = int(o.get(key, 10_000))
+            small = a.tp_small if key == "blocks" else max(1, depth // 10)
+            rows.append(_pair(edge, sim, a.edge_small, a.edge_large) if key == "blocks" else _single(edge, sim))
             _show(rows[-1])
-            rows.append(_pair(name, sim, a.tp_small, depth))
+            rows.append(_pair(name, sim, small, depth, key))
             _show(rows[-1])
-            small = run_raw(name, sim, seed=1, opts={**_FLAT, "blocks": a.tp_small})
-            big = run_raw(name, sim, seed=1, opts={**_FLAT, "blocks": depth})
-            for r in (small, big):
+            lo = run_raw(name, sim, seed=1, opts={**(_FLAT if key == "blocks" else {}), key: small})
+            big = run_raw(name, sim, seed=1, opts={**(_FLAT if key == "blocks" else {}), key: depth})
+            for r in (lo, big):
                 if r.mismatches:
                     raise RuntimeError(f"bench: raw {name} on {sim}: {r.mismatches} mismatches ({r.folder})")
-            steady = (big.cycles - small.cycles) / max(big.wall_s - small.wall_s, 1e-9)
+            steady = (big.cycles - lo.cycles) / max(big.wall_s - lo.wall_s, 1e-9)
             rows.append(_record(name, "raw", sim, big.cycles, big.transactions, big.wall_s, steady))
             _show(rows[-1])
     return rows
