@@ -58,6 +58,9 @@ nitpick_ignore_regex = [
     # not part of the API reference (nor its private program item)
     ("py:(class|func|meth|mod)", r"lockstep\.verif\.sched\.env(\..*)?|SchedCoverage\..*"),
     ("py:class", r"lockstep\.verif\.sched\.tp_env\.ProgramItem"),
+    # ... and the GEMM tile's (its jobs, per-edge checks and observation)
+    ("py:(class|func|meth|mod)", r"(lockstep\.verif\.gemm\.)?(tile_env|jobs)(\..*)?|budget"),
+    ("py:class", r"lockstep\.verif\.gemm\.tp_env\.Trace"),
 ]
 
 html_theme = "furo"

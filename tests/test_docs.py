@@ -132,7 +132,8 @@ API_PAGES = {
     "verif-env": ["lockstep.verif.seq", "lockstep.verif.coverage", "lockstep.verif.agents.stream",
                   "lockstep.verif.agents.timed", "lockstep.verif.packing", "lockstep.verif.throughput",
                   "lockstep.verif.twin", "lockstep.verif.raw", "lockstep.verif.stream_env", "lockstep.gen.harness",
-                  "lockstep.gen.sched.harness", "lockstep.verif.sched.tp_env"],
+                  "lockstep.gen.sched.harness", "lockstep.verif.sched.tp_env", "lockstep.verif.sched.raw",
+                  "lockstep.gen.gemm.harness", "lockstep.verif.gemm.tp_env", "lockstep.verif.gemm.raw"],
     "verif-testplan": ["lockstep.verif.testplan"],
 }
 #: Names a submodule's page leaves to its package's (documented there once).
