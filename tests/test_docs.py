@@ -133,7 +133,8 @@ API_PAGES = {
                   "lockstep.verif.agents.timed", "lockstep.verif.packing", "lockstep.verif.throughput",
                   "lockstep.verif.twin", "lockstep.verif.raw", "lockstep.verif.stream_env", "lockstep.gen.harness",
                   "lockstep.gen.sched.harness", "lockstep.verif.sched.tp_env", "lockstep.verif.sched.raw",
-                  "lockstep.gen.gemm.harness", "lockstep.verif.gemm.tp_env", "lockstep.verif.gemm.raw"],
+                  "lockstep.gen.gemm.harness", "lockstep.verif.gemm.tp_env", "lockstep.verif.gemm.raw",
+                  "lockstep.verif.episodes"],
     "verif-testplan": ["lockstep.verif.testplan"],
 }
 #: Names a submodule's page leaves to its package's (documented there once).

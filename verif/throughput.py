@@ -56,8 +56,8 @@ from .stream_env import StreamUnit
 from .twin import pause_seeds, pause_threshold, stream_record
 
 __all__ = [
-    "Batch", "ChunkDriver", "ChunkSeq", "RecordMonitor", "StimulusError", "TpBfm", "TpCoverage", "TpEnv", "TpScoreboard",
-    "TpTest", "read_records", "unit_class", "write_chunk",
+    "SPENT", "Batch", "ChunkDriver", "ChunkSeq", "RecordMonitor", "StimulusError", "TpBfm", "TpCoverage", "TpEnv", "TpScoreboard",
+    "TpTest", "read_records", "spent", "unit_class", "write_chunk",
 ]
 
 #: Seconds of Python spent per activity in this run (stimulus, records, scoreboard,
@@ -65,8 +65,8 @@ __all__ = [
 SPENT: dict[str, float] = defaultdict(float)
 
 
-class _spent:
-    """``with _spent("scoreboard"):`` adds the block's wall time to :data:`SPENT`."""
+class spent:
+    """``with spent("scoreboard"):`` adds the block's wall time to :data:`SPENT`."""
 
     def __init__(self, what: str) -> None:
         self.what = what
@@ -237,7 +237,7 @@ class TpBfm:
         while k > self.presented + 2:
             self.moved.clear()
             await self.moved.wait()
-        with _spent("stimulus"):
+        with spent("stimulus"):
             write_chunk(self.folder / f"tp_stim_{k}.bin", self.unit.encode_columns(items), self.hp, k * CHUNK)
         self.items[k] = items
         self.written = k + 1
@@ -294,7 +294,7 @@ class ChunkSeq(uvm_sequence):
         rng = np.random.default_rng(unit.ctx.seed)
         for k in range(bfm.chunks):
             n = min(CHUNK, bfm.count - k * CHUNK)
-            with _spent("stimulus"):
+            with spent("stimulus"):
                 item = Item(f"chunk{k}", (k, unit.items(rng, n)))
             await self.start_item(item)
             await self.finish_item(item)
@@ -337,7 +337,7 @@ class RecordMonitor(uvm_component):
             k = await self.bfm.closed.get()
             if k < 0:
                 break
-            with _spent("records"):
+            with spent("records"):
                 acc, outs = read_records(self.bfm.folder, k, self.bfm.hp, keep)
             self.acc.append(acc)
             self.outs.extend(outs)
@@ -382,7 +382,7 @@ class TpScoreboard(uvm_subscriber):
 
     def write(self, b: Batch) -> None:
         """Check one batch: values, latency, flags; keep the first messages."""
-        with _spent("scoreboard"):
+        with spent("scoreboard"):
             self._check(b)
 
     def _check(self, b: Batch) -> None:
@@ -444,7 +444,7 @@ class TpCoverage(uvm_subscriber):
 
     def write(self, b: Batch) -> None:
         """Sample the cover points with one batch."""
-        with _spent("coverage"):
+        with spent("coverage"):
             self._sample(b)
 
     def _sample(self, b: Batch) -> None:

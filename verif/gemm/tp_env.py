@@ -42,15 +42,12 @@ The ``sweep`` scenario is per-edge only (see :mod:`lockstep.gen.gemm.harness`).
 from __future__ import annotations
 
 import json
-import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import cocotb
 import numpy as np
-from cocotb.triggers import First, RisingEdge, Timer, ValueChange
 from pyuvm import (
     ConfigDB, uvm_analysis_port, uvm_component, uvm_driver, uvm_env, uvm_sequence, uvm_sequencer, uvm_subscriber,
     uvm_test,
@@ -59,7 +56,9 @@ from pyuvm import (
 from lockstep.gen.gemm.harness import REASONS, TopPorts, load_depth, top_ports_of
 from lockstep.models.gemm.params import GemmParams
 
-from ..context import CLOCK_NS, TbContext
+from ..context import TbContext
+from ..episodes import EpisodeBfm, RecordError
+from ..throughput import SPENT, spent
 from ..coverage import Covergroup
 from ..seq import Item
 from .jobs import GemmJob, make_jobs
@@ -69,30 +68,10 @@ from .tile_env import (
 
 __all__ = [
     "EdgeStreamTest", "Final", "GemmTpBfm", "GemmTpCoverage", "GemmTpEnv", "GemmTpScoreboard", "GemmTpTest",
-    "JobDriver", "JobItem", "JobRecord", "JobSeq", "RecordError", "RecordMonitor", "build_jobs", "observation",
+    "JobDriver", "JobItem", "JobRecord", "JobSeq", "RecordMonitor", "build_jobs", "observation",
     "read_final", "read_trace", "sample_bulk", "stream_entry", "write_job",
 ]
 
-#: Seconds of Python spent per activity (golden, files, records, scoreboard, coverage),
-#: reported in ``summary.json``.
-SPENT: dict[str, float] = defaultdict(float)
-
-
-class _spent:
-    """``with _spent("scoreboard"):`` adds the block's wall time to :data:`SPENT`."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __enter__(self) -> None:
-        self.t0 = time.perf_counter()
-
-    def __exit__(self, *exc: Any) -> None:
-        SPENT[self.what] += time.perf_counter() - self.t0
-
-
-class RecordError(AssertionError):
-    """A record line that does not parse, or a record file that is missing or short."""
 
 
 # ---- jobs and their files -------------------------------------------------------------------
@@ -342,8 +321,8 @@ class JobRecord:
     errors: list[str] = field(default_factory=list)   # record errors (the files did not parse)
 
 
-class GemmTpBfm:
-    """Owns the harness: settings, ``go``, the job files, one wake per job.
+class GemmTpBfm(EpisodeBfm):
+    """Owns the harness (:class:`~lockstep.verif.episodes.EpisodeBfm`): one episode per job.
 
     Args:
         dut: the harness handle (the top is ``dut.dut``).
@@ -352,75 +331,25 @@ class GemmTpBfm:
         count: jobs in the run.
     """
 
+    noun = "job"
+    count_port = "n_jobs"
+    end_port = "ended"
+    budget_what = "loads, CSR writes, the job's budget and the read-back"
+
     def __init__(self, dut: Any, ctx: TbContext, tp: TopPorts, count: int) -> None:
-        if count < 1:
-            raise ValueError(f"a throughput run needs at least one job, not {count}")
-        self.dut, self.ctx, self.tp, self.count = dut, ctx, tp, count
-        self.folder = Path.cwd()  # the simulator's working folder: the harness opens its files there
-        self.written = 0   # jobs whose files are written
-        self.finished = 0  # jobs the harness has finished
-        self.items: dict[int, JobItem] = {}
-        self.moved = cocotb.triggers.Event()
-        self.closed: cocotb.queue.Queue[int] = cocotb.queue.Queue()  # finished jobs; -1 ends
-        self.timeout: str | None = None
-        self.end: list[str] = []
-        self.wakes = 0
+        super().__init__(dut, ctx, count)
+        self.tp = tp
 
-    async def write(self, item: JobItem) -> None:
-        """Write job ``item.episode``'s files once the harness is within two jobs of it,
-        then tell the harness (``n_ready``)."""
-        e = item.episode
-        while e > self.finished + 2:
-            self.moved.clear()
-            await self.moved.wait()
-        with _spent("files"):
-            write_job(self.folder, e, item.job, self.tp, item.max_cycles)
-        self.items[e] = item
-        self.written = e + 1
-        self.dut.n_ready.value = self.written
-        self.moved.set()
+    def write_files(self, item: JobItem) -> None:
+        write_job(self.folder, item.episode, item.job, self.tp, item.max_cycles)
 
-    def _budget(self, e: int) -> int:
-        """Clock cycles the harness may take for job ``e`` (the Python watchdog)."""
+    def budget(self, e: int) -> int:
         item = self.items.get(e)
         if item is None:   # not written yet (the harness waits for n_ready): the driver is behind, not the DUT
             return 1_000_000
         job = item.job
         io = sum(len(v) for _, v in job.loads) + sum(n for _, n in job.check)
         return 16 + io + 2 * (1 << self.tp.w("csr_addr")) + item.max_cycles + 64
-
-    async def run(self) -> None:
-        """Raise ``go`` once the first job is written; wake per job until the end."""
-        d = self.dut
-        await Timer(1, "ns")  # the harness's initial block has set its state (Icarus runs it after cocotb starts)
-        d.n_jobs.value = self.count
-        d.n_ready.value = self.written
-        d.wstart.value, d.wstop.value = self.ctx.opt("window", (0, 0))
-        while self.written < 1:
-            self.moved.clear()
-            await self.moved.wait()
-        d.go.value = 1
-        while True:
-            budget_ = self._budget(self.finished)
-            t = await First(ValueChange(d.ep), RisingEdge(d.ended), Timer(budget_ * CLOCK_NS, "ns"))
-            self.wakes += 1
-            ended = bool(int(d.ended.value))
-            ep = int(d.ep.value)
-            if ended:   # ended rises before the nonblocking update of ep: tp_end.log has the count
-                end = self.folder / "tp_end.log"
-                self.end = end.read_text().split() if end.exists() else ["0", str(ep), "missing:tp_end.log"]
-                ep = int(self.end[1]) if self.end[1].isdigit() else ep
-            for k in range(self.finished, ep):
-                self.closed.put_nowait(k)
-            self.finished = max(self.finished, ep)
-            self.moved.set()
-            if ended:
-                break
-            if isinstance(t, Timer):
-                self.timeout = (f"watchdog: the harness did not finish job {self.finished} within {budget_} "
-                                f"cycles (loads, CSR writes, the job's budget and the read-back)")
-                break
-        self.closed.put_nowait(-1)
 
 
 class JobSeq(uvm_sequence):
@@ -472,7 +401,7 @@ class RecordMonitor(uvm_component):
                 break
             item = self.bfm.items.pop(e)
             obs, final, errors = None, None, []
-            with _spent("records"):
+            with spent("records"):
                 try:
                     tr = read_trace(folder / f"tp_trace_{e}.log")
                     final = read_final(folder / f"tp_final_{e}.log", ncsr, sum(n for _, n in item.job.check))
@@ -505,7 +434,7 @@ class GemmTpScoreboard(uvm_subscriber):
 
     def write(self, rec: JobRecord) -> None:
         """Check one job; keep the first messages."""
-        with _spent("scoreboard"):
+        with spent("scoreboard"):
             self._check(rec)
 
     def _error(self, msg: str) -> None:
@@ -574,7 +503,7 @@ class GemmTpCoverage(uvm_subscriber):
         """Sample one job (the per-edge coverage samples the job, whatever it showed)."""
         if rec.obs is None:
             return
-        with _spent("coverage"):
+        with spent("coverage"):
             sample_bulk(self.cg, [rec.item.job])
 
 
@@ -607,7 +536,7 @@ class GemmTpTest(uvm_test):
         if bad:
             raise ValueError(f"the testbench's parameters cannot drive this top: {', '.join(bad)}")
         self.ctx, self.params = ctx, p
-        with _spent("golden"):
+        with spent("golden"):
             self.jobs = build_jobs(p, ctx.seed, ctx.opts)
         self.count = len(self.jobs)
         self.bfm = GemmTpBfm(cocotb.top, ctx, tp, self.count)

@@ -38,8 +38,7 @@ them); ``dump_trace=1`` writes every episode's recorded trace to ``trace.json``.
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,7 +46,6 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from cocotb.triggers import First, RisingEdge, Timer, ValueChange
 from pyuvm import (
     ConfigDB, uvm_analysis_port, uvm_component, uvm_driver, uvm_env, uvm_sequence, uvm_sequencer, uvm_subscriber,
     uvm_test,
@@ -57,7 +55,9 @@ from lockstep.gen.sched.harness import REASONS, FabricPorts, fabric_ports, harne
 from lockstep.models import sched
 from lockstep.models.sched.params import FabricParams
 
-from ..context import CLOCK_NS, TbContext
+from ..context import TbContext
+from ..episodes import EpisodeBfm, RecordError
+from ..throughput import SPENT, spent
 from ..seq import Item
 from .env import (
     Compiled, SchedCoverage, SchedTest, TraceScoreboard, _crosses_wrap, _jitter_bin, _period_bin,
@@ -65,31 +65,11 @@ from .env import (
 )
 
 __all__ = [
-    "EdgeTraceTest", "Episode", "Final", "ProgramDriver", "ProgramSeq", "RecordError", "RecordMonitor", "SchedBfm",
+    "EdgeTraceTest", "Episode", "Final", "ProgramDriver", "ProgramSeq", "RecordMonitor", "SchedBfm",
     "SchedTpCoverage", "SchedTpEnv", "SchedTpScoreboard", "SchedTpTest", "build_program", "compare_traces",
     "describe", "limits", "read_final", "read_trace", "sample_bulk", "write_episode",
 ]
 
-#: Seconds of Python spent per activity (programs, golden, files, records, scoreboard,
-#: coverage), reported in ``summary.json``.
-SPENT: dict[str, float] = defaultdict(float)
-
-
-class _spent:
-    """``with _spent("scoreboard"):`` adds the block's wall time to :data:`SPENT`."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __enter__(self) -> None:
-        self.t0 = time.perf_counter()
-
-    def __exit__(self, *exc: Any) -> None:
-        SPENT[self.what] += time.perf_counter() - self.t0
-
-
-class RecordError(AssertionError):
-    """A record line that does not parse, or a record file that is missing or short."""
 
 
 # ---- programs and their files ---------------------------------------------------------------
@@ -449,8 +429,9 @@ class Episode:
     errors: list[str] = field(default_factory=list)   # record errors (the files did not parse)
 
 
-class SchedBfm:
-    """Owns the harness: settings, ``go``, the episode files, one wake per episode.
+class SchedBfm(EpisodeBfm):
+    """Owns the harness (:class:`~lockstep.verif.episodes.EpisodeBfm`): one episode per
+    program.
 
     Args:
         dut: the harness handle (the fabric is ``dut.dut``).
@@ -459,79 +440,26 @@ class SchedBfm:
         count: programs in the run.
     """
 
+    budget_what = "load, the program's limit and the dump"
+
     def __init__(self, dut: Any, ctx: TbContext, fp: FabricPorts, count: int) -> None:
-        if count < 1:
-            raise ValueError(f"a throughput run needs at least one program, not {count}")
-        self.dut, self.ctx, self.fp, self.count = dut, ctx, fp, count
-        self.folder = Path.cwd()  # the simulator's working folder: the harness opens its files there
+        super().__init__(dut, ctx, count)
+        self.fp = fp
         self.tail = harness_tail(fp.params)
-        self.written = 0  # episodes whose files are written
-        self.finished = 0  # episodes the harness has finished
-        self.items: dict[int, ProgramItem] = {}
-        self.moved = cocotb.triggers.Event()
-        self.closed: cocotb.queue.Queue[int] = cocotb.queue.Queue()  # finished episodes; -1 ends
-        self.timeout: str | None = None
-        self.end: list[str] = []
-        self.wakes = 0
 
     def watchdog(self, golden: Any) -> tuple[int, int]:
         """``(stop_at, max_cycles)`` of a program from its golden run (:func:`limits`)."""
         return limits(golden, self.tail)
 
-    async def write(self, item: ProgramItem) -> None:
-        """Write episode ``item.episode``'s files once the harness is within two episodes
-        of it, then tell the harness (``n_ready``)."""
-        e = item.episode
-        while e > self.finished + 2:
-            self.moved.clear()
-            await self.moved.wait()
-        with _spent("files"):
-            write_episode(self.folder, e, item.program, item.stop_at, item.max_cycles,
-                          (item.program.meta or {}).get("ext"))
-        self.items[e] = item
-        self.written = e + 1
-        self.dut.n_ready.value = self.written
-        self.moved.set()
+    def write_files(self, item: ProgramItem) -> None:
+        write_episode(self.folder, item.episode, item.program, item.stop_at, item.max_cycles,
+                      (item.program.meta or {}).get("ext"))
 
-    def _budget(self, e: int) -> int:
-        """Clock cycles the harness may take for episode ``e`` (the Python watchdog)."""
+    def budget(self, e: int) -> int:
         p = self.fp.params
         item = self.items.get(e)
         run = item.max_cycles if item else 0
         return 16 + p.nt * (p.sd + p.words) + run + p.nt * p.words + 64
-
-    async def run(self) -> None:
-        """Raise ``go`` once the first program is written; wake per episode until done."""
-        d = self.dut
-        await Timer(1, "ns")  # the harness's initial block has set its state (Icarus runs it after cocotb starts)
-        d.n_prog.value = self.count
-        d.n_ready.value = self.written
-        d.wstart.value, d.wstop.value = self.ctx.opt("window", (0, 0))
-        while self.written < 1:
-            self.moved.clear()
-            await self.moved.wait()
-        d.go.value = 1
-        while True:
-            budget = self._budget(self.finished)
-            t = await First(ValueChange(d.ep), RisingEdge(d.done), Timer(budget * CLOCK_NS, "ns"))
-            self.wakes += 1
-            done = bool(int(d.done.value))
-            ep = int(d.ep.value)
-            if done:   # done rises before the nonblocking update of ep: tp_end.log has the count
-                end = self.folder / "tp_end.log"
-                self.end = end.read_text().split() if end.exists() else ["0", str(ep), "missing:tp_end.log"]
-                ep = int(self.end[1]) if self.end[1].isdigit() else ep
-            for k in range(self.finished, ep):
-                self.closed.put_nowait(k)
-            self.finished = max(self.finished, ep)
-            self.moved.set()
-            if done:
-                break
-            if isinstance(t, Timer):
-                self.timeout = (f"watchdog: the harness did not finish episode {self.finished} within {budget} "
-                                f"cycles (load, the program's limit and the dump)")
-                break
-        self.closed.put_nowait(-1)
 
 
 class ProgramSeq(uvm_sequence):
@@ -544,7 +472,7 @@ class ProgramSeq(uvm_sequence):
         name = str(ctx.opt("program", "random"))
         txns = ctx.opt("txns", None)
         for e in range(bfm.count):
-            with _spent("programs"):
+            with spent("programs"):
                 program, expected = build_program(name, p, ctx.seed + e, txns)
             item = Item(f"program{e}", ProgramItem(e, ctx.seed + e, program, expected))
             await self.start_item(item)
@@ -562,7 +490,7 @@ class ProgramDriver(uvm_driver):
         while True:
             seq_item = await self.seq_item_port.get_next_item()
             item: ProgramItem = seq_item.obj
-            with _spent("golden"):
+            with spent("golden"):
                 item.golden = sched.execute(item.program, ext=(item.program.meta or {}).get("ext"))
             item.stop_at, item.max_cycles = self.bfm.watchdog(item.golden)
             await self.bfm.write(item)
@@ -590,7 +518,7 @@ class RecordMonitor(uvm_component):
             item = self.bfm.items.pop(e)
             p = item.program.params
             events, problems, final, errors = [], [], None, []
-            with _spent("records"):
+            with spent("records"):
                 try:
                     events, problems = read_trace(folder / f"tp_trace_{e}.log", p)
                     final = read_final(folder / f"tp_final_{e}.log", p)
@@ -622,7 +550,7 @@ class SchedTpScoreboard(uvm_subscriber):
 
     def write(self, ep: Episode) -> None:
         """Check one episode; keep the first messages."""
-        with _spent("scoreboard"):
+        with spent("scoreboard"):
             self._check(ep)
 
     def _error(self, msg: str) -> None:
@@ -705,7 +633,7 @@ class SchedTpCoverage(uvm_subscriber):
         which the scoreboard holds event by event to the trace)."""
         if ep.final is None or ep.final.reason == "window":
             return
-        with _spent("coverage"):
+        with spent("coverage"):
             st = ep.final.state
             sample_bulk(self.cov, ep.item.program, ep.events, ep.item.golden, st["err"], st["bus_err"])
 
