@@ -28,7 +28,7 @@ from lockstep.gen.harness import CHUNK, harness_name, harness_ports
 
 from .context import TbContext
 from .registry import Testbench, get
-from .runner import BUILD, generate_rtl, harness_source, rtl_dir, run_opts
+from .runner import BUILD, generate_rtl, harness_source, rtl_dir, run_opts, verilator_makeflags
 from .throughput import read_records, unit_class, write_chunk
 from .twin import pause_seeds, pause_threshold
 
@@ -77,7 +77,8 @@ def build_raw(tb: Testbench, sim: str = "verilator") -> Path:
         cmd = ["iverilog", "-g2012", "-o", str(tmp / f"{top}.vvp"), "-s", top, str(harness), str(dut)]
     else:
         raise ValueError(f"unknown simulator {sim!r}")
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    env = {**os.environ, "MAKEFLAGS": verilator_makeflags()} if sim == "verilator" else None  # as the runner builds
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     (tmp / "build.log").write_text(res.stdout + res.stderr)
     if res.returncode != 0:
         raise RuntimeError(f"raw build of {tb.name} on {sim} failed; see {tmp / 'build.log'}")

