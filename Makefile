@@ -5,6 +5,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 RUN := ci/env.sh
 SETUP_STAMP := .venv/.lockstep-setup
+# pytest-xdist workers; --dist worksteal lets an idle worker take tests queued on a busy one
+# (the long builds and simulations would otherwise leave one core idle at the end)
 JOBS ?= auto
 
 TEST ?=
@@ -55,16 +57,16 @@ sim: $(SETUP_STAMP) ## run one testbench: TEST=<name> [SIM=] [SEED=] [WAVES=1] [
 	  $(if $(RTL),--rtl $(abspath $(RTL)))
 
 test: $(SETUP_STAMP) ## the README's test command: unit tests, then every quick testbench on both simulators
-	@$(RUN) python -m pytest -q -n $(JOBS) tests
+	@$(RUN) python -m pytest -q -n $(JOBS) --dist worksteal tests
 
 test-unit: $(SETUP_STAMP) ## model and generator unit tests only (no simulator)
-	@$(RUN) python -m pytest -q -n $(JOBS) -m "not sim" tests
+	@$(RUN) python -m pytest -q -n $(JOBS) --dist worksteal -m "not sim" tests
 
 test-sim: $(SETUP_STAMP) ## simulation tests only
-	@$(RUN) python -m pytest -q -n $(JOBS) -m sim tests
+	@$(RUN) python -m pytest -q -n $(JOBS) --dist worksteal -m sim tests
 
 REGRESS = $(RUN) env TIER=$(1) SEEDS=$(SEEDS) $(if $(SIM),SIMS=$(SIM)) $(if $(TESTS),TESTS=$(TESTS)) $(3) \
-	  python -m pytest -q -n $(JOBS) -p lockstep.verif.regress --regress-report $(REPORTS)/$(2) \
+	  python -m pytest -q -n $(JOBS) --dist worksteal -p lockstep.verif.regress --regress-report $(REPORTS)/$(2) \
 	  --junitxml=$(REPORTS)/$(2)/junit.xml $(4) -m sim tests/test_sim.py
 
 regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n] [SEED=] [TESTS=] -> build/reports/regress/
