@@ -592,10 +592,15 @@ _gemm("gemm_tile_keeps", _GS, "keeps",
       "GEMM tile, aliasing lda: no copy, then inline copy with every keep 0..m (C identical, trace/counters differ)")
 _gemm("gemm_tile_patent", _GP, "keeps",
       "GEMM tile, the patent's cache (32 KiB, 8 ways, 64 B lines), lda = 1024 fp32: (14, 2) with every keep")
-_gemm("gemm_tile_random", _GS, "random", "GEMM tile: random explicit kernels, tails, every stride class, shifts")
+# Per-edge random and auto runs: 12 jobs on Verilator, 6 on Icarus (which samples every
+# cycle of a job from Python at ~1,500 cycles/s); gemm_tile_random_tp adds 40 jobs per run.
+_GEMM_EDGE = {"by_sim": {"icarus": {"jobs": 6}}}
+_gemm("gemm_tile_random", _GS, "random", "GEMM tile: random explicit kernels, tails, every stride class, shifts",
+      opts=_GEMM_EDGE)
 _gemm("gemm_tile_random_dm", _GDM, "random",
-      "GEMM tile, direct-mapped 32 x 16 B cache, int8 elements: random explicit kernels")
-_gemm("gemm_tile_auto", _GS, "auto", "GEMM tile, auto mode: the selector's program, m, z and keep, with and without limit_m")
+      "GEMM tile, direct-mapped 32 x 16 B cache, int8 elements: random explicit kernels", opts=_GEMM_EDGE)
+_gemm("gemm_tile_auto", _GS, "auto", "GEMM tile, auto mode: the selector's program, m, z and keep, with and without limit_m",
+      opts=_GEMM_EDGE)
 _gemm("gemm_tile_errors", _GS, "errors",
       "GEMM tile: every bad configuration refused with its bits, M/N/K = 0, start while busy, reset in a job")
 _gemm("gemm_tile_mutant", _GS, "keeps", tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}), expect_fail=True,
