@@ -19,7 +19,7 @@ cycles over the whole run's wall time (start-up included, what a user waits for)
 ``steady_cycles_per_s`` is the marginal rate between the small and the large run (start-up
 and build checks subtracted), the figure the targets are about.
 
-Then each family's main golden model in elements or transactions per second, with
+Then each family's main golden model in elements, cycles or tasks per second, with
 ``bfp.mx_quantize`` beside ``ml_dtypes``' own cast to the same element type.
 
 Writes build/reports/bench/bench.json (a list of records, see :data:`FIELDS`), bench.md
@@ -129,8 +129,9 @@ def models() -> list[dict[str, Any]]:
     """Each family's main golden model, in elements or transactions per second."""
     import ml_dtypes
 
-    from lockstep.models import bfp, gemm, host, sched, sparse
+    from lockstep.models import bfp, gemm, sched, sparse
     from lockstep.models.bfp.params import BfpFormat, MxParams
+    from lockstep.models.host import pipe as host_pipe
     from lockstep.models.sched.params import FabricParams
 
     rng = np.random.default_rng(1)
@@ -155,7 +156,30 @@ def models() -> list[dict[str, Any]]:
     cycles = sched.execute(prog).cycles
     add("sched", "execute (3 tiles, 400 transfers)", "cycles", _rate(lambda: sched.execute(prog), cycles, reps=3))
 
-    del gemm, host, sparse  # their models are measured by their own reports (make gemm-report, ...)
+    # the GEMM tile: the quick tier's random jobs (12 on the small cache), each from the
+    # memory image it starts from, cold cache; simulated tile cycles per second
+    from lockstep.verif.gemm.jobs import make_jobs as gemm_jobs
+
+    gp = TESTBENCHES["gemm_tile_random"].params
+    mem, cases = np.zeros(gp.mem_elems, dtype=np.int64), []
+    for job in gemm_jobs("random", gp, np.random.default_rng(1), 12):
+        for lo, vals in job.loads:
+            mem[lo:lo + len(vals)] = vals
+        if job.golden is not None:
+            cases.append((job.cfg, mem.copy(), job.golden.cycles))
+            mem = job.golden.mem.copy()
+    add("gemm", "run (12 random jobs, 16x4x32 B cache)", "cycles",
+        _rate(lambda: [gemm.run(cfg, m, gp) for cfg, m, _ in cases], sum(c for *_, c in cases), reps=3))
+
+    # sparse: the compressed format's encoder on 64 x 64 maps at 50 % density
+    maps = [(rng.integers(-8, 8, (64, 64)) * (rng.random((64, 64)) < 0.5)).astype(np.int64) for _ in range(16)]
+    add("sparse", "encode 64x64 maps, 50 % non-zero", "elements",
+        _rate(lambda: [sparse.encode(m) for m in maps], 16 * 64 * 64))
+
+    # host: the pipelining model (stream mode, random step times), tasks per second
+    times = {"pre": ("exp", 3.0), "kernel": ("exp", 5.0), "post": ("exp", 2.0), "dma_wr": 1.0, "dma_rd": 1.0}
+    add("host", "pipe.simulate stream, 2,000 tasks", "tasks",
+        _rate(lambda: host_pipe.simulate("stream", 2000, times, n_kernels=2), 2000, reps=3))
     return out
 
 
