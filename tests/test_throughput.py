@@ -268,3 +268,19 @@ def test_a_hang_or_an_invented_output_is_an_error(tmp_path, sim, in_ready, out_v
               opts={"blocks": 3000})
     assert not res.passed
     assert any(re.search(match, e) for e in res.summary["errors"]), res.summary["errors"]
+
+
+@pytest.mark.sim
+def test_raw_run_checks_its_records():
+    """The raw run (no cocotb: make bench's limit) replays the throughput test's stimulus
+    and checks every record afterwards: the quick tier's quantizer passes with the same
+    transaction and cycle counts as the throughput run of that seed, and the negative
+    twin (its build checked as RNE) finds mismatches."""
+    from lockstep.verif.raw import run_raw
+
+    ok = run_raw("bfp_quantize_patent_tp", "icarus", seed=1, opts={"blocks": 2000})
+    tp = run("bfp_quantize_patent_tp", "icarus", seed=1, opts={"blocks": 2000})
+    assert ok.mismatches == 0 and ok.transactions == tp.summary["transactions"] == 2000
+    assert ok.cycles == tp.cycles
+    bad = run_raw("bfp_quantize_mutant_tp", "icarus", seed=1, opts={"blocks": 2000})
+    assert bad.mismatches > 0

@@ -32,7 +32,7 @@ from .runner import BUILD, generate_rtl, harness_source, rtl_dir, run_opts, veri
 from .throughput import read_records, unit_class, write_chunk
 from .twin import pause_seeds, pause_threshold
 
-__all__ = ["RawResult", "build_raw", "run_raw"]
+__all__ = ["RawResult", "build_raw", "execute", "raw_folder", "run_raw"]
 
 
 @dataclass
@@ -89,6 +89,32 @@ def build_raw(tb: Testbench, sim: str = "verilator") -> Path:
     return exe
 
 
+def raw_folder(tb: Testbench, sim: str, seed: int) -> Path:
+    """The (emptied) working folder of a raw run of ``tb`` on ``sim`` with ``seed``."""
+    folder = BUILD / tb.name / "raw" / sim / f"seed{seed}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def execute(exe: Path, sim: str, plus: list[str], folder: Path, name: str) -> tuple[float, list[str]]:
+    """Run the bare executable ``exe`` with plusargs ``plus`` in ``folder``: ``(seconds of
+    simulator wall time, the fields of tp_end.log)``; its output goes to ``sim.log``.
+
+    Raises:
+        RuntimeError: the simulator failed or wrote no ``tp_end.log`` (naming ``name``).
+    """
+    cmd = [str(exe), *plus] if sim == "verilator" else ["vvp", "-n", str(exe), *plus]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    (folder / "sim.log").write_text(res.stdout + res.stderr)
+    end_p = folder / "tp_end.log"
+    if res.returncode != 0 or not end_p.exists():
+        raise RuntimeError(f"raw run of {name} on {sim} failed (exit {res.returncode}); see {folder / 'sim.log'}")
+    return wall, end_p.read_text().split()
+
+
 def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str, Any] | None = None,
             check: bool = True) -> RawResult:
     """Run throughput testbench ``name`` with no cocotb (see the module docstring).
@@ -111,12 +137,11 @@ def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str,
         return getattr(importlib.import_module(modname), func)(tb, sim, exe, seed, o, check)
     record = json.loads(generate_rtl(tb).read_text())
     count = int(o.get("blocks", 1000))
-    folder = BUILD / tb.name / "raw" / sim / f"seed{seed}"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    ctx = TbContext(record, record["params"], o, folder, seed)
+    folder = raw_folder(tb, sim, seed)
+    params = tb.tb_params.to_dict() if tb.tb_params else record["params"]   # as TbContext.from_env
+    ctx = TbContext(record, params, o, folder, seed)
     unit_t = unit_class(o["unit"])
-    unit = unit_t(ctx, unit_t.params_type.from_dict(record["params"]))
+    unit = unit_t(ctx, unit_t.params_type.from_dict(params))
     hp = harness_ports(record)
     rng = np.random.default_rng(seed)
     chunks = []
@@ -129,15 +154,7 @@ def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str,
             f"+tp_idle_thr={pause_threshold(float(o.get('idle', 0.2)))}",
             f"+tp_bp_thr={pause_threshold(float(o.get('backpressure', 0.3)))}",
             f"+tp_max_cycles={100 * count + 10_000}", "+tp_wstart=0", "+tp_wstop=0", "+tp_go", "+tp_finish"]
-    cmd = [str(exe), *plus] if sim == "verilator" else ["vvp", "-n", str(exe), *plus]
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    (folder / "sim.log").write_text(res.stdout + res.stderr)
-    end_p = folder / "tp_end.log"
-    if res.returncode != 0 or not end_p.exists():
-        raise RuntimeError(f"raw run of {name} on {sim} failed (exit {res.returncode}); see {folder / 'sim.log'}")
-    end = end_p.read_text().split()
+    wall, end = execute(exe, sim, plus, folder, name)
     if "timeout" in end:
         raise RuntimeError(f"raw run of {name} on {sim} hit its cycle limit; see {folder}")
     mismatches, checked = 0, 0

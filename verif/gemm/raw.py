@@ -14,16 +14,14 @@ counted as the throughput mode counts them: every harness edge of every job.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from lockstep.gen.gemm.harness import top_ports_of
 
+from ..raw import RawResult, execute, raw_folder
 from ..registry import Testbench
-from ..runner import BUILD, generate_rtl
+from ..runner import generate_rtl
 from .tile_env import budget
 from .tile_env import check as check_obs
 from .tp_env import build_jobs, observation, read_final, read_trace, write_job
@@ -31,7 +29,8 @@ from .tp_env import build_jobs, observation, read_final, read_trace, write_job
 __all__ = ["run_raw_gemm"]
 
 
-def run_raw_gemm(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str, Any], check: bool = True):
+def run_raw_gemm(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str, Any],
+                 check: bool = True) -> RawResult:
     """Run ``tb``'s jobs on the bare executable ``exe``.
 
     Args:
@@ -49,27 +48,15 @@ def run_raw_gemm(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str, 
     Raises:
         RuntimeError: the simulator failed, or a job hit its watchdog.
     """
-    from ..raw import RawResult
-
     p = tb.tb_params or tb.params   # what the testbench believes (a negative one: wrongly)
     tp = top_ports_of(json.loads(generate_rtl(tb).read_text()))
     jobs = build_jobs(p, seed, opts)
-    folder = BUILD / tb.name / "raw" / sim / f"seed{seed}"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    folder = raw_folder(tb, sim, seed)
     limits = [budget(j) for j in jobs]
     for e, (job, lim) in enumerate(zip(jobs, limits)):
         write_job(folder, e, job, tp, lim)
     plus = [f"+tp_jobs={len(jobs)}", "+tp_go", "+tp_finish"]
-    cmd = [str(exe), *plus] if sim == "verilator" else ["vvp", "-n", str(exe), *plus]
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    (folder / "sim.log").write_text(res.stdout + res.stderr)
-    end_p = folder / "tp_end.log"
-    if res.returncode != 0 or not end_p.exists():
-        raise RuntimeError(f"raw run of {tb.name} on {sim} failed (exit {res.returncode}); see {folder / 'sim.log'}")
-    end = end_p.read_text().split()
+    wall, end = execute(exe, sim, plus, folder, tb.name)
     if len(end) != 3 or end[2] != "ok":
         raise RuntimeError(f"raw run of {tb.name} on {sim} ended {' '.join(end)!r} (a job hit its watchdog?); "
                            f"see {folder}")

@@ -13,18 +13,14 @@ load and run cycles of every program.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from lockstep.gen.sched.harness import harness_tail
 from lockstep.models import sched
 
-from ..raw import RawResult
+from ..raw import RawResult, execute, raw_folder
 from ..registry import Testbench
-from ..runner import BUILD
 from .tp_env import build_program, compare_traces, limits, read_final, read_trace, write_episode
 
 __all__ = ["run_raw_sched"]
@@ -42,9 +38,7 @@ def run_raw_sched(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str,
     count = int(opts.get("programs", 1))
     txns = opts.get("txns")
     name = str(opts.get("program", "random"))
-    folder = BUILD / tb.name / "raw" / sim / f"seed{seed}"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    folder = raw_folder(tb, sim, seed)
     tail = harness_tail(tb.params)
     goldens = []
     for e in range(count):
@@ -54,14 +48,7 @@ def run_raw_sched(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str,
         write_episode(folder, e, program, stop_at, max_cycles, (program.meta or {}).get("ext"))
         goldens.append(golden)
     plus = [f"+tp_programs={count}", "+tp_go", "+tp_finish"]
-    cmd = [str(exe), *plus] if sim == "verilator" else ["vvp", "-n", str(exe), *plus]
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    (folder / "sim.log").write_text(res.stdout + res.stderr)
-    end_p = folder / "tp_end.log"
-    if res.returncode != 0 or not end_p.exists():
-        raise RuntimeError(f"raw run of {tb.name} on {sim} failed (exit {res.returncode}); see {folder / 'sim.log'}")
+    wall, _ = execute(exe, sim, plus, folder, tb.name)
     cycles = checked = mismatches = 0
     for e, golden in enumerate(goldens):
         fin = read_final(folder / f"tp_final_{e}.log", p)
