@@ -573,6 +573,9 @@ _sparse_cluster("sparse_cluster_mutant", _CL, "balance", tb_params=SparseParams(
                 expect_fail=True, doc="negative: a cluster of STU 1300 units checked as STU 1400 units must fail")
 
 
+# ---- sparse STU, throughput mode (verif/sparse/tp_env.py, gen/sparse/harness.py) ----------
+
+
 # ---- gemm family (spec 003, docs/gemm.md) ------------------------------------------------
 def _gemm(name: str, params: GemmParams, scenario: str, doc: str, tier: str = "quick", **kw: Any) -> None:
     _register(Testbench(name=name, family="gemm", toplevel="gemm_top", params=params,
@@ -931,3 +934,6 @@ _host_engine("host_engine_lat8", HostParams(m_max=6, k_max=20, n_max=16, mem_aw=
 _host_engine("host_engine_mutant", _HE, "tasks", tb_params=HostParams(**{**_HE.to_dict(), "mem_lat": 3}),
              expect_fail=True, opts={"steps": 10},
              doc="negative: a mem_lat = 2 engine checked as mem_lat = 3 must fail (exec_cycles)")
+
+
+# ---- host top, throughput mode (verif/host/tp_env.py, gen/host/harness.py) ----------------
