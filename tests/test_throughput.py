@@ -16,6 +16,7 @@ from lockstep.gen.lint import lint_file
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import generate_rtl, rtl_dir, run
+from lockstep.verif.columns import Outs, ints, lanes, parse_hex_lines, signed
 from lockstep.verif.throughput import StimulusError, read_records, write_chunk
 from lockstep.verif.twin import CyclePauses, pause_threshold, xs32
 
@@ -135,15 +136,39 @@ def test_read_records_parses_fixed_width_lines_and_refuses_x(tmp_path):
     (tmp_path / "tp_acc_3.log").write_text("0000000000000005\n0000000000000009\n")
     z = (1 << 69) + 5
     line = f"{12:016x} {10:016x} {0x41:02x} {z:018x}"
-    (tmp_path / "tp_out_3.log").write_text(line + "\n")
-    acc, outs = read_records(tmp_path, 3, hp, keep=True)
-    assert acc.tolist() == [5, 9] and outs == [(12, 10, {"y": 0x41, "z": z})]
+    line2 = f"{13:016x} {13:016x} {0x7f:02x} {0:018x}"
+    (tmp_path / "tp_out_3.log").write_text(line + "\n" + line2 + "\n")
+    acc, cyc, fv, outs = read_records(tmp_path, 3, hp, keep=True)
+    assert acc.tolist() == [5, 9] and cyc.tolist() == [12, 13] and fv.tolist() == [10, 13]
+    assert outs.rows() == [{"y": 0x41, "z": z}, {"y": 0x7F, "z": 0}]
+    assert ints(outs, "y").tolist() == [0x41, 0x7F] and signed(outs, "y", 7).tolist() == [0x41 - 128, -1]
+    assert lanes(outs, "z", 5, 14).tolist()[0] == [(z >> (5 * i)) & 31 for i in range(14)]
     (tmp_path / "tp_out_3.log").write_text(line.replace(" 41 ", " 4x ") + "\n")
-    with pytest.raises(AssertionError, match="out_y is '4x': X or Z"):
+    with pytest.raises(AssertionError, match="line 1: out_y is '4x': X or Z"):
         read_records(tmp_path, 3, hp, keep=True)
-    (tmp_path / "tp_out_3.log").write_text(line[:-1] + "\n")
-    with pytest.raises(AssertionError, match="characters, not"):
+    (tmp_path / "tp_out_3.log").write_text(line + "\n" + line2[:-1] + "\n")
+    with pytest.raises(AssertionError, match="line 2 has 54 characters, not 55"):
         read_records(tmp_path, 3, hp)
+
+
+@pytest.mark.parametrize("width,count", [(4, 3), (7, 5), (16, 4), (32, 3), (1, 9), (40, 1)])
+def test_columnar_outputs_unpack_like_the_per_edge_beats(width, count):
+    """Outs.lanes / ints / signed (from hex digits) give what unpack_rows gives from the
+    per-edge monitor's integers, for lane widths that do and do not fill whole digits."""
+    rng = np.random.default_rng(width * 100 + count)
+    bits = width * count
+    vals = [int(rng.integers(0, 1 << min(bits, 62))) | (int(rng.integers(0, 2)) << (bits - 1)) for _ in range(50)]
+    d = (bits + 3) // 4
+    data = "".join(f"{v:0{d}x}\n" for v in vals).encode()
+    (nib,) = parse_hex_lines(data, [d], ["bus"], "t")
+    outs = Outs({"bus": nib}, {"bus": bits})
+    rows = [{"bus": v} for v in vals]
+    for sgn in (False, True):
+        assert lanes(outs, "bus", width, count, sgn).tolist() == lanes(rows, "bus", width, count, sgn).tolist()
+    if bits <= 62:
+        assert ints(outs, "bus").tolist() == vals
+        assert signed(outs, "bus", bits).tolist() == signed(rows, "bus", bits).tolist()
+    assert outs[3:5].rows() == rows[3:5] and Outs.concat([outs[:2], outs[2:]]).rows() == rows
 
 
 def test_cycle_pauses_follow_the_harness_generator():

@@ -29,6 +29,7 @@ from lockstep.gen.harness import CHUNK, harness_name, harness_ports
 from .context import TbContext
 from .registry import Testbench, get
 from .runner import BUILD, generate_rtl, harness_source, rtl_dir, run_opts, verilator_makeflags
+from .columns import Outs, join_items
 from .throughput import read_records, unit_class, write_chunk
 from .twin import pause_seeds, pause_threshold
 
@@ -161,12 +162,12 @@ def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str,
     if check:
         acc_all, outs_all = [], []
         for k in range(int(end[4]) + 1):
-            acc, outs = read_records(folder, k, hp)
+            acc, _, _, outs = read_records(folder, k, hp)
             acc_all.append(acc)
-            outs_all += outs
-        items = [it for c in chunks for it in c]
-        if len(outs_all) != count or sum(len(a) for a in acc_all) != count:
-            raise RuntimeError(f"raw run of {name}: {len(outs_all)} outputs for {count} inputs")
-        _, bad, _ = unit.check(items, [x[2] for x in outs_all])
+            outs_all.append(outs)
+        items, outs = join_items(chunks), Outs.concat(outs_all)
+        if len(outs) != count or sum(len(a) for a in acc_all) != count:
+            raise RuntimeError(f"raw run of {name}: {len(outs)} outputs for {count} inputs")
+        _, bad, _ = unit.check(items, outs)
         mismatches, checked = int(bad), len(items)
     return RawResult(name, sim, int(end[0]), checked or count, wall, mismatches, folder)

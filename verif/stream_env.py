@@ -20,7 +20,7 @@ cycles (from the generator's JSON record) after its input was accepted.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import cocotb
 import numpy as np
@@ -39,6 +39,7 @@ from pyuvm import (
 from lockstep.gen.harness import CHUNK
 
 from .agents.stream import Beat, CycleCounter, StreamSink, StreamSource, random_pauses
+from .columns import Outs
 from .context import CLOCK_NS, TbContext, start
 from .coverage import Covergroup
 from .seq import ListSeq
@@ -91,8 +92,14 @@ class StreamUnit:
         rows = [self.encode(it) for it in items]
         return {f: np.array([r[f] for r in rows], dtype=object) for f in self.in_fields}
 
-    def check(self, items: list[Any], outs: list[dict[str, int]]) -> tuple[list[str], int, int | None]:
+    def check(self, items: Sequence[Any], outs: Outs | list[dict[str, int]]) -> tuple[list[str], int, int | None]:
         """Compare outputs with the golden model.
+
+        ``items`` is a list of the unit's items, or the :class:`~.columns.Items` its
+        :meth:`items` returned (sliced); ``outs`` the output fields, one dict per beat
+        (per-edge) or :class:`~.columns.Outs` columns (throughput). Read both through
+        :mod:`.columns` (:func:`~.columns.col`, :func:`~.columns.ints`,
+        :func:`~.columns.lanes`), which take either form.
 
         Returns:
             ``(errors, mismatching_transactions, expected_sticky_err)``; the last is
@@ -122,16 +129,17 @@ class StreamUnit:
     def define_coverage(self, cg: Covergroup) -> None:
         """Add cover points to ``cg``."""
 
-    def samples(self, items: list[Any], outs: list[Beat]) -> list[dict[str, Any]]:
-        """One dict per transaction for the cover points (batch, after the run). A unit
-        that defines :meth:`sample_columns` instead gets this from it."""
+    def samples(self, items: Sequence[Any], outs: Outs | list[dict[str, int]]) -> list[dict[str, Any]]:
+        """One dict per transaction for the cover points (batch, after the run; ``items``
+        and ``outs`` as for :meth:`check`). A unit that defines :meth:`sample_columns`
+        instead gets this from it."""
         if type(self).sample_columns is StreamUnit.sample_columns:
             return []
         cols = self.sample_columns(items, outs)
         names = list(cols)
         return [dict(zip(names, row)) for row in zip(*(np.asarray(cols[k]).tolist() for k in names))]
 
-    def sample_columns(self, items: list[Any], outs: list[Beat]) -> dict[str, Any]:
+    def sample_columns(self, items: Sequence[Any], outs: Outs | list[dict[str, int]]) -> dict[str, Any]:
         """The cover-point fields of many transactions, column by column (field -> one
         value per transaction): what the throughput mode samples. Override for speed;
         this default transposes :meth:`samples`."""
@@ -301,7 +309,7 @@ class StreamCoverage(uvm_component):
         pairs = _drain(self.fifo)
         if not pairs:
             return
-        samples = unit.samples([i.meta for i, _ in pairs], [o for _, o in pairs])
+        samples = unit.samples([i.meta for i, _ in pairs], [o.fields for _, o in pairs])
         for (_, o), s in zip(pairs, samples or [{} for _ in pairs]):
             self.cg.sample({**s, "stalled": o.cycle > o.first_valid})
 

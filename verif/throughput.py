@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import resource
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from pyuvm import (
 
 from lockstep.gen.harness import CHUNK, HarnessPorts, harness_ports
 
+from .columns import Outs, join_items, nibble_ints, parse_hex_lines
 from .context import CLOCK_NS, TbContext
 from .coverage import Covergroup
 from .seq import Item
@@ -105,6 +106,8 @@ def _field_bits(f: str, width: int, col: np.ndarray, base: int) -> np.ndarray:
         what = f"lane value {c[bad[0]].tolist()}" if lanes > 1 else f"{int(c[bad[0], 0])}"
         raise StimulusError(f"transaction {base + bad[0]}: in_{f}={what} does not fit its {width}-bit port "
                             f"({lanes} lane(s) of {lw} bits)")
+    if lw in (8, 16, 32, 64):   # native lanes: their big-endian bytes, unpacked
+        return np.unpackbits(np.ascontiguousarray(c[:, ::-1]).astype(f">u{lw // 8}").view(np.uint8), axis=1)
     shifts = np.arange(lw - 1, -1, -1, dtype=np.int64)
     return ((c[:, ::-1, None] >> shifts) & 1).astype(np.uint8).reshape(n, width)
 
@@ -145,41 +148,28 @@ def write_chunk(path: Path, columns: dict[str, np.ndarray], hp: HarnessPorts, ba
     tmp.replace(path)
 
 
-def _column(lines: list[str], a: int, b: int, what: str, name: str) -> list[int]:
-    """Column ``[a, b)`` of fixed-width hex lines as ints; X or Z bits are an error."""
-    try:
-        return [int(ln[a:b], 16) for ln in lines]
-    except ValueError:
-        bad = next(ln for ln in lines if not all(c in "0123456789abcdefABCDEF" for c in ln[a:b]))
-        raise AssertionError(f"{what}: {name} is {bad[a:b]!r}: X or Z bits on an output the recorder took "
-                             f"(record line {bad[:40]!r}...)") from None
-
-
-def read_records(folder: Path, k: int, hp: HarnessPorts, keep: bool = False) -> tuple[np.ndarray, list[tuple[int, int, dict[str, int]]]]:
-    """Parse chunk ``k``'s record files: accepted cycles, and output beats as
-    ``(cycle, first_valid, fields)``. Deletes the files unless ``keep``.
+def read_records(folder: Path, k: int, hp: HarnessPorts, keep: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, Outs]:
+    """Parse chunk ``k``'s record files in bulk: the accepted cycles, and the output
+    beats as their cycles, first-valid cycles and fields (:class:`~.columns.Outs`).
+    Deletes the files unless ``keep``.
 
     The recorder writes ``%h`` values, which have a fixed width (the signal's, in hex
     digits), so every output line has the same layout and each field is a fixed slice.
+
+    Raises:
+        RecordFormatError: a line of another length or layout, or X or Z bits in a field
+            (naming the file, the line and the field).
     """
     acc_p, out_p = folder / f"tp_acc_{k}.log", folder / f"tp_out_{k}.log"
-    acc = np.array([int(t, 16) for t in acc_p.read_text().split()], dtype=np.int64)
-    lines = out_p.read_text().splitlines()
-    widths = [16, 16] + [(w + 3) // 4 for _, w in hp.outputs]
-    length = sum(widths) + len(widths) - 1
-    if any(len(ln) != length for ln in lines):
-        bad = next(ln for ln in lines if len(ln) != length)
-        raise AssertionError(f"{out_p.name}: a record line of {len(bad)} characters, not {length}: {bad[:80]!r}")
-    cols, a = [], 0
-    for name, w in zip(["cycle", "first_valid", *(f"out_{f}" for f, _ in hp.outputs)], widths):
-        cols.append(_column(lines, a, a + w, out_p.name, name))
-        a += w + 1
-    names = [f for f, _ in hp.outputs]
-    outs = [(c, f, dict(zip(names, vals))) for c, f, *vals in zip(*cols)] if lines else []
+    (acc_n,) = parse_hex_lines(acc_p.read_bytes(), [16], ["accepted cycle"], acc_p.name)
+    names = ["cycle", "first_valid", *(f"out_{f}" for f, _ in hp.outputs)]
+    digits = [16, 16] + [(w + 3) // 4 for _, w in hp.outputs]
+    cyc, fv, *fields = parse_hex_lines(out_p.read_bytes(), digits, names, out_p.name)
+    outs = Outs({f: m for (f, _), m in zip(hp.outputs, fields)}, dict(hp.outputs))
     if not keep:
         acc_p.unlink()
         out_p.unlink()
-    return acc, outs
+    return nibble_ints(acc_n), nibble_ints(cyc), nibble_ints(fv), outs
 
 
 @dataclass
@@ -188,17 +178,17 @@ class Batch:
 
     Attributes:
         base: global index of the first transaction.
-        items: the unit's stimulus objects.
+        items: the unit's stimulus for these transactions.
         accepted: cycle each input was accepted.
-        outs: output fields of each transaction.
+        outs: output fields of each transaction, as columns.
         cycles: cycle each output was taken.
         first_valid: cycle each output was first valid.
     """
 
     base: int
-    items: list[Any]
+    items: Any
     accepted: np.ndarray
-    outs: list[dict[str, int]]
+    outs: Outs
     cycles: np.ndarray
     first_valid: np.ndarray
 
@@ -225,6 +215,7 @@ class TpBfm:
         self.chunks = -(-count // CHUNK)
         self.folder = Path.cwd()  # the simulator's working folder: the harness opens its files there
         self.written = 0  # chunk files written
+        self.dropped = 0  # chunk files deleted (below this one)
         self.presented = 0  # chunk the player is on
         self.items: dict[int, list[Any]] = {}  # stimulus of chunks not yet checked
         self.moved = cocotb.triggers.Event()  # a chunk was written, or the player moved on
@@ -246,8 +237,9 @@ class TpBfm:
     def _drop_stimulus(self, upto: int) -> None:
         """Delete the chunk files below ``upto`` (loaded already) unless ``keep``."""
         if not self.ctx.opt("keep", False):
-            for j in range(upto):
+            for j in range(self.dropped, min(upto, self.written)):
                 (self.folder / f"tp_stim_{j}.bin").unlink(missing_ok=True)
+            self.dropped = max(self.dropped, min(upto, self.written))
 
     async def run(self, budget_per_chunk: int) -> None:
         """Start the harness once the first chunks are written; wake per chunk until done."""
@@ -315,13 +307,16 @@ class ChunkDriver(uvm_driver):
 
 class RecordMonitor(uvm_component):
     """Reads each closed chunk's records, pairs outputs with accepted inputs in order
-    and publishes :class:`Batch` es on ``ap``. At the end ``unmatched`` counts
-    inputs that never came out and ``extra`` outputs with no input."""
+    and publishes a :class:`Batch` on ``ap`` per record file (its items joined from the
+    stimulus chunks they came from). At the end ``unmatched`` counts inputs that
+    never came out and ``extra`` outputs with no input."""
 
     def build_phase(self) -> None:
         self.ap = uvm_analysis_port("ap", self)
-        self.acc: deque[np.ndarray] = deque()
-        self.outs: deque[tuple[int, int, dict[str, int]]] = deque()
+        self.acc = np.zeros(0, np.int64)      # accepted cycles not yet paired
+        self.cyc = np.zeros(0, np.int64)      # output beats not yet paired: cycles,
+        self.fv = np.zeros(0, np.int64)       # ... first-valid cycles
+        self.outs: Outs | None = None         # ... and fields
         self.paired = 0
         self.unmatched = 0
         self.extra = 0
@@ -338,32 +333,31 @@ class RecordMonitor(uvm_component):
             if k < 0:
                 break
             with spent("records"):
-                acc, outs = read_records(self.bfm.folder, k, self.bfm.hp, keep)
-            self.acc.append(acc)
-            self.outs.extend(outs)
+                acc, cyc, fv, outs = read_records(self.bfm.folder, k, self.bfm.hp, keep)
+                self.acc = np.concatenate([self.acc, acc])
+                self.cyc, self.fv = np.concatenate([self.cyc, cyc]), np.concatenate([self.fv, fv])
+                self.outs = outs if self.outs is None else Outs.concat([self.outs, outs])
             self._publish()
-        n_acc = self.paired + sum(len(a) for a in self.acc)
-        self.unmatched = max(n_acc - self.paired, 0)
-        self.extra = len(self.outs)
+        self.unmatched = len(self.acc)
+        self.extra = len(self.cyc)
         self.finished.set()
 
     def _publish(self) -> None:
-        acc = np.concatenate(list(self.acc)) if self.acc else np.zeros(0, np.int64)
-        n = min(len(acc), len(self.outs))
+        n = min(len(self.acc), len(self.cyc))
         if n == 0:
             return
-        outs = [self.outs.popleft() for _ in range(n)]
-        base, items = self.paired, []
-        for g in range(base, base + n):
-            items.append(self.bfm.items[g // CHUNK][g % CHUNK])
-        done_chunk = (base + n) // CHUNK
-        for c in [c for c in self.bfm.items if c < done_chunk]:
-            del self.bfm.items[c]  # checked: the stimulus is not kept
-        self.acc = deque([acc[n:]])
+        base = self.paired
+        parts = []
+        for c in range(base // CHUNK, (base + n - 1) // CHUNK + 1):
+            lo, hi = max(base, c * CHUNK) - c * CHUNK, min(base + n, (c + 1) * CHUNK) - c * CHUNK
+            parts.append(self.bfm.items[c][lo:hi])
+            if hi == CHUNK or c * CHUNK + hi == self.bfm.count:
+                del self.bfm.items[c]  # checked: the stimulus is not kept
         self.paired += n
-        self.last = (base + n - 1, outs[-1][0])
-        self.ap.write(Batch(base, items, acc[:n], [o[2] for o in outs],
-                            np.array([o[0] for o in outs], np.int64), np.array([o[1] for o in outs], np.int64)))
+        self.last = (base + n - 1, int(self.cyc[n - 1]))
+        batch = Batch(base, join_items(parts), self.acc[:n], self.outs[:n], self.cyc[:n], self.fv[:n])
+        self.acc, self.cyc, self.fv, self.outs = self.acc[n:], self.cyc[n:], self.fv[n:], self.outs[n:]
+        self.ap.write(batch)
 
 
 class TpScoreboard(uvm_subscriber):
@@ -410,7 +404,7 @@ class TpScoreboard(uvm_subscriber):
                         f"{b.first_valid[i]}; the record says latency {self.latency}")
         self.checked += len(b.items)
         if self.ctx.opt("dump_stream", False):
-            self.stream += stream_record(b.accepted, b.outs, b.cycles, b.first_valid,
+            self.stream += stream_record(b.accepted, b.outs.rows(), b.cycles, b.first_valid,
                                          [self.unit.encode(it) for it in b.items])
 
     def _error(self, msg: str) -> None:
@@ -421,16 +415,6 @@ class TpScoreboard(uvm_subscriber):
         tb = self.ctx.opts.get("testbench", "<test>")
         lo, hi = max(cycle - 200, 0), cycle + 50
         return f"make sim TEST={tb} SEED={self.ctx.seed} WAVES=1 WINDOW={lo}:{hi}"
-
-
-class _OutBeat:
-    """An output beat as :class:`~.agents.stream.Beat` shows it to a unit (``fields``,
-    ``cycle``, ``first_valid``), without a dataclass's construction cost."""
-
-    __slots__ = ("fields", "cycle", "first_valid")
-
-    def __init__(self, fields: dict[str, int], cycle: int, first_valid: int) -> None:
-        self.fields, self.cycle, self.first_valid = fields, cycle, first_valid
 
 
 class TpCoverage(uvm_subscriber):
@@ -448,8 +432,7 @@ class TpCoverage(uvm_subscriber):
             self._sample(b)
 
     def _sample(self, b: Batch) -> None:
-        beats = list(map(_OutBeat, b.outs, b.cycles.tolist(), b.first_valid.tolist()))
-        cols = dict(self.unit.sample_columns(b.items, beats))
+        cols = dict(self.unit.sample_columns(b.items, b.outs))
         cols["stalled"] = b.cycles > b.first_valid
         self.cg.sample_columns(cols)
 

@@ -11,18 +11,18 @@ accumulator magnitude and the stimulus kinds.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
+from lockstep.verif.columns import ints, signed
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
-from lockstep.verif.bfp.bins import signed_column
-from lockstep.verif.bfp.stimulus import Drawn, drawn_items, item_columns, pick_kinds
+from lockstep.verif.bfp.stimulus import drawn_items, item_columns, pick_kinds
 
 __all__ = ["DotItem", "DotUnit", "DotTest", "MANT_KINDS", "BIAS_KINDS", "dot_items"]
 
@@ -77,8 +77,6 @@ class DotItem:
     e5: int
     mkind: str = "random"
     bkind: str = "off"
-    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
-    _row: int = field(default=-1, init=False, repr=False, compare=False)
 
 
 _FIELDS = ["a", "ea", "b", "eb", "bias_en", "bias", "e5", "mkind", "bkind"]
@@ -255,9 +253,9 @@ class DotUnit(StreamUnit):
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        acc = signed_column([o["acc"] for o in outs], fmt.acc_bits)
-        e3 = signed_column([o["e3"] for o in outs], fmt.e_sum_bits)
-        flg = np.array([o["flags"] for o in outs], dtype=np.int64)
+        acc = signed(outs, "acc", fmt.acc_bits)
+        e3 = signed(outs, "e3", fmt.e_sum_bits)
+        flg = ints(outs, "flags")
         return acc, e3, flg
 
     def check(self, items, outs):
@@ -295,7 +293,7 @@ class DotUnit(StreamUnit):
     def sample_columns(self, items: list[DotItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
         A, w = fmt.acc_bits, fmt.w
-        d_acc, d_e3, d_flg = self._decode([o.fields for o in outs])
+        d_acc, d_e3, d_flg = self._decode(outs)
         c = self.columns(items)
         en, bias = c["bias_en"], c["bias"]
         e6 = c["e5"] - c["ea"] - c["eb"]

@@ -9,7 +9,7 @@ the stimulus kinds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,11 +18,12 @@ from lockstep.models.bfp import decode_flags
 from lockstep.models.bfp.params import BfpFormat, MxElement, MxParams
 from lockstep.models.bfp.mx import MX_FLAG_NAMES
 from lockstep.verif.agents.stream import Beat
+from lockstep.verif.columns import ints, lanes
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, unpack_rows
+from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 
-from .stimulus import F32_INF, F32_QNAN, KINDS, Drawn, drawn_items, float_kind, item_columns, pick_kinds
+from .stimulus import F32_INF, F32_QNAN, KINDS, drawn_items, float_kind, item_columns, pick_kinds
 
 __all__ = ["MX_KINDS", "MxItem", "MxUnit", "MxTest", "mx_blocks"]
 
@@ -153,8 +154,6 @@ class MxItem:
 
     bits: np.ndarray
     kind: str = "gauss"
-    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
-    _row: int = field(default=-1, init=False, repr=False, compare=False)
 
 
 class MxUnit(StreamUnit):
@@ -189,11 +188,9 @@ class MxUnit(StreamUnit):
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p: MxParams = self.params
-        scale = np.array([o["scale"] for o in outs], dtype=np.int64)
-        codes = unpack_rows([o["data"] for o in outs], p.element.bits, p.block).reshape(
-            len(outs), p.block
-        )
-        flags = np.array([o["flags"] for o in outs], dtype=np.int64)
+        scale = ints(outs, "scale")
+        codes = lanes(outs, "data", p.element.bits, p.block)
+        flags = ints(outs, "flags")
         return scale, codes, flags
 
     def check(self, items, outs):
@@ -265,7 +262,7 @@ class MxUnit(StreamUnit):
         cg.point("kind", lambda t: t["kind"], list({**KINDS, **MX_KINDS}))
 
     def sample_columns(self, items: list[MxItem], outs: list[Beat]) -> dict[str, np.ndarray]:
-        d_s, d_c, d_f = self._decode([o.fields for o in outs])
+        d_s, d_c, d_f = self._decode(outs)
         return {
             "flags": d_f,
             "scale": d_s,

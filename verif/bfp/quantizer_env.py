@@ -16,12 +16,13 @@ import numpy as np
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
+from lockstep.verif.columns import col, ints, lanes, signed
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, to_signed, unpack_rows
+from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
-from .stimulus import KINDS, float_blocks
+from .stimulus import KINDS, drawn_items, float_blocks
 
 __all__ = ["PATENT_VECTORS", "QuantItem", "QuantUnit", "QuantTest", "QuantPatentTest"]
 
@@ -80,8 +81,9 @@ class QuantUnit(StreamUnit):
         bits, kinds = float_blocks(rng, fmt, count, self.ctx.opt("kinds", None))
         force = rng.random(count) < float(self.ctx.opt("force_rate", 0.1))
         exps = rng.integers(fmt.e_min, fmt.e_max + 1, size=count)
-        names = list(self.ctx.opt("kinds", None) or KINDS)
-        return [QuantItem(bits[i], bool(force[i]), int(exps[i]), names[kinds[i]]) for i in range(count)]
+        names = np.array(list(self.ctx.opt("kinds", None) or KINDS))
+        return drawn_items(QuantItem, {"bits": bits, "force": force, "exp": exps, "kind": names[kinds]},
+                           ["bits", "force", "exp", "kind"])
 
     def encode(self, item: QuantItem) -> dict[str, int]:
         return {
@@ -93,27 +95,27 @@ class QuantUnit(StreamUnit):
     def encode_columns(self, items: list[QuantItem]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
         return {
-            "data": np.array([it.bits for it in items], dtype=np.uint32).reshape(len(items), fmt.n),
-            "force": np.array([it.force for it in items], dtype=np.int64),
-            "exp": np.array([it.exp for it in items], dtype=np.int64) & ((1 << fmt.e) - 1),
+            "data": col(items, "bits", np.uint32).reshape(len(items), fmt.n),
+            "force": col(items, "force", np.int64),
+            "exp": col(items, "exp", np.int64) & ((1 << fmt.e) - 1),
         }
 
     def golden(self, items: list[QuantItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Model outputs for ``items`` (forced blocks use the forced exponent)."""
         fmt: BfpFormat = self.params
-        bits = np.array([it.bits for it in items], dtype=np.uint32).reshape(len(items), fmt.n)
-        force = np.array([it.force for it in items], dtype=bool)
+        bits = col(items, "bits", np.uint32).reshape(len(items), fmt.n)
+        force = col(items, "force", bool)
         g_exp, g_man, g_flg = bfp.quantize(bits, fmt)
         if force.any():
-            forced = np.array([it.exp for it in items], dtype=np.int64)[force]
+            forced = col(items, "exp", np.int64)[force]
             g_exp[force], g_man[force], g_flg[force] = bfp.quantize(bits[force], fmt, exp=forced)
         return g_exp, g_man, g_flg
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        man = unpack_rows([o["data"] for o in outs], fmt.w, fmt.n, signed=True)
-        exp = np.array([to_signed(o["exp"], fmt.e) for o in outs], dtype=np.int64)
-        flg = np.array([o["flags"] for o in outs], dtype=np.int64)
+        man = lanes(outs, "data", fmt.w, fmt.n, signed=True)
+        exp = signed(outs, "exp", fmt.e)
+        flg = ints(outs, "flags")
         return exp, man, flg
 
     def check(self, items, outs):
@@ -122,8 +124,8 @@ class QuantUnit(StreamUnit):
         if self.ctx.opt("dump", False):  # raw DUT outputs, e.g. for the precision report
             np.savez(
                 self.ctx.results / "outputs.npz",
-                bits=np.array([it.bits for it in items], dtype=np.uint32),
-                force=np.array([it.force for it in items]),
+                bits=col(items, "bits", np.uint32),
+                force=col(items, "force"),
                 exp=d_exp,
                 man=d_man,
                 flags=d_flg,
@@ -154,16 +156,14 @@ class QuantUnit(StreamUnit):
 
     def sample_columns(self, items: list[QuantItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
-        d_exp, d_man, d_flg = self._decode([o.fields for o in outs])
+        d_exp, d_man, d_flg = self._decode(outs)
         # A round-up: an element whose RNE magnitude exceeds its truncated magnitude.
-        _, m_t, _ = bfp.quantize(
-            np.array([it.bits for it in items], dtype=np.uint32), dataclasses.replace(fmt, rounding="trunc")
-        )
+        _, m_t, _ = bfp.quantize(col(items, "bits", np.uint32), dataclasses.replace(fmt, rounding="trunc"))
         return {
             "flags": d_flg,
             "exp": d_exp,
-            "force": np.array([it.force for it in items], dtype=bool),
-            "kind": np.array([it.kind for it in items]),
+            "force": col(items, "force", bool),
+            "kind": col(items, "kind"),
             "round_up": (np.abs(d_man) > np.abs(m_t)).any(axis=1),
         }
 
@@ -184,33 +184,52 @@ class QuantPatentUnit(QuantUnit):
         want = BfpFormat(w=16, e=5, n=fmt.n, rounding="trunc", overflow="wrap")
         if fmt != want:
             raise ValueError(f"the patent vectors need {want}, the testbench was given {fmt}")
-        out = []
-        for i in range(count):
-            xs, forced, exp, mant = PATENT_VECTORS[i % len(PATENT_VECTORS)]
-            block = np.zeros(fmt.n, dtype=np.float32)
-            block[: len(xs)] = xs
-            out.append(QuantItem(block.view(np.uint32), forced is not None, forced or 0, "patent", (exp, mant)))
-        return out
+        nv = len(PATENT_VECTORS)
+        blocks = np.zeros((nv, fmt.n), dtype=np.float32)
+        for v, (xs, _, _, _) in enumerate(PATENT_VECTORS):
+            blocks[v, : len(xs)] = xs
+        vec = np.arange(count) % nv
+        expect = np.empty(nv, dtype=object)
+        for v, (_, _, exp, mant) in enumerate(PATENT_VECTORS):
+            expect[v] = (exp, mant)
+        return drawn_items(QuantItem, {
+            "bits": blocks.view(np.uint32)[vec],
+            "force": np.array([f is not None for _, f, _, _ in PATENT_VECTORS])[vec],
+            "exp": np.array([f or 0 for _, f, _, _ in PATENT_VECTORS], dtype=np.int64)[vec],
+            "kind": np.full(count, "patent"),
+            "expect": expect[vec],
+        }, ["bits", "force", "exp", "kind", "expect"])
 
     def check(self, items, outs):
         errors, bad, sticky = super().check(items, outs)
         d_exp, d_man, _ = self._decode(outs)
-        for i, it in enumerate(items):
-            exp, mant = it.expect
-            got = [int(v) & 0xFFFF for v in d_man[i][: len(mant)]]
-            if d_exp[i] != exp or got != mant:
+        vec = self._vectors(items)
+        for v in np.unique(vec).tolist():   # each vector: its rows at once
+            exp, mant = PATENT_VECTORS[v][2:]
+            rows = np.flatnonzero(vec == v)
+            got = d_man[rows, : len(mant)] & 0xFFFF
+            wrong = rows[(d_exp[rows] != exp) | (got != np.array(mant)).any(axis=1)]
+            for i in wrong[: self.report_limit]:
+                it = items[i]
                 errors.append(
                     f"patent vector {i}: inputs {it.bits.view(np.float32)[: len(mant)].tolist()}"
                     f"{' forced exp %d' % it.exp if it.force else ''}: DUT exponent {d_exp[i]}, "
-                    f"mantissas {[hex(v) for v in got]}; the patent says {exp}, {[hex(v) for v in mant]}"
+                    f"mantissas {[hex(int(v) & 0xFFFF) for v in d_man[i][: len(mant)]]}; the patent says {exp}, "
+                    f"{[hex(v) for v in mant]}"
                 )
         return errors, bad, sticky
 
     def define_coverage(self, cg: Covergroup) -> None:
         cg.point("vector", lambda t: t["vector"], list(range(len(PATENT_VECTORS))))
 
-    def samples(self, items, outs):
-        return [{"vector": i % len(PATENT_VECTORS)} for i in range(len(items))]
+    @staticmethod
+    def _vectors(items) -> np.ndarray:
+        """Which of :data:`PATENT_VECTORS` each item is (by its expectation)."""
+        index = {(exp, tuple(mant)): v for v, (_, _, exp, mant) in enumerate(PATENT_VECTORS)}
+        return np.array([index[(e, tuple(m))] for e, m in col(items, "expect", object).tolist()], dtype=np.int64)
+
+    def sample_columns(self, items, outs):
+        return {"vector": self._vectors(items)}
 
 
 class QuantPatentTest(StreamTest):

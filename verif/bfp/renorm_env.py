@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
+from lockstep.verif.columns import ints, lanes, signed
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, unpack_rows
+from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
-from lockstep.verif.bfp.stimulus import Drawn, drawn_items, item_columns, pick_kinds
-from lockstep.verif.bfp.bins import EXP_BINS, exp_class, signed_column
+from lockstep.verif.bfp.stimulus import drawn_items, item_columns, pick_kinds
+from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
 __all__ = ["RENORM_KINDS", "RenormItem", "RenormUnit", "RenormTest", "StatsUnit", "StatsTest", "acc_vectors"]
 
@@ -58,8 +59,6 @@ class RenormItem:
     fixed: bool = False
     e4: int = 0
     kind: str = "full"
-    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
-    _row: int = field(default=-1, init=False, repr=False, compare=False)
 
 
 _FIELDS = ["acc", "e3", "fixed", "e4", "kind"]
@@ -242,9 +241,9 @@ class RenormUnit(StreamUnit):
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        man = unpack_rows([o["data"] for o in outs], fmt.w, fmt.n, signed=True)
-        e4 = signed_column([o["e4"] for o in outs], fmt.e)
-        flg = np.array([o["flags"] for o in outs], dtype=np.int64)
+        man = lanes(outs, "data", fmt.w, fmt.n, signed=True)
+        e4 = signed(outs, "e4", fmt.e)
+        flg = ints(outs, "flags")
         return e4, man, flg
 
     def check(self, items, outs):
@@ -284,7 +283,7 @@ class RenormUnit(StreamUnit):
 
     def sample_columns(self, items: list[RenormItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         fmt: BfpFormat = self.params
-        d_e4, d_man, d_flg = self._decode([o.fields for o in outs])
+        d_e4, d_man, d_flg = self._decode(outs)
         c = self.columns(items)
         acc, e3 = c["acc"], c["e3"]
         sh = e3 - d_e4
@@ -410,7 +409,7 @@ class StatsUnit(RenormUnit):
 
     def samples(self, items: list[RenormItem], outs: list[Beat]) -> list[dict]:
         fmt: BfpFormat = self.params
-        _, _, d_flg = self._decode([o.fields for o in outs])
+        _, _, d_flg = self._decode(outs)
         sel = self._cov
         res = []
         for it, f in zip(items, d_flg):

@@ -2,8 +2,8 @@
 
 Every generator is vectorised numpy driven by one :class:`numpy.random.Generator`, so a
 seed reproduces the stimulus exactly. :func:`drawn_items` and :func:`item_columns` let a
-testbench draw its transactions column by column, hand them out as item objects, and read
-whole columns of any list of those items back without a loop per field.
+testbench draw its transactions column by column, hand them out as item objects (built
+only when read one by one), and read whole columns back without a loop per field.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any, Callable
 import numpy as np
 
 from lockstep.models.bfp.params import BfpFormat
+from lockstep.verif.columns import Items, item_columns
 
-__all__ = ["KINDS", "Drawn", "drawn_items", "float_blocks", "float_kind", "item_columns", "pick_kinds"]
+__all__ = ["KINDS", "drawn_items", "float_blocks", "float_kind", "item_columns", "pick_kinds"]
 
 F32_INF = np.uint32(0x7F800000)
 F32_QNAN = np.uint32(0x7FC00000)
@@ -150,53 +151,15 @@ def float_blocks(
     return out, kinds
 
 
-class Drawn:
-    """The columns of one draw of transactions (field -> one row per transaction). Each item
-    made by :func:`drawn_items` keeps a reference to it and its row (``_src``, ``_row``), so
-    :func:`item_columns` reads a column of many items as one numpy index. Items are
-    read-only: the columns, not the item's attributes, are what a column read returns."""
-
-    __slots__ = ("cols",)
-
-    def __init__(self, cols: dict[str, np.ndarray]) -> None:
-        self.cols = cols
-
-
-def drawn_items(make: Callable[..., Any], cols: dict[str, np.ndarray], fields: list[str]) -> list[Any]:
-    """One ``make(*row's fields)`` per row of ``cols``, with ``_src`` (the draw) and ``_row``.
+def drawn_items(make: Callable[..., Any], cols: dict[str, np.ndarray], fields: list[str]) -> Items:
+    """The draw ``cols`` as :class:`~lockstep.verif.columns.Items` of ``make``: item ``i``
+    is ``make(**{f: cols[f][i] for f in fields})`` (a 1-D column's cell as a Python
+    scalar, a 2-D column's row as a view), built only when it is read one by one (the
+    per-edge sequence); the throughput mode reads the columns.
 
     Args:
-        make: the item type; ``_src`` / ``_row`` are set on each item made (declare them
-            as ``field(init=False, compare=False, repr=False)`` so that a copy made with
-            :func:`dataclasses.replace` is an item made by hand).
+        make: the item type.
         cols: field -> ``(N, ...)`` column.
-        fields: the columns passed positionally, in ``make``'s order; a 1-D column is
-            passed as Python scalars, a 2-D one as its rows (views).
+        fields: the columns that are ``make``'s fields.
     """
-    src = Drawn(cols)
-    items = list(map(make, *(cols[f].tolist() if cols[f].ndim == 1 else list(cols[f]) for f in fields)))
-    for i, it in enumerate(items):
-        it._src, it._row = src, i
-    return items
-
-
-def item_columns(items: list[Any], names: list[str]) -> dict[str, np.ndarray]:
-    """Fields ``names`` of ``items``, column by column: rows of the :class:`Drawn` columns
-    the items came from (a numpy index per draw), else (items made by hand) one
-    ``np.array`` per field over the items' attributes."""
-    srcs = [getattr(it, "_src", None) for it in items]
-    first = srcs[0] if srcs else None
-    if first is None or None in srcs:
-        return {k: np.array([getattr(it, k) for it in items]) for k in names}
-    rows = np.array([it._row for it in items], dtype=np.int64)
-    if srcs.count(first) == len(srcs):  # one draw (Drawn compares by identity)
-        return {k: first.cols[k][rows] for k in names}
-    groups = list(dict.fromkeys(srcs))  # the draws, in order of first use
-    picks = [np.fromiter((s is g for s in srcs), bool, len(srcs)) for g in groups]
-    order = np.concatenate([np.flatnonzero(m) for m in picks])
-    out = {}
-    for k in names:
-        cat = np.concatenate([g.cols[k][rows[m]] for g, m in zip(groups, picks)])
-        out[k] = np.empty_like(cat)
-        out[k][order] = cat
-    return out
+    return Items(make, **{f: cols[f] for f in fields})

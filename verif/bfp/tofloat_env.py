@@ -10,17 +10,18 @@ example +-Inf with a 5-bit exponent) are left out, so 100 % coverage is attainab
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.agents.stream import Beat
+from lockstep.verif.columns import ints, lanes
 from lockstep.verif.coverage import Covergroup
-from lockstep.verif.packing import pack_lanes, unpack_rows
+from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
-from lockstep.verif.bfp.stimulus import Drawn, drawn_items, item_columns, pick_kinds
+from lockstep.verif.bfp.stimulus import drawn_items, item_columns, pick_kinds
 
 __all__ = ["TF_KINDS", "TfItem", "ToFloatUnit", "ToFloatTest", "reachable", "result_classes", "tf_blocks"]
 
@@ -152,8 +153,6 @@ class TfItem:
     m: np.ndarray
     exp: int
     kind: str = "uniform"
-    _src: Drawn | None = field(default=None, init=False, repr=False, compare=False)
-    _row: int = field(default=-1, init=False, repr=False, compare=False)
 
 
 _FIELDS = ["m", "exp", "kind"]
@@ -196,8 +195,8 @@ class ToFloatUnit(StreamUnit):
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
-        bits = unpack_rows([o["data"] for o in outs], 32, fmt.n)
-        flg = np.array([o["flags"] for o in outs], dtype=np.int64)
+        bits = lanes(outs, "data", 32, fmt.n)
+        flg = ints(outs, "flags")
         return bits, flg
 
     def check(self, items, outs):
@@ -246,7 +245,7 @@ class ToFloatUnit(StreamUnit):
         cg.point("kind", lambda t: t["kind"], list(TF_KINDS))
 
     def sample_columns(self, items: list[TfItem], outs: list[Beat]) -> dict[str, np.ndarray]:
-        d_bits, d_flg = self._decode([o.fields for o in outs])
+        d_bits, d_flg = self._decode(outs)
         c = self.columns(items)
         cls = result_classes(d_bits)
         neg = ((d_bits >> 31) & 1).astype(bool)
