@@ -130,7 +130,7 @@ API_PAGES = {
     "models-record": ["lockstep.models.record"],
     "verif-run": ["lockstep.verif.registry", "lockstep.verif.runner", "lockstep.verif.context"],
     "verif-env": ["lockstep.verif.seq", "lockstep.verif.coverage", "lockstep.verif.agents.stream",
-                  "lockstep.verif.agents.timed", "lockstep.verif.packing", "lockstep.verif.throughput",
+                  "lockstep.verif.agents.timed", "lockstep.verif.packing", "lockstep.verif.columns", "lockstep.verif.throughput",
                   "lockstep.verif.twin", "lockstep.verif.raw", "lockstep.verif.stream_env", "lockstep.gen.harness",
                   "lockstep.gen.sched.harness", "lockstep.verif.sched.tp_env", "lockstep.verif.sched.raw",
                   "lockstep.gen.gemm.harness", "lockstep.verif.gemm.tp_env", "lockstep.verif.gemm.raw",

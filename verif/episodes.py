@@ -9,6 +9,12 @@ it writes each episode's files at most two episodes ahead of the harness, raises
 once the first is written, wakes once per finished episode (or at the end, or at its own
 watchdog behind the harness's) and hands the finished episode numbers to the monitor on its
 ``closed`` queue.
+
+Around it, the parts of a family's environment that do not depend on what an episode is:
+:class:`EpisodeMonitor` (reads each finished episode's records, never dropping a broken
+one), :class:`EpisodeScoreboard` (timing and the first messages), :class:`EpisodeEnv`
+(sequencer, driver, monitor, scoreboard, coverage, wired) and :class:`EpisodeTest` (the
+run and how it ended: :meth:`EpisodeBfm.run_problems`).
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ from typing import Any
 
 import cocotb
 from cocotb.triggers import First, RisingEdge, Timer, ValueChange
+from pyuvm import ConfigDB, uvm_analysis_port, uvm_component, uvm_env, uvm_sequencer, uvm_subscriber, uvm_test
 
 from .context import CLOCK_NS, TbContext
-from .throughput import spent
+from .throughput import SPENT, spent
 
-__all__ = ["EpisodeBfm", "RecordError"]
+__all__ = ["EpisodeBfm", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeTest", "RecordError"]
 
 
 class RecordError(AssertionError):
@@ -123,3 +130,171 @@ class EpisodeBfm:
                                 f"cycles ({self.budget_what})")
                 break
         self.closed.put_nowait(-1)
+
+    @property
+    def status(self) -> str:
+        """The harness's end status (``ok``, ``timeout``, ``window``, ``missing:<file>``;
+        empty before the end)."""
+        return self.end[2] if len(self.end) > 2 else ""
+
+    @property
+    def failed(self) -> bool:
+        """The run failed as a whole: the Python watchdog fired, or the harness could not
+        open an episode's file."""
+        return bool(self.timeout) or self.status.startswith("missing:")
+
+    def run_problems(self, recorded: int, last: str = "") -> list[str]:
+        """What went wrong with the run as a whole (first in a failure's messages): the
+        Python watchdog (with ``last``, the last episode checked), a file the harness could
+        not open, or fewer episodes recorded than written. A waves window's early end and
+        the harness's own watchdog (each family's scoreboard reports the episode it hit)
+        are not problems here.
+
+        Args:
+            recorded: episodes the monitor read.
+            last: what the scoreboard checked last, for the watchdog's message.
+        """
+        status = self.status
+        if self.timeout:
+            return [self.timeout + last]
+        if status.startswith("missing:"):
+            return [f"the harness could not open {status.split(':', 1)[1]} ({self.noun} {self.end[1]})"]
+        if status in ("window", "timeout") or recorded == self.count:
+            return []
+        return [f"{recorded} of {self.count} {self.noun}s recorded (harness status {status or 'none'}, "
+                f"tp_end.log {self.end})"]
+
+
+class EpisodeMonitor(uvm_component):
+    """Reads each finished episode's records and publishes what :meth:`read` makes of
+    them on ``ap``; a record that does not parse becomes :meth:`broken`'s record, never a
+    silent drop. Deletes the episode's files once read (``keep=1`` keeps them).
+
+    A family subclasses it with :attr:`files`, :meth:`read` and :meth:`broken`.
+    """
+
+    #: the kinds of episode file deleted once read (``tp_<kind>_<e>.*``).
+    files: tuple[str, ...] = ()
+
+    def build_phase(self) -> None:
+        self.ap = uvm_analysis_port("ap", self)
+        self.recorded = 0
+        self.finished = cocotb.triggers.Event()
+
+    def connect_phase(self) -> None:
+        self.bfm: EpisodeBfm = ConfigDB().get(self, "", "BFM")
+
+    def read(self, e: int, item: Any) -> Any:
+        """The record of finished episode ``e`` (its item ``item``), from its files.
+
+        Raises:
+            RecordError: a file is missing or a line does not parse.
+        """
+        raise NotImplementedError
+
+    def broken(self, e: int, item: Any, message: str) -> Any:
+        """The record of an episode whose files did not parse (``message`` says why)."""
+        raise NotImplementedError
+
+    async def run_phase(self) -> None:
+        keep = bool(self.bfm.ctx.opt("keep", False))
+        folder = self.bfm.folder
+        while True:
+            e = await self.bfm.closed.get()
+            if e < 0:
+                break
+            item = self.bfm.items.pop(e)
+            with spent("records"):
+                try:
+                    rec = self.read(e, item)
+                except RecordError as exc:
+                    rec = self.broken(e, item, str(exc))
+            if not keep:
+                for name in self.files:
+                    for f in folder.glob(f"tp_{name}_{e}.*"):
+                        f.unlink()
+            self.recorded += 1
+            self.ap.write(rec)
+        self.finished.set()
+
+
+class EpisodeScoreboard(uvm_subscriber):
+    """Checks each episode's record as it arrives (:meth:`check`, timed as
+    ``scoreboard``) and keeps the first :attr:`limit` messages; nothing else is kept
+    but what the family counts."""
+
+    #: messages kept.
+    limit = 40
+
+    def build_phase(self) -> None:
+        self.ctx: TbContext = ConfigDB().get(self, "", "CTX")
+        self.errors: list[str] = []
+        self.mismatches = 0
+
+    def write(self, rec: Any) -> None:
+        """Check one episode."""
+        with spent("scoreboard"):
+            self.check(rec)
+
+    def check(self, rec: Any) -> None:
+        """Check one episode's record (a family's checks)."""
+        raise NotImplementedError
+
+    def error(self, msg: str) -> None:
+        """Keep ``msg`` if fewer than :attr:`limit` are kept."""
+        if len(self.errors) < self.limit:
+            self.errors.append(msg)
+
+
+class EpisodeEnv(uvm_env):
+    """Sequencer and driver; the monitor feeding scoreboard and coverage. A family sets
+    the component types."""
+
+    driver_type: type = uvm_component
+    monitor_type: type = EpisodeMonitor
+    scoreboard_type: type = EpisodeScoreboard
+    coverage_type: type = uvm_subscriber
+
+    def build_phase(self) -> None:
+        self.seqr = uvm_sequencer("seqr", self)
+        self.driver = self.driver_type("driver", self)
+        self.monitor = self.monitor_type("monitor", self)
+        self.scoreboard = self.scoreboard_type("scoreboard", self)
+        self.coverage = self.coverage_type("coverage", self)
+
+    def connect_phase(self) -> None:
+        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
+        self.monitor.ap.connect(self.scoreboard.analysis_export)
+        self.monitor.ap.connect(self.coverage.analysis_export)
+
+
+class EpisodeTest(uvm_test):
+    """Runs the sequence :attr:`seq_type` through ``self.env`` (an :class:`EpisodeEnv`)
+    and ``self.bfm`` (an :class:`EpisodeBfm`), both made by the family's build phase,
+    until the monitor has read the last episode; then deletes the input files
+    (:attr:`inputs`) of episodes the run never reached (``keep=1`` keeps them).
+    :meth:`finish` writes the summary and the verdict."""
+
+    seq_type: type
+    #: the kinds of episode input file (``tp_<kind>_<e>.*``).
+    inputs: tuple[str, ...] = ()
+
+    async def run_phase(self) -> None:
+        self.raise_objection()
+        cocotb.start_soon(self.seq_type("seq").start(self.env.seqr))
+        await self.bfm.run()
+        await self.env.monitor.finished.wait()
+        if not self.ctx.opt("keep", False):
+            for name in self.inputs:
+                for f in self.bfm.folder.glob(f"tp_{name}_*.*"):
+                    f.unlink()
+        self.drop_objection()
+
+    def finish(self, errors: list[str], **summary: Any) -> None:
+        """Write the run's summary (``summary`` plus the harness's cycles, the wakes,
+        the mode, the first errors and the Python time per activity) and the verdict."""
+        bfm = self.bfm
+        self.ctx.summary.update(summary, harness_cycles=int(bfm.end[0]) if bfm.end and bfm.end[0].isdigit() else 0,
+                                wakes=bfm.wakes, mode="throughput", errors=errors[:20],
+                                python_s={k: round(v, 3) for k, v in SPENT.items()})
+        self.ctx.finish(errors, self.logger)

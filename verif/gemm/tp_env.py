@@ -48,17 +48,14 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from pyuvm import (
-    ConfigDB, uvm_analysis_port, uvm_component, uvm_driver, uvm_env, uvm_sequence, uvm_sequencer, uvm_subscriber,
-    uvm_test,
-)
+from pyuvm import ConfigDB, uvm_driver, uvm_sequence, uvm_subscriber
 
 from lockstep.gen.gemm.harness import REASONS, TopPorts, load_depth, top_ports_of
 from lockstep.models.gemm.params import GemmParams
 
 from ..context import TbContext
-from ..episodes import EpisodeBfm, RecordError
-from ..throughput import SPENT, spent
+from ..episodes import EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError
+from ..throughput import spent
 from ..coverage import Covergroup
 from ..seq import Item
 from .jobs import GemmJob, make_jobs
@@ -379,76 +376,48 @@ class JobDriver(uvm_driver):
             self.seq_item_port.item_done()
 
 
-class RecordMonitor(uvm_component):
+class RecordMonitor(EpisodeMonitor):
     """Reads each finished job's records and publishes a :class:`JobRecord` on ``ap``."""
 
-    def build_phase(self) -> None:
-        self.ap = uvm_analysis_port("ap", self)
-        self.jobs = 0
-        self.finished = cocotb.triggers.Event()
+    files = ("cfg", "load", "csr", "rb", "trace", "final")
 
     def connect_phase(self) -> None:
-        self.bfm: GemmTpBfm = ConfigDB().get(self, "", "BFM")
+        super().connect_phase()
         self.p: GemmParams = ConfigDB().get(self, "", "TB_PARAMS")
 
-    async def run_phase(self) -> None:
-        keep = bool(self.bfm.ctx.opt("keep", False))
+    def read(self, e: int, item: JobItem) -> JobRecord:
         folder = self.bfm.folder
-        ncsr = 1 << self.bfm.tp.w("csr_addr")
-        while True:
-            e = await self.bfm.closed.get()
-            if e < 0:
-                break
-            item = self.bfm.items.pop(e)
-            obs, final, errors = None, None, []
-            with spent("records"):
-                try:
-                    tr = read_trace(folder / f"tp_trace_{e}.log")
-                    final = read_final(folder / f"tp_final_{e}.log", ncsr, sum(n for _, n in item.job.check))
-                    obs = observation(item.job, tr, final, self.p, item.max_cycles)
-                except RecordError as exc:
-                    errors.append(f"job {e} ({item.job!r}): {exc}")
-            if not keep:
-                for name in ("cfg", "load", "csr", "rb", "trace", "final"):
-                    for f in folder.glob(f"tp_{name}_{e}.*"):
-                        f.unlink()
-            self.jobs += 1
-            self.ap.write(JobRecord(item, obs, final, errors))
-        self.finished.set()
+        tr = read_trace(folder / f"tp_trace_{e}.log")
+        final = read_final(folder / f"tp_final_{e}.log", 1 << self.bfm.tp.w("csr_addr"),
+                           sum(n for _, n in item.job.check))
+        return JobRecord(item, observation(item.job, tr, final, self.p, item.max_cycles), final)
+
+    def broken(self, e: int, item: JobItem, message: str) -> JobRecord:
+        return JobRecord(item, None, None, [f"job {e} ({item.job!r}): {message}"])
 
 
-class GemmTpScoreboard(uvm_subscriber):
+class GemmTpScoreboard(EpisodeScoreboard):
     """Checks each job as it arrives (nothing is kept but counts and messages)."""
 
     def build_phase(self) -> None:
-        self.ctx: TbContext = ConfigDB().get(self, "", "CTX")
+        super().build_phase()
         self.checked = 0     # trace requests checked
         self.jobs = 0        # jobs checked
         self.bad = 0         # jobs with a mismatch
-        self.mismatches = 0  # failed checks
         self.run_cycles = 0
         self.cycles = 0
-        self.errors: list[str] = []
         self.stream: list[dict[str, Any]] = []
         self.last: tuple[int, int] | None = None  # (job, its edges) of the last job checked
 
-    def write(self, rec: JobRecord) -> None:
-        """Check one job; keep the first messages."""
-        with spent("scoreboard"):
-            self._check(rec)
-
-    def _error(self, msg: str) -> None:
-        if len(self.errors) < 40:
-            self.errors.append(msg)
-
-    def _check(self, rec: JobRecord) -> None:
+    def check(self, rec: JobRecord) -> None:
+        """Check one job: the per-edge checks on what its records show."""
         it, job = rec.item, rec.item.job
         who = f"job {it.episode} ({job!r})"
         if rec.errors:
             self.mismatches += 1
             self.bad += 1
             for e in rec.errors:
-                self._error(e)
+                self.error(e)
             return
         fin, obs = rec.final, rec.obs
         self.jobs += 1
@@ -463,9 +432,9 @@ class GemmTpScoreboard(uvm_subscriber):
         if errs:
             self.bad += 1
             self.mismatches += len(errs)
-            self._error(f"{who}: {errs[0]}\n    replay: {self._replay(it, obs, fin)}")
+            self.error(f"{who}: {errs[0]}\n    replay: {self._replay(it, obs, fin)}")
             for m in errs[1:]:
-                self._error(f"{who}: {m}")
+                self.error(f"{who}: {m}")
 
     @staticmethod
     def _cycle(job: GemmJob, obs: Observation, fin: Final) -> int:
@@ -507,23 +476,16 @@ class GemmTpCoverage(uvm_subscriber):
             sample_bulk(self.cg, [rec.item.job])
 
 
-class GemmTpEnv(uvm_env):
+class GemmTpEnv(EpisodeEnv):
     """Sequencer and job driver; record monitor feeding scoreboard and coverage."""
 
-    def build_phase(self) -> None:
-        self.seqr = uvm_sequencer("seqr", self)
-        self.driver = JobDriver("driver", self)
-        self.monitor = RecordMonitor("monitor", self)
-        self.scoreboard = GemmTpScoreboard("scoreboard", self)
-        self.coverage = GemmTpCoverage("coverage", self)
-
-    def connect_phase(self) -> None:
-        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
-        self.monitor.ap.connect(self.scoreboard.analysis_export)
-        self.monitor.ap.connect(self.coverage.analysis_export)
+    driver_type = JobDriver
+    monitor_type = RecordMonitor
+    scoreboard_type = GemmTpScoreboard
+    coverage_type = GemmTpCoverage
 
 
-class GemmTpTest(uvm_test):
+class GemmTpTest(EpisodeTest):
     """The tile in throughput mode: ``jobs`` jobs (option, default 12) of the
     ``scenario`` option (default ``random``), each loaded, started, run to done,
     recorded, read back and checked in bulk."""
@@ -544,47 +506,27 @@ class GemmTpTest(uvm_test):
             ConfigDB().set(None, "*", k, v)
         self.env = GemmTpEnv("env", self)
 
-    async def run_phase(self) -> None:
-        self.raise_objection()
-        cocotb.start_soon(JobSeq("seq").start(self.env.seqr))
-        await self.bfm.run()
-        await self.env.monitor.finished.wait()
-        if not self.ctx.opt("keep", False):   # files of jobs a timeout or a window never ran
-            for name in ("cfg", "load", "csr", "rb"):
-                for f in self.bfm.folder.glob(f"tp_{name}_*.*"):
-                    f.unlink()
-        self.drop_objection()
+    seq_type = JobSeq
+    inputs = ("cfg", "load", "csr", "rb")
 
     def check_phase(self) -> None:
         sb, bfm = self.env.scoreboard, self.bfm
-        errors = list(sb.errors)
-        status = bfm.end[2] if len(bfm.end) > 2 else None
-        if bfm.timeout:
-            last = f"; the last job checked was {sb.last[0]} ({sb.last[1]} cycles)" if sb.last else ""
-            errors.insert(0, bfm.timeout + last)
-        elif status and status.startswith("missing:"):
-            errors.insert(0, f"the harness could not open {status.split(':', 1)[1]} (job {bfm.end[1]})")
-        elif status == "window":
+        status = bfm.status
+        last = f"; the last job checked was {sb.last[0]} ({sb.last[1]} cycles)" if sb.last else ""
+        errors = bfm.run_problems(self.env.monitor.recorded, last) + sb.errors
+        if status == "window":
             self.logger.info(f"stopped at the end of the waves window: {sb.jobs} jobs checked, the job in the window "
                              "not compared")
-        elif status == "timeout":
-            last = int(bfm.end[1]) - 1 if bfm.end[1].isdigit() else "?"
-            errors.insert(0, f"the harness's watchdog ended the run in job {last} (see the job's 'no done' message)")
-        elif self.env.monitor.jobs != self.count:
-            errors.insert(0, f"{self.env.monitor.jobs} of {self.count} jobs recorded (harness status {status}, "
-                             f"tp_end.log {bfm.end})")
+        elif status == "timeout" and not bfm.timeout:
+            ran = int(bfm.end[1]) - 1 if bfm.end[1].isdigit() else "?"
+            errors.insert(0, f"the harness's watchdog ended the run in job {ran} (see the job's 'no done' message)")
         if sb.jobs == 0 and not errors and status != "window":
-            errors.append(f"no job was checked ({self.env.monitor.jobs} jobs recorded, harness status {status})")
-        mismatches = sb.mismatches + (1 if bfm.timeout or (status or "").startswith("missing:") else 0)
-        s = self.ctx.summary
-        s.update(blocks=sb.jobs, transactions=sb.checked + sb.jobs, requests=sb.checked, jobs=sb.jobs,
-                 bad_jobs=sb.bad, mismatches=mismatches, cycles=sb.cycles, run_cycles=sb.run_cycles,
-                 harness_cycles=int(bfm.end[0]) if bfm.end and bfm.end[0].isdigit() else 0, wakes=bfm.wakes,
-                 mode="throughput", scenario=str(self.ctx.opt("scenario", "random")), errors=errors[:20],
-                 python_s={k: round(v, 3) for k, v in SPENT.items()})
+            errors.append(f"no job was checked ({self.env.monitor.recorded} jobs recorded, harness status {status})")
         if self.ctx.opt("dump_stream", False):
             (self.ctx.results / "stream.json").write_text(json.dumps(sb.stream))
-        self.ctx.finish(errors, self.logger)
+        self.finish(errors, blocks=sb.jobs, transactions=sb.checked + sb.jobs, requests=sb.checked, jobs=sb.jobs,
+                    bad_jobs=sb.bad, mismatches=sb.mismatches + int(bfm.failed), cycles=sb.cycles,
+                    run_cycles=sb.run_cycles, scenario=str(self.ctx.opt("scenario", "random")))
 
     def report_phase(self) -> None:
         self.ctx.report_coverage(self.env.coverage.cg)

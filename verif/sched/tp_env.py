@@ -46,18 +46,15 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from pyuvm import (
-    ConfigDB, uvm_analysis_port, uvm_component, uvm_driver, uvm_env, uvm_sequence, uvm_sequencer, uvm_subscriber,
-    uvm_test,
-)
+from pyuvm import ConfigDB, uvm_driver, uvm_sequence, uvm_subscriber
 
 from lockstep.gen.sched.harness import REASONS, FabricPorts, fabric_ports, harness_tail
 from lockstep.models import sched
 from lockstep.models.sched.params import FabricParams
 
 from ..context import TbContext
-from ..episodes import EpisodeBfm, RecordError
-from ..throughput import SPENT, spent
+from ..episodes import EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError
+from ..throughput import spent
 from ..seq import Item
 from .env import (
     Compiled, SchedCoverage, SchedTest, TraceScoreboard, _crosses_wrap, _jitter_bin, _period_bin,
@@ -497,74 +494,43 @@ class ProgramDriver(uvm_driver):
             self.seq_item_port.item_done()
 
 
-class RecordMonitor(uvm_component):
+class RecordMonitor(EpisodeMonitor):
     """Reads each finished episode's records and publishes an :class:`Episode` on ``ap``."""
 
-    def build_phase(self) -> None:
-        self.ap = uvm_analysis_port("ap", self)
-        self.episodes = 0
-        self.finished = cocotb.triggers.Event()
+    files = ("cfg", "sched", "data", "ext", "trace", "final")
 
-    def connect_phase(self) -> None:
-        self.bfm: SchedBfm = ConfigDB().get(self, "", "BFM")
+    def read(self, e: int, item: ProgramItem) -> Episode:
+        p, folder = item.program.params, self.bfm.folder
+        events, problems = read_trace(folder / f"tp_trace_{e}.log", p)
+        return Episode(item, events, problems, read_final(folder / f"tp_final_{e}.log", p))
 
-    async def run_phase(self) -> None:
-        keep = bool(self.bfm.ctx.opt("keep", False))
-        folder = self.bfm.folder
-        while True:
-            e = await self.bfm.closed.get()
-            if e < 0:
-                break
-            item = self.bfm.items.pop(e)
-            p = item.program.params
-            events, problems, final, errors = [], [], None, []
-            with spent("records"):
-                try:
-                    events, problems = read_trace(folder / f"tp_trace_{e}.log", p)
-                    final = read_final(folder / f"tp_final_{e}.log", p)
-                except RecordError as exc:
-                    errors.append(f"episode {e} (program seed {item.seed}): {exc}")
-            if not keep:
-                for name in ("cfg", "sched", "data", "ext", "trace", "final"):
-                    for f in folder.glob(f"tp_{name}_{e}.*"):
-                        f.unlink()
-            self.episodes += 1
-            self.ap.write(Episode(item, events, problems, final, errors))
-        self.finished.set()
+    def broken(self, e: int, item: ProgramItem, message: str) -> Episode:
+        return Episode(item, [], [], None, [f"episode {e} (program seed {item.seed}): {message}"])
 
 
-class SchedTpScoreboard(uvm_subscriber):
+class SchedTpScoreboard(EpisodeScoreboard):
     """Checks each episode as it arrives (nothing is kept but counts and messages)."""
 
     def build_phase(self) -> None:
-        self.ctx: TbContext = ConfigDB().get(self, "", "CTX")
+        super().build_phase()
         self.edge = TraceScoreboard("edge_checks", self)   # the per-edge checks, reused as they are
         self.checked = 0
-        self.mismatches = 0
         self.run_cycles = 0
         self.load_cycles = 0
         self.programs = 0
-        self.errors: list[str] = []
         self.traces: list[list[tuple]] = []
         self.last: tuple[int, int] | None = None  # (episode, run cycles) of the last episode checked
 
-    def write(self, ep: Episode) -> None:
-        """Check one episode; keep the first messages."""
-        with spent("scoreboard"):
-            self._check(ep)
-
-    def _error(self, msg: str) -> None:
-        if len(self.errors) < 40:
-            self.errors.append(msg)
-
-    def _check(self, ep: Episode) -> None:
+    def check(self, ep: Episode) -> None:
+        """Check one episode: its trace against the golden executor's, then the per-edge
+        scoreboard's own checks."""
         it = ep.item
         p = it.program.params
         who = f"episode {it.episode} (program seed {it.seed})"
         if ep.errors:
             self.mismatches += 1
             for e in ep.errors:
-                self._error(e)
+                self.error(e)
             return
         fin = ep.final
         self.programs += 1
@@ -577,7 +543,7 @@ class SchedTpScoreboard(uvm_subscriber):
             self.traces.append(have)
         if fin.reason == "timeout":
             self.mismatches += 1
-            self._error(f"{who}: watchdog: the fabric ran {fin.run_cycles} cycles without every tile halting "
+            self.error(f"{who}: watchdog: the fabric ran {fin.run_cycles} cycles without every tile halting "
                         f"(halted {fin.state['halted']}; the golden run halts after {it.golden.cycles}); "
                         f"{len(have)} events recorded")
         if fin.reason == "window":   # a replay that stopped at the end of its waves window
@@ -588,22 +554,22 @@ class SchedTpScoreboard(uvm_subscriber):
         self.checked += len(want)
         if bad:
             self.mismatches += bad
-            self._error(f"{who}: {msgs[0]}\n    replay: {self._replay(it, self._first_cycle(want, have))}")
+            self.error(f"{who}: {msgs[0]}\n    replay: {self._replay(it, self._first_cycle(want, have))}")
             for m in msgs[1:]:
-                self._error(f"{who}: {m}")
+                self.error(f"{who}: {m}")
         if fin.reason == "window":
             return
         # the per-edge scoreboard's own checks: the trace per kind, memories, errors, ...
         rest = self.edge.check(self.ctx, it.program, it.golden, ep.events, fin.state, ep.problems, it.expected)
         self.mismatches += len(rest)
         for r in rest:
-            self._error(f"{who}: {r}")
+            self.error(f"{who}: {r}")
         if isinstance(it.expected, Compiled):
             util = sched.utilisation(SimpleNamespace(trace=have, params=p))
             pred = sched.predicted_utilisation(it.expected.layout)
             if abs(util - pred) > 1e-12:
                 self.mismatches += 1
-                self._error(f"{who}: MAC utilisation {util:.4f} measured on the DUT trace, cycle model predicts {pred:.4f}")
+                self.error(f"{who}: MAC utilisation {util:.4f} measured on the DUT trace, cycle model predicts {pred:.4f}")
 
     @staticmethod
     def _first_cycle(want: list[tuple], have: list[tuple]) -> int:
@@ -638,23 +604,16 @@ class SchedTpCoverage(uvm_subscriber):
             sample_bulk(self.cov, ep.item.program, ep.events, ep.item.golden, st["err"], st["bus_err"])
 
 
-class SchedTpEnv(uvm_env):
+class SchedTpEnv(EpisodeEnv):
     """Sequencer and program driver; record monitor feeding scoreboard and coverage."""
 
-    def build_phase(self) -> None:
-        self.seqr = uvm_sequencer("seqr", self)
-        self.driver = ProgramDriver("driver", self)
-        self.monitor = RecordMonitor("monitor", self)
-        self.scoreboard = SchedTpScoreboard("scoreboard", self)
-        self.coverage = SchedTpCoverage("coverage", self)
-
-    def connect_phase(self) -> None:
-        self.driver.seq_item_port.connect(self.seqr.seq_item_export)
-        self.monitor.ap.connect(self.scoreboard.analysis_export)
-        self.monitor.ap.connect(self.coverage.analysis_export)
+    driver_type = ProgramDriver
+    monitor_type = RecordMonitor
+    scoreboard_type = SchedTpScoreboard
+    coverage_type = SchedTpCoverage
 
 
-class SchedTpTest(uvm_test):
+class SchedTpTest(EpisodeTest):
     """The fabric in throughput mode: ``programs`` programs (option, default 1) of the
     ``program`` option (default ``random``; ``txns`` transactions for long random
     programs), each loaded, run to halt, recorded and checked in bulk."""
@@ -673,44 +632,24 @@ class SchedTpTest(uvm_test):
             ConfigDB().set(None, "*", k, v)
         self.env = SchedTpEnv("env", self)
 
-    async def run_phase(self) -> None:
-        self.raise_objection()
-        cocotb.start_soon(ProgramSeq("seq").start(self.env.seqr))
-        await self.bfm.run()
-        await self.env.monitor.finished.wait()
-        if not self.ctx.opt("keep", False):   # images of episodes a timeout or a window never ran
-            for name in ("cfg", "sched", "data", "ext"):
-                for f in self.bfm.folder.glob(f"tp_{name}_*.*"):
-                    f.unlink()
-        self.drop_objection()
+    seq_type = ProgramSeq
+    inputs = ("cfg", "sched", "data", "ext")
 
     def check_phase(self) -> None:
         sb, bfm = self.env.scoreboard, self.bfm
-        errors = list(sb.errors)
-        status = bfm.end[2] if len(bfm.end) > 2 else None
-        if bfm.timeout:
-            last = f"; the last episode checked was {sb.last[0]} ({sb.last[1]} run cycles)" if sb.last else ""
-            errors.insert(0, bfm.timeout + last)
-        elif status and status.startswith("missing:"):
-            errors.insert(0, f"the harness could not open {status.split(':', 1)[1]} (episode {bfm.end[1]})")
-        elif status == "window":
+        last = f"; the last episode checked was {sb.last[0]} ({sb.last[1]} run cycles)" if sb.last else ""
+        errors = bfm.run_problems(self.env.monitor.recorded, last) + sb.errors
+        if bfm.status == "window":
             self.logger.info(f"stopped at the end of the waves window: {sb.checked} events checked, the end state "
                              f"not compared")
-        elif status != "timeout" and self.env.monitor.episodes != self.count:   # (a timeout: reported above)
-            errors.insert(0, f"{self.env.monitor.episodes} of {self.count} programs recorded (harness status "
-                             f"{status}, tp_end.log {bfm.end})")
         if sb.checked == 0 and not errors:
-            errors.append(f"no event was checked ({self.env.monitor.episodes} programs recorded, harness status {status})")
-        mismatches = sb.mismatches + (1 if bfm.timeout or (status or "").startswith("missing:") else 0)
-        s = self.ctx.summary
-        s.update(blocks=sb.checked, transactions=sb.checked, mismatches=mismatches, programs=sb.programs,
-                 cycles=sb.run_cycles + sb.load_cycles, run_cycles=sb.run_cycles, load_cycles=sb.load_cycles,
-                 harness_cycles=int(bfm.end[0]) if bfm.end else 0, wakes=bfm.wakes, mode="throughput",
-                 program=str(self.ctx.opt("program", "random")), errors=errors[:20],
-                 python_s={k: round(v, 3) for k, v in SPENT.items()})
+            errors.append(f"no event was checked ({self.env.monitor.recorded} programs recorded, harness status "
+                          f"{bfm.status})")
         if self.ctx.opt("dump_trace", False):
             (self.ctx.results / "trace.json").write_text(json.dumps(sb.traces))
-        self.ctx.finish(errors, self.logger)
+        self.finish(errors, blocks=sb.checked, transactions=sb.checked, mismatches=sb.mismatches + int(bfm.failed),
+                    programs=sb.programs, cycles=sb.run_cycles + sb.load_cycles, run_cycles=sb.run_cycles,
+                    load_cycles=sb.load_cycles, program=str(self.ctx.opt("program", "random")))
 
     def report_phase(self) -> None:
         cov = self.env.coverage.cov
