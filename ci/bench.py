@@ -11,7 +11,8 @@ For every throughput testbench of the quick tier (or ``--tests``), on each simul
   (:func:`lockstep.verif.raw.run_raw`: Verilator's own ``--binary`` main loop, or
   ``vvp``), timing the simulator alone, records checked afterwards.
 
-The sched fabric's and the GEMM tile's throughput testbenches run whole programs or jobs:
+The sched fabric's, the GEMM tile's, the STU's and the host top's throughput testbenches
+run whole programs, jobs or episodes:
 their per-edge twin runs once at its registered length, their throughput and raw runs a
 tenth of the quick tier's programs or jobs, then all of them. The streaming units run with no idle cycles and no back-pressure, so a
 transaction is a cycle. ``cycles_per_s`` is
@@ -60,7 +61,8 @@ def _record(tb: str, mode: str, sim: str, cycles: int, txns: int, wall: float, s
 
 def _pair(name: str, sim: str, small: int, large: int, key: str = "blocks") -> dict[str, Any]:
     """Run ``name`` with ``small`` then ``large`` transactions (``key``: ``blocks``, or
-    ``programs`` for the sched fabric); the large run's record."""
+    ``programs``, ``jobs`` or ``episodes`` for a harness of whole episodes); the large
+    run's record."""
     flat = _FLAT if key == "blocks" else {}
     run(name, sim, seed=1, opts={**flat, key: min(small, 64)})  # build outside the timing
     a = run(name, sim, seed=1, opts={**flat, key: small})
@@ -91,7 +93,7 @@ def simulation(names: list[str], sims: list[str], a: argparse.Namespace) -> list
         edge = name.removesuffix("_tp")
         for sim in sims:
             o = run_opts(tb, sim)
-            key = next((k for k in ("programs", "jobs") if k in o), "blocks")
+            key = next((k for k in ("programs", "jobs", "episodes") if k in o), "blocks")
             depth = int(o.get(key, 10_000))
             small = a.tp_small if key == "blocks" else max(1, depth // 10)
             rows.append(_pair(edge, sim, a.edge_small, a.edge_large) if key == "blocks" else _single(edge, sim))

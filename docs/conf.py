@@ -61,6 +61,13 @@ nitpick_ignore_regex = [
     # ... and the GEMM tile's (its jobs, per-edge checks and observation)
     ("py:(class|func|meth|mod)", r"(lockstep\.verif\.gemm\.)?(tile_env|jobs)(\..*)?|budget"),
     ("py:class", r"lockstep\.verif\.gemm\.tp_env\.Trace"),
+    # ... and the host top's (its scenarios, driver and per-edge components)
+    ("py:(class|func|meth|mod)", r"(lockstep\.verif\.host\.)?(jobs|driver)(\..*)?|"
+                                 r"(lockstep\.verif\.host\.top_env\.)?(QueueScoreboard|CqMonitor|Submitter)"),
+    ("py:class", r"np\..*"),
+    # ... and the STU's (its jobs, the shared job environment, the methods StuUnit inherits)
+    ("py:(class|func|meth|mod|attr)", r"(lockstep\.verif\.sparse\.)?(stu_jobs|job_env)(\..*)?|JobBfm|"
+                                      r"(lockstep\.verif\.sparse\.stu_env\.)?StuUnit\..*"),
 ]
 
 html_theme = "furo"

@@ -134,7 +134,9 @@ API_PAGES = {
                   "lockstep.verif.twin", "lockstep.verif.raw", "lockstep.verif.stream_env", "lockstep.gen.harness",
                   "lockstep.gen.sched.harness", "lockstep.verif.sched.tp_env", "lockstep.verif.sched.raw",
                   "lockstep.gen.gemm.harness", "lockstep.verif.gemm.tp_env", "lockstep.verif.gemm.raw",
-                  "lockstep.verif.episodes"],
+                  "lockstep.gen.sparse.harness", "lockstep.verif.sparse.tp_env", "lockstep.verif.sparse.raw",
+                  "lockstep.verif.sparse.stu_env", "lockstep.gen.host.harness", "lockstep.verif.host.tp_env", "lockstep.verif.host.raw",
+                  "lockstep.verif.host.top_env", "lockstep.verif.episodes"],
     "verif-testplan": ["lockstep.verif.testplan"],
 }
 #: Names a submodule's page leaves to its package's (documented there once).

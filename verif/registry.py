@@ -574,6 +574,46 @@ _sparse_cluster("sparse_cluster_mutant", _CL, "balance", tb_params=SparseParams(
 
 
 # ---- sparse STU, throughput mode (verif/sparse/tp_env.py, gen/sparse/harness.py) ----------
+#: Jobs per throughput run of the quick tier's STU, per simulator. A job is short (the
+#: default 8 x 8 maps): about 45 harness edges (next job, loads, start, run to done).
+#: Measured as the sum over a run's jobs of 1 + load words + 1 + the golden start-to-done
+#: cycles + 1 (+3 for the first reset), stalls left out (a lower bound; summary.json's
+#: cycles are this plus the stalls, a few % more), least over seeds 1..30 (2,600 jobs) and
+#: 1..60 (300 jobs): sparse_stu_random_tp 113,286 and 11,901 edges, sparse_stu_u2_tp
+#: 106,026 and 11,366 (tests/test_sparse_throughput.py counts seed 1 the same way).
+STU_TP_QUICK = {"jobs": 2600, "by_sim": {"icarus": {"jobs": 300}}}
+#: ... and of a full-tier one (at least as deep; the wide STUs' jobs are about 170 edges).
+STU_TP_FULL = {"jobs": 2600, "by_sim": {"icarus": {"jobs": 300}}}
+
+
+def _stu_tp(edge: str, tier: str = "full", **opts: Any) -> None:
+    """Register ``<edge>_tp``: the top, parameters and scenario of the per-edge STU
+    testbench ``edge`` in the top's throughput harness (``lockstep.gen.sparse.harness``),
+    the scenario's jobs as one stream (seed ``s`` with ``jobs = n`` is the per-edge
+    stream of seed ``s`` with ``jobs = n``; with ``pauses=cycle`` the per-edge run draws
+    the harness's back-pressure too). A negative testbench runs a few jobs."""
+    tb = TESTBENCHES[edge]
+    depth = STU_TP_QUICK if tier == "quick" else STU_TP_FULL
+    if tb.expect_fail:   # its first jobs must fail already
+        depth = {"jobs": 4}
+    _register(Testbench(
+        name=f"{edge}_tp", family="sparse", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
+        test_module="lockstep.verif.sparse.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
+        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput", sims=tb.sims,
+        opts={**tb.opts, **depth, "harness": "lockstep.gen.sparse.harness:emit_stu_harness",
+              "raw": "lockstep.verif.sparse.raw:run_raw_stu", **opts},
+    ))
+
+
+# The random STU 1300 and the STU 1400 (collision FIFO) in the quick tier, with the negative
+# twin (an STU 1300 checked as an STU 1400) on the STU 1300's build.
+for _name in ("sparse_stu_random", "sparse_stu_u2", "sparse_stu_mutant"):
+    _stu_tp(_name, tier="quick")
+# the other random and mixed STU testbenches in the full tier, and the errors scenario (the
+# second start while busy and the reset in a job, in HDL)
+for _name in ("sparse_stu_random_p3", "sparse_stu_u2_p3", "sparse_stu_u2_mixed", "sparse_stu_wide",
+              "sparse_stu_u2_wide", "sparse_stu_errors"):
+    _stu_tp(_name)
 
 
 # ---- gemm family (spec 003, docs/gemm.md) ------------------------------------------------
@@ -937,3 +977,39 @@ _host_engine("host_engine_mutant", _HE, "tasks", tb_params=HostParams(**{**_HE.t
 
 
 # ---- host top, throughput mode (verif/host/tp_env.py, gen/host/harness.py) ----------------
+#: Tasks per episode and episodes per throughput run of the quick tier's host_top, per
+#: simulator. An episode is one per-edge scenario run on a freshly reset top: about 8,300
+#: harness edges of reset, set-up, memory load (4,096 words) and read-back (4,096), plus
+#: about 100 edges per task with one kernel (measured: ``cycles / episodes`` in
+#: summary.json, seed 1: 13,280 stream, 15,800 backpressure, 13,200 two kernels). 48 tasks
+#: is below the fewest the scenarios' memory layout holds (62), so every episode runs them
+#: all. A lower bound, 8,192 edges plus the episode's exec_cycles sum per kernel, is over
+#: seeds 1..40 at least 11,200 an episode with one kernel and 9,700 with two: 10 episodes
+#: are over 100,000 on Verilator, 2 over 10,000 on Icarus.
+HOST_TP_QUICK = {"tasks": 48, "episodes": 10, "by_sim": {"icarus": {"episodes": 2}}}
+
+
+def _host_tp(edge: str, tier: str = "quick", **opts: Any) -> None:
+    """Register ``<edge>_tp``: the top, parameters and scenario of the per-edge host_top
+    testbench ``edge`` in the top's throughput harness (``lockstep.gen.host.harness``):
+    episode ``e`` of seed ``s`` is the per-edge run of seed ``s + 7919 e``
+    (``lockstep.verif.host.tp_env.episode_seed``) with the same ``tasks``. A negative
+    testbench keeps its per-edge task count (its first episode must fail already)."""
+    tb = TESTBENCHES[edge]
+    depth = {"episodes": 2} if tb.expect_fail else HOST_TP_QUICK
+    _register(Testbench(
+        name=f"{edge}_tp", family="host", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
+        test_module="lockstep.verif.host.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
+        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput", sims=tb.sims,
+        opts={**tb.opts, **depth, "harness": "lockstep.gen.host.harness:emit_host_harness",
+              "raw": "lockstep.verif.host.raw:run_raw_host", **opts},
+    ))
+
+
+# stream and back-pressure (and two kernels) in the quick tier, with the negative twin on
+# the same build; memerr and flush in the full tier. The errors scenario is per-edge only
+# (lockstep.verif.host.tp_env.EDGE_ONLY).
+for _name in ("host_top_stream", "host_top_backpressure", "host_top_two", "host_top_mutant"):
+    _host_tp(_name)
+for _name in ("host_top_memerr", "host_top_flush"):
+    _host_tp(_name, tier="full")

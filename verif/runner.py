@@ -337,6 +337,18 @@ def _harness_only_public(runner: Any) -> None:
 
 
 def _do_build(runner: Any, sources: list[Path], tb: Testbench, build_dir: Path, args: list[str], waves: bool) -> None:
+    # cocotb's runner lets a WAVES variable in the environment (`make sim WAVES=1` exports
+    # it) override ``waves``: an Icarus harness build would get cocotb's dump module,
+    # which dumps the whole run and hides the harness's own window.
+    saved = os.environ.pop("WAVES", None)
+    try:
+        _build_call(runner, sources, tb, build_dir, args, waves)
+    finally:
+        if saved is not None:
+            os.environ["WAVES"] = saved
+
+
+def _build_call(runner: Any, sources: list[Path], tb: Testbench, build_dir: Path, args: list[str], waves: bool) -> None:
     runner.build(
         sources=sources,
         hdl_toplevel=sim_toplevel(tb),

@@ -2,11 +2,11 @@
 (the limit ``make bench`` measures the throughput mode against).
 
 :func:`run_raw_gemm` writes every job of the run up front (the jobs the throughput test
-of the same seed builds: :func:`.tp_env.build_jobs`, with the per-edge watchdog
+of the same seed builds: :func:`lockstep.verif.gemm.tp_env.build_jobs`, with the per-edge watchdog
 :func:`.tile_env.budget`), runs the bare simulator executable
 (:func:`lockstep.verif.raw.build_raw`) with ``+tp_jobs``, ``+tp_go`` and ``+tp_finish``,
 and times only the simulator. Afterwards each job's records are checked exactly as the
-throughput scoreboard checks them (:func:`.tp_env.observation` and
+throughput scoreboard checks them (:func:`lockstep.verif.gemm.tp_env.observation` and
 :func:`.tile_env.check`), so a raw figure is never the speed of a wrong run. Cycles are
 counted as the throughput mode counts them: every harness edge of every job.
 """

@@ -23,7 +23,6 @@ in SQ order once everything has completed and checks:
 
 from __future__ import annotations
 
-from typing import Any
 
 import cocotb
 import numpy as np
@@ -38,10 +37,64 @@ from ..coverage import Covergroup
 from .driver import HostDriver
 from .jobs import Scenario, make_scenario
 
-__all__ = ["HostTopTest"]
+__all__ = ["FINAL_REGS", "HostTopTest", "check_queue", "ctrl_value", "define_coverage", "initial_image",
+           "reset_problems", "reset_values", "submissions"]
 
 _CTRL_EN, _CTRL_SR, _CTRL_IRQ, _CTRL_HALT = 1, 2, 4, 8
 _IRQ_BITS = ("cpl", "err", "doorbell_overflow", "write_to_owned_slot", "cq_head_overflow")
+#: Registers read at the end of a run (the per-edge order).
+FINAL_REGS = ("PERF_DONE", "PERF_ERR", "PERF_BUSY", "PERF_BUSY1", "PERF_RD_BEATS", "PERF_WR_BEATS", "PERF_CQ_STALL",
+              "PERF_TOTAL", "EXP_SEQ", "SQ_HEAD", "CQ_TAIL", "STATUS", "IRQ_STATUS")
+
+
+def ctrl_value(sc: Scenario) -> int:
+    """CTRL as the testbench writes it for scenario ``sc`` (enable, irq_en, halt_on_error)."""
+    return _CTRL_EN | (_CTRL_IRQ if sc.use_irq else 0) | (_CTRL_HALT if sc.halt_on_error else 0)
+
+
+def reset_values(p: HostParams) -> dict[str, int]:
+    """The registers the testbench reads after reset, with their reset values."""
+    return {"ID": hm.ID_VALUE, "HW_CFG": hm.hw_cfg(p), "CTRL": 0, "STATUS": 0b10100, "MEM_LIMIT": p.mem_bytes,
+            "EXP_SEQ": 0}
+
+
+def reset_problems(regs0: dict[str, int], p: HostParams) -> list[str]:
+    """Messages for every register of :func:`reset_values` that ``regs0`` (read after
+    reset) holds at another value."""
+    return [f"reset value of {n} = {regs0[n]:#x}, expected {v:#x}" for n, v in reset_values(p).items()
+            if regs0[n] != v]
+
+
+def initial_image(p: HostParams, sc: Scenario, seed: int) -> np.ndarray:
+    """The device memory the testbench loads before the first task: random bytes (from
+    ``seed + 7``) as poison, the scenario's weights at WGT_BASE and every task's
+    activations (regions are never reused within a scenario)."""
+    rng = np.random.default_rng(seed + 7)
+    image = rng.integers(0, 256, p.mem_bytes).astype(np.uint8)
+    image[sc.wgt_base:sc.wgt_base + sc.wgt_size] = sc.weights
+    for st in sc.steps:
+        d = st.desc
+        if st.kind == "task" and st.act is not None and st.act.shape == (d.m, d.k) and d.act_addr % 4 == 0 \
+                and d.act_addr + d.m * d.k * d.es <= sc.wgt_base:
+            hm.write_mat(image, d.act_addr, st.act, d.dtype)
+    return image
+
+
+def submissions(sc: Scenario) -> list[tuple[int, list[int], str]]:
+    """Every task step of ``sc`` as the submitter stamps it: ``(step index, descriptor
+    words, label)``, in SQ order (sequence numbers from 0, a BAD_SEQ mutation does not
+    advance them)."""
+    out, seq = [], 0
+    for i, st in enumerate(sc.steps):
+        if st.kind != "task":
+            continue
+        words = st.desc.with_(seq=seq).words()
+        if st.mutate is not None:
+            words = st.mutate[1](words, seq)
+        if st.mutate is None or st.mutate[0] != "BAD_SEQ":
+            seq = (seq + 1) & 0xFFFF
+        out.append((i, words, st.label))
+    return out
 
 
 class Shared:
@@ -195,101 +248,138 @@ class CqMonitor(uvm_component):
         sh.done.set()
 
 
+def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels: list[str],
+                cq: list[hm.Completion], problems: list[str], image: np.ndarray, device: np.ndarray,
+                regs: dict[str, int], tp: dict[str, int], *, sq_tail: int, cq_head: int, irq_seen: int = 0,
+                flagged: set[str] | frozenset[str] = frozenset(), moved: dict[str, int],
+                cq_full_seen: bool = False) -> tuple[list[str], dict[str, int]]:
+    """Every end-of-run check of a scenario (the module docstring): the golden model
+    (:class:`lockstep.models.host.FrontModel`) replayed in SQ order against the
+    completions, the memory, the counters, the pointers, STATUS, IRQ_STATUS and the DMA
+    byte counters. Both modes call it (:class:`QueueScoreboard` per-edge,
+    :mod:`lockstep.verif.host.tp_env` in throughput mode).
+
+    Args:
+        p: the parameters the testbench checks against.
+        sc: the scenario.
+        submitted: descriptor words in SQ order; ``labels`` their labels.
+        labels: each submitted descriptor's label (its expected status, for messages).
+        cq: the completions read, in CQ order.
+        problems: messages noted during the run (they come first).
+        image: the memory loaded before the first task.
+        device: the whole device memory read back.
+        regs: :data:`FINAL_REGS` read at the end.
+        tp: the test port's ``DMA_WR_BYTES`` and ``DMA_RD_BYTES`` read at the end.
+        sq_tail: the host's SQ_TAIL (SQ_HEAD must equal it).
+        cq_head: the host's CQ_HEAD (CQ_TAIL must equal it).
+        irq_seen: IRQ_STATUS bits the host cleared during the run.
+        flagged: IRQ bits the CSR-level error steps must have set.
+        moved: bytes the host moved through the DMA port before reading ``tp``
+            (``{"wr": .., "rd": ..}``).
+        cq_full_seen: the host saw the CQ full (needed when the scenario resumes a held CQ).
+
+    Returns:
+        The error messages and the counts ``ok``, ``err``, ``busy0``, ``busy1``.
+    """
+    errs = list(problems)
+    tags = [hm.Descriptor.unpack(w).tag for w in submitted]
+    errs += hm.order_problems(tags, cq, p.n_kernels)
+    by_tag = {}
+    for c in cq:
+        by_tag.setdefault(c.tag, c)
+    fm = hm.FrontModel(p, image.copy(), sc.wgt_base, sc.wgt_size, sc.mem_limit, 0, sc.err_window)
+    undefined = []
+    n_ok = n_err = busy0 = busy1 = 0
+    rd = wr = 0
+    clean = True
+    irq_exp = 0
+    for words, label in zip(submitted, labels):
+        d = hm.Descriptor.unpack(words)
+        c = by_tag.get(d.tag)
+        if c is None:
+            continue
+        if c.status == hm.ST["ABORTED"] and c.kernel == hm.FE_KERNEL:
+            o = fm.flush(words)
+        else:
+            o = fm.submit(words)
+        where = f"tag {d.tag:#06x} ({label})"
+        if c.status == hm.ST["ABORTED"] and c.kernel != hm.FE_KERNEL:
+            if not o.on_kernel:
+                errs.append(f"{where}: ABORTED on kernel {c.kernel}, but the model does not dispatch it "
+                            f"({HostParams.STATUS[o.status]})")
+            undefined.append(o.out)
+            clean = False
+        elif c.status != o.status:
+            errs.append(f"{where}: status {c.status_name}, model {HostParams.STATUS[o.status]}")
+        if o.status == hm.ST["MEM_ERR"]:
+            undefined.append(o.out)
+            clean = False
+        if c.status == hm.ST["ABORTED"] and sc.name != "flush":
+            errs.append(f"{where}: ABORTED without a flush")
+        if o.on_kernel and c.kernel == hm.FE_KERNEL and c.status != hm.ST["ABORTED"]:
+            errs.append(f"{where}: completed by the front end, the model dispatches it")
+        if not o.on_kernel and c.kernel != hm.FE_KERNEL:
+            errs.append(f"{where}: completed by kernel {c.kernel}, the model completes it in the front end")
+        if c.kernel == hm.FE_KERNEL and c.cycles != 0:
+            errs.append(f"{where}: a front-end completion with exec_cycles {c.cycles}")
+        if o.cycles is not None and c.status == hm.ST["OK"]:
+            if sc.exact_cycles and c.cycles != o.cycles:
+                errs.append(f"{where}: exec_cycles {c.cycles}, model {o.cycles} (no back-pressure)")
+            elif c.cycles < o.cycles:
+                errs.append(f"{where}: exec_cycles {c.cycles} below the stall-free {o.cycles}")
+        rd += o.rd_words
+        wr += o.wr_words
+        n_ok += c.status == hm.ST["OK"]
+        n_err += c.status != hm.ST["OK"]
+        busy0 += c.cycles if c.kernel == 0 else 0
+        busy1 += c.cycles if c.kernel == 1 else 0
+        if d.irq:  # W0[6] of whatever completed, errors included
+            irq_exp |= 1
+        if c.status != hm.ST["OK"]:
+            irq_exp |= 2
+    # memory: the device against the model, undefined ranges excepted
+    dev = device.copy()
+    mdl = fm.mem
+    for lo, hi in undefined:
+        mdl[lo:hi] = dev[lo:hi]
+    diff = np.flatnonzero(dev != mdl)
+    if diff.size:
+        a = int(diff[0])
+        outs = [(d.tag, hm.task_ranges(d, sc.wgt_base)["out"]) for d in map(hm.Descriptor.unpack, submitted)]
+        owner = [f"{tag:#06x}" for tag, (lo, hi) in outs if lo <= a < hi]
+        errs.append(f"device memory: {diff.size} byte(s) differ from the model; first at {a:#x} "
+                    f"(device {dev[a]:#04x}, model {mdl[a]:#04x}; result of task(s) {owner or 'none'})")
+    exp_regs = {"PERF_DONE": n_ok, "PERF_ERR": n_err, "PERF_BUSY": busy0, "PERF_BUSY1": busy1,
+                "EXP_SEQ": fm.exp_seq, "SQ_HEAD": sq_tail, "CQ_TAIL": cq_head}
+    if clean:
+        exp_regs.update(PERF_RD_BEATS=rd, PERF_WR_BEATS=wr)
+    for name, v in exp_regs.items():
+        if regs[name] != v:
+            errs.append(f"{name} = {regs[name]}, expected {v}")
+    status = regs["STATUS"]
+    if status & 0x1F != 0b10100:  # not busy, SQ not full, SQ empty, CQ not full, CQ empty
+        errs.append(f"STATUS = {status:#x} at the end: expected idle with both queues empty")
+    bits = irq_seen | regs["IRQ_STATUS"]
+    want = irq_exp | sum(1 << _IRQ_BITS.index(f) for f in flagged)
+    if bits != want:
+        errs.append(f"IRQ_STATUS bits seen {bits:#x}, expected {want:#x} ({', '.join(sorted(flagged))})")
+    if tp["DMA_WR_BYTES"] != moved["wr"] or tp["DMA_RD_BYTES"] != moved["rd"]:
+        errs.append(f"DMA byte counters {tp['DMA_WR_BYTES']}/{tp['DMA_RD_BYTES']}, the driver moved "
+                    f"{moved['wr']}/{moved['rd']}")
+    if any(st.kind == "resume_cq" for st in sc.steps) and not cq_full_seen:
+        errs.append("the host held the CQ, but the CQ never filled with a completion waiting")
+    return errs, {"ok": n_ok, "err": n_err, "busy0": busy0, "busy1": busy1}
+
+
 class QueueScoreboard(uvm_component):
-    """The golden model replayed in SQ order, and every end-of-run check."""
+    """The golden model replayed in SQ order, and every end-of-run check (:func:`check_queue`)."""
 
     def check_all(self, sh: Shared, image: np.ndarray, device: np.ndarray, regs: dict[str, int],
                   tp: dict[str, int]) -> list[str]:
-        p, sc = sh.p, sh.sc
-        errs = list(sh.problems)
-        tags = [hm.Descriptor.unpack(w).tag for w in sh.submitted]
-        errs += hm.order_problems(tags, sh.cq, p.n_kernels)
-        by_tag = {}
-        for c in sh.cq:
-            by_tag.setdefault(c.tag, c)
-        fm = hm.FrontModel(p, image.copy(), sc.wgt_base, sc.wgt_size, sc.mem_limit, 0, sc.err_window)
-        undefined = []
-        n_ok = n_err = busy0 = busy1 = 0
-        rd = wr = 0
-        clean = True
-        irq_exp = 0
-        for words, label in zip(sh.submitted, sh.labels):
-            d = hm.Descriptor.unpack(words)
-            c = by_tag.get(d.tag)
-            if c is None:
-                continue
-            if c.status == hm.ST["ABORTED"] and c.kernel == hm.FE_KERNEL:
-                o = fm.flush(words)
-            else:
-                o = fm.submit(words)
-            where = f"tag {d.tag:#06x} ({label})"
-            if c.status == hm.ST["ABORTED"] and c.kernel != hm.FE_KERNEL:
-                if not o.on_kernel:
-                    errs.append(f"{where}: ABORTED on kernel {c.kernel}, but the model does not dispatch it "
-                                f"({HostParams.STATUS[o.status]})")
-                undefined.append(o.out)
-                clean = False
-            elif c.status != o.status:
-                errs.append(f"{where}: status {c.status_name}, model {HostParams.STATUS[o.status]}")
-            if o.status == hm.ST["MEM_ERR"]:
-                undefined.append(o.out)
-                clean = False
-            if c.status == hm.ST["ABORTED"] and sh.sc.name != "flush":
-                errs.append(f"{where}: ABORTED without a flush")
-            if o.on_kernel and c.kernel == hm.FE_KERNEL and c.status != hm.ST["ABORTED"]:
-                errs.append(f"{where}: completed by the front end, the model dispatches it")
-            if not o.on_kernel and c.kernel != hm.FE_KERNEL:
-                errs.append(f"{where}: completed by kernel {c.kernel}, the model completes it in the front end")
-            if c.kernel == hm.FE_KERNEL and c.cycles != 0:
-                errs.append(f"{where}: a front-end completion with exec_cycles {c.cycles}")
-            if o.cycles is not None and c.status == hm.ST["OK"]:
-                if sc.exact_cycles and c.cycles != o.cycles:
-                    errs.append(f"{where}: exec_cycles {c.cycles}, model {o.cycles} (no back-pressure)")
-                elif c.cycles < o.cycles:
-                    errs.append(f"{where}: exec_cycles {c.cycles} below the stall-free {o.cycles}")
-            rd += o.rd_words
-            wr += o.wr_words
-            n_ok += c.status == hm.ST["OK"]
-            n_err += c.status != hm.ST["OK"]
-            busy0 += c.cycles if c.kernel == 0 else 0
-            busy1 += c.cycles if c.kernel == 1 else 0
-            if d.irq:  # W0[6] of whatever completed, errors included
-                irq_exp |= 1
-            if c.status != hm.ST["OK"]:
-                irq_exp |= 2
-        # memory: the device against the model, undefined ranges excepted
-        dev = device.copy()
-        mdl = fm.mem
-        for lo, hi in undefined:
-            mdl[lo:hi] = dev[lo:hi]
-        diff = np.flatnonzero(dev != mdl)
-        if diff.size:
-            a = int(diff[0])
-            outs = [(d.tag, hm.task_ranges(d, sc.wgt_base)["out"]) for d in map(hm.Descriptor.unpack, sh.submitted)]
-            owner = [f"{tag:#06x}" for tag, (lo, hi) in outs if lo <= a < hi]
-            errs.append(f"device memory: {diff.size} byte(s) differ from the model; first at {a:#x} "
-                        f"(device {dev[a]:#04x}, model {mdl[a]:#04x}; result of task(s) {owner or 'none'})")
-        exp_regs = {"PERF_DONE": n_ok, "PERF_ERR": n_err, "PERF_BUSY": busy0, "PERF_BUSY1": busy1,
-                    "EXP_SEQ": fm.exp_seq, "SQ_HEAD": sh.drv.sq_tail, "CQ_TAIL": sh.drv.cq_head}
-        if clean:
-            exp_regs.update(PERF_RD_BEATS=rd, PERF_WR_BEATS=wr)
-        for name, v in exp_regs.items():
-            if regs[name] != v:
-                errs.append(f"{name} = {regs[name]}, expected {v}")
-        status = regs["STATUS"]
-        if status & 0x1F != 0b10100:  # not busy, SQ not full, SQ empty, CQ not full, CQ empty
-            errs.append(f"STATUS = {status:#x} at the end: expected idle with both queues empty")
-        bits = sh.irq_seen | regs["IRQ_STATUS"]
-        want = irq_exp | sum(1 << _IRQ_BITS.index(f) for f in sh.flagged)
-        if bits != want:
-            errs.append(f"IRQ_STATUS bits seen {bits:#x}, expected {want:#x} ({', '.join(sorted(sh.flagged))})")
-        moved = sh.dma_at_tp
-        if tp["DMA_WR_BYTES"] != moved["wr"] or tp["DMA_RD_BYTES"] != moved["rd"]:
-            errs.append(f"DMA byte counters {tp['DMA_WR_BYTES']}/{tp['DMA_RD_BYTES']}, the driver moved "
-                        f"{moved['wr']}/{moved['rd']}")
-        if any(st.kind == "resume_cq" for st in sc.steps) and not sh.cq_full_seen:
-            errs.append("the host held the CQ, but the CQ never filled with a completion waiting")
-        self.counts = {"ok": n_ok, "err": n_err, "busy0": busy0, "busy1": busy1}
+        errs, self.counts = check_queue(
+            sh.p, sh.sc, sh.submitted, sh.labels, sh.cq, sh.problems, image, device, regs, tp,
+            sq_tail=sh.drv.sq_tail, cq_head=sh.drv.cq_head, irq_seen=sh.irq_seen, flagged=sh.flagged,
+            moved=sh.dma_at_tp, cq_full_seen=sh.cq_full_seen)
         return errs
 
 
@@ -300,8 +390,9 @@ class HostEnv(uvm_env):
         self.scoreboard = QueueScoreboard("scoreboard", self)
 
 
-def _coverage(sh: Shared) -> Covergroup:
-    p = sh.p
+def define_coverage(p: HostParams) -> Covergroup:
+    """The cover points of the whole command path (``host.queue``): completion status
+    and kernel, SQ occupancy at a submission, the MATMUL variants, NOP, a full batch."""
     cg = Covergroup("host.queue")
     cg.point("status", lambda s: s.get("status"), list(range(12)))
     cg.point("kernel", lambda s: s.get("kernel"), [hm.FE_KERNEL] + list(range(p.n_kernels)))
@@ -311,6 +402,10 @@ def _coverage(sh: Shared) -> Covergroup:
     # a whole SQ behind one doorbell (named, so runs of different depths merge)
     cg.point("batch", lambda s: "full" if s.get("batch") == p.depth else None, ["full"])
     return cg
+
+
+def _coverage(sh: Shared) -> Covergroup:
+    return define_coverage(sh.p)
 
 
 class HostTopTest(uvm_test):
@@ -338,17 +433,10 @@ class HostTopTest(uvm_test):
             got = await drv.reg(name)
             if got != v:
                 sh.note(f"{name} reads {got:#x} after writing {v:#x}")
-        rng = np.random.default_rng(self.ctx.seed + 7)
-        image = rng.integers(0, 256, p.mem_bytes).astype(np.uint8)
-        image[sc.wgt_base:sc.wgt_base + sc.wgt_size] = sc.weights
         # the activations of every task land in the image too (regions are never reused)
-        for st in sc.steps:
-            d = st.desc
-            if st.kind == "task" and st.act is not None and st.act.shape == (d.m, d.k) and d.act_addr % 4 == 0 \
-                    and d.act_addr + d.m * d.k * d.es <= sc.wgt_base:
-                hm.write_mat(image, d.act_addr, st.act, d.dtype)
+        image = initial_image(p, sc, self.ctx.seed)
         await drv.dma_write(0, image)
-        ctrl = _CTRL_EN | (_CTRL_IRQ if sc.use_irq else 0) | (_CTRL_HALT if sc.halt_on_error else 0)
+        ctrl = ctrl_value(sc)
         await drv.set_reg("PERF_CTRL", 1)
         await drv.set_reg("CTRL", ctrl)
         return image
@@ -357,12 +445,9 @@ class HostTopTest(uvm_test):
         self.raise_objection()
         sh, drv, p = self.sh, self.sh.drv, self.p
         await start(cocotb.top)
-        regs0 = {n: await drv.reg(n) for n in ("ID", "HW_CFG", "CTRL", "STATUS", "MEM_LIMIT", "EXP_SEQ")}
-        want0 = {"ID": hm.ID_VALUE, "HW_CFG": hm.hw_cfg(p), "CTRL": 0, "STATUS": 0b10100, "MEM_LIMIT": p.mem_bytes,
-                 "EXP_SEQ": 0}
-        for n, v in want0.items():
-            if regs0[n] != v:
-                sh.note(f"reset value of {n} = {regs0[n]:#x}, expected {v:#x}")
+        regs0 = {n: await drv.reg(n) for n in reset_values(p)}
+        for msg in reset_problems(regs0, p):
+            sh.note(msg)
         await drv.csr_write(hm.CSR["ID"], 0x12345678)  # RO: ignored
         if await drv.reg("ID") != hm.ID_VALUE:
             sh.note("a write to the RO register ID changed it")
@@ -379,12 +464,11 @@ class HostTopTest(uvm_test):
             mon.cancel()
         t1 = drv.now()
         await drv.cycles(4)
-        names = ("PERF_DONE", "PERF_ERR", "PERF_BUSY", "PERF_BUSY1", "PERF_RD_BEATS", "PERF_WR_BEATS", "PERF_CQ_STALL",
-                 "PERF_TOTAL", "EXP_SEQ", "SQ_HEAD", "CQ_TAIL", "STATUS", "IRQ_STATUS")
-        regs = {n: await drv.reg(n) for n in names}
+        regs = {n: await drv.reg(n) for n in FINAL_REGS}
         tp = {n: await drv.tp_read(n) for n in ("DMA_WR_BYTES", "DMA_RD_BYTES")}
         sh.dma_at_tp = dict(drv.dma_bytes)  # before the final read-back
         device = await drv.dma_read(0, p.mem_bytes)
+        self.device = device  # what EdgeStreamTest (verif/host/tp_env.py) dumps
         errs = self.env.scoreboard.check_all(sh, image, device, regs, tp)
         cg = _coverage(sh)
         for c in sh.cq:

@@ -574,7 +574,7 @@ def _routes(b: _Builder, n_seq: int) -> tuple[list[int], list[int]]:
 
 def _channel_jobs(b: _Builder, count: int) -> list[ClusterJob]:
     """C-channel convolutions (module docstring: ``channels``)."""
-    p, rng, m = b.p, b.rng, b.m
+    p, rng = b.p, b.rng
     jobs: list[ClusterJob] = []
     pools = ["max", "avg", "sum", "none"]
     n_seq = 0

@@ -38,7 +38,6 @@ from cocotb.triggers import Event, ReadOnly, RisingEdge, SimTimeoutError, with_t
 from pyuvm import (
     ConfigDB,
     uvm_analysis_port,
-    uvm_component,
     uvm_driver,
     uvm_env,
     uvm_sequencer,

@@ -27,7 +27,7 @@ a gather returns the last value written at ``[o][idx]`` (0 after reset).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from cocotb import start_soon
@@ -37,7 +37,7 @@ from lockstep.models import sparse
 from lockstep.models.sparse.params import SparseParams
 
 from ..coverage import Covergroup
-from ..packing import pack_lanes, to_signed, unpack_lanes
+from ..packing import pack_lanes, unpack_lanes
 from .job_env import JobBfm, JobTest, JobUnit, Observation, handshakes
 from .raster_env import nonzero_values, random_map
 

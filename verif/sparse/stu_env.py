@@ -7,7 +7,10 @@ The shared job environment (:mod:`.job_env`) runs the jobs of a scenario
 load port, drives ``cfg_*``, pulses ``start`` and waits for ``done`` (pulsing a second
 ``start`` while busy, or ``rst`` in the middle, when the job says so), while a tap
 monitor samples ``acc_we``/``acc_addr`` (and ``fifo_occ``) in every cycle of the job.
-The output stream is taken by a sink with the job's back-pressure rate.
+The output stream is taken by a sink with the job's back-pressure rate: Python's
+random pauses, or with the option ``pauses=cycle`` the throughput harness's per-job
+generator (:class:`JobPauses`, :mod:`lockstep.gen.sparse.harness`), so both modes of one
+seed run the identical stream.
 
 :meth:`StuUnit.check` holds each job to the golden model (``stu_job``, chained through
 the accumulator):
@@ -41,11 +44,12 @@ from lockstep.models.sparse.params import SparseParams
 
 from ..agents.timed import LoadPort
 from ..coverage import Covergroup
+from ..twin import pause_threshold, xs32
 from .job_env import JobBfm, JobTest, JobUnit, Observation
 from .raster_env import DENSITY_BINS, density_bin
 from .stu_jobs import StuJob, make_jobs
 
-__all__ = ["StuTest", "StuUnit"]
+__all__ = ["JobPauses", "StuTest", "StuUnit", "job_pause_seed"]
 
 #: ``ld_sel`` codes of ``stu_top``'s load port (gen/sparse/stu_top.py).
 LD_DATA, LD_WEIGHTS, LD_FC = 0, 1, 2
@@ -76,6 +80,44 @@ class TapMonitor:
         return self.rows
 
 
+def job_pause_seed(seed: int, episode: int) -> int:
+    """The back-pressure generator seed of job ``episode`` of a run with ``seed`` (nonzero
+    32-bit; the throughput harness reads it from the job's settings file)."""
+    return ((seed * 2654435761 + episode * 2246822519 + 3) & 0xFFFFFFFF) or 3
+
+
+class JobPauses:
+    """One job's output back-pressure as the throughput harness makes it: cycle ``k``
+    (``k = 1, 2, ...`` after the start cycle 0) has ``o_ready`` low when
+    ``xs32^(k-1)(seed) >> 16 < round(bp * 65536)``; cycle 0 and earlier never pause.
+
+    The per-edge sink calls ``next()`` on each edge to set ``o_ready`` for the cycle that
+    edge opens; the cycle is counted from the BFM's trace samples (fixed in the edge's
+    time step, whatever order the coroutines woken by the edge run in).
+
+    Args:
+        bfm: the job BFM (its ``now`` is the trace sample of the current cycle).
+        seed: the job's generator seed (:func:`job_pause_seed`).
+        bp: the job's back-pressure rate.
+    """
+
+    def __init__(self, bfm: JobBfm, seed: int, bp: float) -> None:
+        self.bfm, self.first = bfm, bfm.now
+        self.thr = pause_threshold(bp)
+        self.state, self.at = seed, 1
+
+    def __iter__(self) -> "JobPauses":
+        return self
+
+    def __next__(self) -> bool:
+        k = self.bfm.now - self.first
+        if k < 1:
+            return False
+        while self.at < k:
+            self.state, self.at = xs32(self.state), self.at + 1
+        return (self.state >> 16) < self.thr
+
+
 class StuUnit(JobUnit):
     """``stu_top``: load, start, drain, check (module docstring)."""
 
@@ -96,6 +138,7 @@ class StuUnit(JobUnit):
         self.sticky = 0
         self.perf: list[dict[str, Any]] = []
         self.rounds: Covergroup | None = None
+        self.episode = 0  # jobs driven (the per-job pause seed)
         if "fifo_occ" in self.widths:  # u = 2: collisions per round and FIFO occupancy
             self.rounds = Covergroup("sparse.stu.round")
             two = ["0", "1"] + (["2+"] if params.p >= 4 else [])  # p = 3 never defers two items in one round
@@ -141,6 +184,9 @@ class StuUnit(JobUnit):
         await RisingEdge(dut.clk)
         await self.load(dut, job)
         bfm.set_rates(0.0, job.bp)
+        if self.ctx.opt("pauses", "random") == "cycle":  # the throughput harness's generator, cycle for cycle
+            bfm.sinks["o"].pauses = JobPauses(bfm, job_pause_seed(self.ctx.seed, self.episode), job.bp)
+        self.episode += 1
         for name, value in self.cfg(job).items():
             getattr(dut, name).value = value
         first = bfm.now
