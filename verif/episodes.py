@@ -275,6 +275,7 @@ class EpisodeTest(uvm_test):
     (:attr:`inputs`) of episodes the run never reached (``keep=1`` keeps them).
     :meth:`finish` writes the summary and the verdict."""
 
+    #: the sequence that makes the run's episodes (one item each).
     seq_type: type
     #: the kinds of episode input file (``tp_<kind>_<e>.*``).
     inputs: tuple[str, ...] = ()

@@ -150,7 +150,7 @@ def script(p: HostParams, sc: Scenario, seed: int) -> tuple[list[tuple[int, int,
     written and read back; the memory image loaded; PERF_CTRL and CTRL; then each step
     (its gap, then a submission -- a batch behind one doorbell where the scenario says
     so --, a stop or resume of the CQ consumer, a flush and the wait for its end); then
-    every completion drained, four idle cycles, :data:`FINAL_REGS`, the DMA byte
+    every completion drained, four idle cycles, :data:`~lockstep.verif.host.top_env.FINAL_REGS`, the DMA byte
     counters, the memory read back.
 
     Returns:
