@@ -173,7 +173,7 @@ class EpisodeMonitor(uvm_component):
     A family subclasses it with :attr:`files`, :meth:`read` and :meth:`broken`.
     """
 
-    #: the kinds of episode file deleted once read (``tp_<kind>_<e>.*``).
+    #: the kinds of episode file deleted once read (``tp_<kind>_<e>.txt``, ``.hex`` or ``.log``).
     files: tuple[str, ...] = ()
 
     def build_phase(self) -> None:
@@ -209,10 +209,10 @@ class EpisodeMonitor(uvm_component):
                     rec = self.read(e, item)
                 except RecordError as exc:
                     rec = self.broken(e, item, str(exc))
-            if not keep:
+            if not keep:   # (no glob: a pattern per episode costs a regex compilation each)
                 for name in self.files:
-                    for f in folder.glob(f"tp_{name}_{e}.*"):
-                        f.unlink()
+                    for ext in ("txt", "hex", "log"):
+                        (folder / f"tp_{name}_{e}.{ext}").unlink(missing_ok=True)
             self.recorded += 1
             self.ap.write(rec)
         self.finished.set()
