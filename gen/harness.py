@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHUNK", "HarnessPorts", "clock_line", "emit_harness", "harness_name", "harness_ports", "start_block",
-           "settings_decl", "episode_finish_task", "stream_harness", "write_harness"]
+__all__ = ["CHUNK", "HarnessPorts", "clock_line", "emit_harness", "harness_name", "harness_ports", "open_episode_task",
+           "start_block", "settings_decl", "episode_finish_task", "stream_harness", "write_harness"]
 
 #: Transactions per stimulus bank (and chunk file). The issue's floor is 1,024.
 CHUNK = 1024
@@ -401,6 +401,70 @@ def episode_finish_task(done: str, close: str = "") -> str:
         "    end\n"
         "  endtask\n"
     )
+
+
+def open_episode_task(what: str, settings: tuple[str, str, str], images: list[tuple[str, str, str]],
+                      records: list[tuple[str, str]], extra: str = "") -> str:
+    """The ``image`` and ``open_episode`` tasks of a harness that runs episodes: episode
+    ``e``'s files are opened in order, and the first that is missing (or a settings line
+    that does not parse) sets ``missing`` and leaves its name in ``mfile``.
+
+    Args:
+        what: the files, for the task's comment.
+        settings: ``tp_cfg_<e>.txt``'s ``$fscanf`` format (one line), its variables
+            (comma-separated) and a further refusal condition (Verilog, or ``""``).
+        images: ``(kind, memory, count)``: ``tp_<kind>_<e>.hex`` read into ``memory``
+            with ``$readmemh``: its first ``count`` words (skipped when ``count`` is
+            0), or the whole memory when ``count`` is ``""``.
+        records: ``(kind, handle)``: ``tp_<kind>_<e>.log`` opened for writing.
+        extra: statements run after the images when nothing is missing (more files).
+    """
+    n = settings[1].count(",") + 1
+    cond = f" || {settings[2]}" if settings[2] else ""
+    out = [
+        "  // Open a file to check it is there (the last name is kept in fname).",
+        "  task automatic image(input [8*64:1] name, output ok);",
+        "    integer fd;",
+        "    begin",
+        '      fd = $fopen(name, "r");',
+        "      ok = fd != 0;",
+        "      if (ok) $fclose(fd);",
+        "    end",
+        "  endtask",
+        "",
+        f"  // Open episode e's files: {what}.",
+        "  task automatic open_episode(input [31:0] e);",
+        "    integer fd, got;",
+        "    reg ok;",
+        "    begin",
+        "      missing = 1'b0;",
+        '      $sformat(fname, "tp_cfg_%0d.txt", e);',
+        '      fd = $fopen(fname, "r");',
+        "      if (fd == 0) missing = 1'b1;",
+        "      else begin",
+        f'        got = $fscanf(fd, "{settings[0]}\\n", {settings[1]});',
+        "        $fclose(fd);",
+        f"        if (got != {n}{cond}) missing = 1'b1;",
+        "      end",
+    ]
+    for kind, mem, count in images:
+        out += [f"      if (!missing{f' && {count} != 0' if count else ''}) begin",
+                f'        $sformat(fname, "tp_{kind}_%0d.hex", e);',
+                "        image(fname, ok);",
+                "        if (!ok) missing = 1'b1;",
+                f"        else $readmemh(fname, {mem}{f', 0, {count} - 1' if count else ''});",
+                "      end"]
+    if extra:
+        out += ["      if (!missing) begin", *(f"  {line}" if line else line for line in extra.strip("\n").split("\n")),
+                "      end"]
+    for kind, handle in records:
+        out += ["      if (!missing) begin",
+                f'        $sformat(fname, "tp_{kind}_%0d.log", e);',
+                f'        {handle} = $fopen(fname, "w");',
+                f"        if ({handle} == 0) missing = 1'b1;",
+                "      end"]
+    out += ["      if (missing) mfile = fname;", "    end", "  endtask"]
+    return "\n".join(out) + "\n"
 
 
 def clock_line() -> str:

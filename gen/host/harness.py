@@ -95,7 +95,7 @@ from pathlib import Path
 from typing import Any
 
 from lockstep.gen.harness import (
-    clock_line, episode_finish_task, harness_name, settings_decl, start_block, write_harness,
+    clock_line, episode_finish_task, harness_name, open_episode_task, settings_decl, start_block, write_harness,
 )
 from lockstep.models.host import CQ_BASE, CSR, SQ_BASE
 
@@ -214,6 +214,10 @@ def host_harness(record: dict[str, Any], ops_depth: int = OPS_DEPTH) -> str:
     clock = clock_line()
     settings_regs = settings_decl("  reg [31:0] n_eps;    // episodes in the run\n"
                                   "  reg [31:0] n_ready;  // episodes whose files are written\n")
+    open_task = open_episode_task(
+        "settings, image, script, the records",
+        ("%d %d %d", "n_mem, n_ops, max_cycles", "n_ops == 32'd0 || n_ops > OPSD || n_mem > NW"),
+        [("mem", "mimg", "n_mem"), ("ops", "ops", "n_ops")], [("trace", "ft"), ("final", "ff")])
     finish_task = episode_finish_task("ended", "".join(
         f"      {ln}\n" for ln in ("if (ft != 0) $fclose(ft);", "if (ff != 0) $fclose(ff);", "ft = 0;", "ff = 0;")))
     op = {k: f"4'd{v}" for k, v in OPS.items()}
@@ -312,56 +316,7 @@ module {top};
   wire cons_want = cons_on && cq_nonempty === 1'b1;
   wire timed_out = running && max_cycles != 64'd0 && total - ep_t0 >= max_cycles;
 
-  // Open a file to check it is there (the last name is kept in fname).
-  task automatic image(input [8*64:1] name, output ok);
-    integer fd;
-    begin
-      fd = $fopen(name, "r");
-      ok = fd != 0;
-      if (ok) $fclose(fd);
-    end
-  endtask
-
-  // Open episode e's files: settings, image, script, the records.
-  task automatic open_episode(input [31:0] e);
-    integer fd, got;
-    reg ok;
-    begin
-      missing = 1'b0;
-      $sformat(fname, "tp_cfg_%0d.txt", e);
-      fd = $fopen(fname, "r");
-      if (fd == 0) missing = 1'b1;
-      else begin
-        got = $fscanf(fd, "%d %d %d\\n", n_mem, n_ops, max_cycles);
-        $fclose(fd);
-        if (got != 3 || n_ops == 32'd0 || n_ops > OPSD || n_mem > NW) missing = 1'b1;
-      end
-      if (!missing && n_mem != 0) begin
-        $sformat(fname, "tp_mem_%0d.hex", e);
-        image(fname, ok);
-        if (!ok) missing = 1'b1;
-        else $readmemh(fname, mimg, 0, n_mem - 1);
-      end
-      if (!missing) begin
-        $sformat(fname, "tp_ops_%0d.hex", e);
-        image(fname, ok);
-        if (!ok) missing = 1'b1;
-        else $readmemh(fname, ops, 0, n_ops - 1);
-      end
-      if (!missing) begin
-        $sformat(fname, "tp_trace_%0d.log", e);
-        ft = $fopen(fname, "w");
-        if (ft == 0) missing = 1'b1;
-      end
-      if (!missing) begin
-        $sformat(fname, "tp_final_%0d.log", e);
-        ff = $fopen(fname, "w");
-        if (ff == 0) missing = 1'b1;
-      end
-      if (missing) mfile = fname;
-    end
-  endtask
-
+{open_task}
   // The episode's records are complete.
   task automatic close_records;
     begin
