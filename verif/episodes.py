@@ -19,6 +19,7 @@ run and how it ended: :meth:`EpisodeBfm.run_problems`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -290,6 +291,33 @@ class EpisodeTest(uvm_test):
                 for f in self.bfm.folder.glob(f"tp_{name}_*.*"):
                     f.unlink()
         self.drop_objection()
+
+    def run_errors(self, checked: int, last: str, watchdog: str) -> list[str]:
+        """The run's messages: its own problems (:meth:`EpisodeBfm.run_problems`), the
+        harness's watchdog (``watchdog``: where its message is), the scoreboard's, and
+        that nothing was checked (``checked`` episodes) when nothing else is wrong; a
+        waves window's early end is logged. With ``dump_stream=1`` the scoreboard's
+        ``stream`` goes to ``stream.json``.
+
+        Args:
+            checked: episodes the scoreboard checked.
+            last: what the scoreboard checked last, for the Python watchdog's message.
+            watchdog: where the harness watchdog's own message is, for the run's.
+        """
+        sb, bfm, noun = self.env.scoreboard, self.bfm, self.bfm.noun
+        recorded = self.env.monitor.recorded
+        errors = bfm.run_problems(recorded, last) + sb.errors
+        if bfm.status == "window":
+            self.logger.info(f"stopped at the end of the waves window: {checked} {noun}s checked, the {noun} in the "
+                             "window not compared")
+        elif bfm.status == "timeout" and not bfm.timeout:
+            ran = int(bfm.end[1]) - 1 if bfm.end[1].isdigit() else "?"
+            errors.insert(0, f"the harness's watchdog ended the run in {noun} {ran} (see {watchdog})")
+        if checked == 0 and not errors and bfm.status != "window":
+            errors.append(f"no {noun} was checked ({recorded} {noun}s recorded, harness status {bfm.status})")
+        if self.ctx.opt("dump_stream", False):
+            (self.ctx.results / "stream.json").write_text(json.dumps(sb.stream))
+        return errors
 
     def finish(self, errors: list[str], **summary: Any) -> None:
         """Write the run's summary (``summary`` plus the harness's cycles, the wakes,

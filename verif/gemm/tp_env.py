@@ -511,19 +511,8 @@ class GemmTpTest(EpisodeTest):
 
     def check_phase(self) -> None:
         sb, bfm = self.env.scoreboard, self.bfm
-        status = bfm.status
         last = f"; the last job checked was {sb.last[0]} ({sb.last[1]} cycles)" if sb.last else ""
-        errors = bfm.run_problems(self.env.monitor.recorded, last) + sb.errors
-        if status == "window":
-            self.logger.info(f"stopped at the end of the waves window: {sb.jobs} jobs checked, the job in the window "
-                             "not compared")
-        elif status == "timeout" and not bfm.timeout:
-            ran = int(bfm.end[1]) - 1 if bfm.end[1].isdigit() else "?"
-            errors.insert(0, f"the harness's watchdog ended the run in job {ran} (see the job's 'no done' message)")
-        if sb.jobs == 0 and not errors and status != "window":
-            errors.append(f"no job was checked ({self.env.monitor.recorded} jobs recorded, harness status {status})")
-        if self.ctx.opt("dump_stream", False):
-            (self.ctx.results / "stream.json").write_text(json.dumps(sb.stream))
+        errors = self.run_errors(sb.jobs, last, "the job's 'no done' message")
         self.finish(errors, blocks=sb.jobs, transactions=sb.checked + sb.jobs, requests=sb.checked, jobs=sb.jobs,
                     bad_jobs=sb.bad, mismatches=sb.mismatches + int(bfm.failed), cycles=sb.cycles,
                     run_cycles=sb.run_cycles, scenario=str(self.ctx.opt("scenario", "random")))

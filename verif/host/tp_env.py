@@ -731,19 +731,8 @@ class HostTpTest(EpisodeTest):
 
     def check_phase(self) -> None:
         sb, bfm = self.env.scoreboard, self.bfm
-        status = bfm.status
         last = f"; the last episode checked was {sb.last[0]} ({sb.last[1]} cycles)" if sb.last else ""
-        errors = bfm.run_problems(self.env.monitor.recorded, last) + sb.errors
-        if status == "window":
-            self.logger.info(f"stopped at the end of the waves window: {sb.episodes} episodes checked, the episode "
-                             "in the window not compared")
-        elif status == "timeout" and not bfm.timeout:
-            ran = int(bfm.end[1]) - 1 if bfm.end[1].isdigit() else "?"
-            errors.insert(0, f"the harness's watchdog ended the run in episode {ran} (see its 'watchdog' message)")
-        if sb.episodes == 0 and not errors and status != "window":
-            errors.append(f"no episode was checked ({self.env.monitor.recorded} recorded, harness status {status})")
-        if self.ctx.opt("dump_stream", False):
-            (self.ctx.results / "stream.json").write_text(json.dumps(sb.stream))
+        errors = self.run_errors(sb.episodes, last, "its 'watchdog' message")
         self.finish(errors, blocks=sb.checked, transactions=sb.checked, completions=sb.checked, episodes=sb.episodes,
                     tasks=sb.tasks, bad_episodes=sb.bad, mismatches=sb.mismatches + int(bfm.failed), cycles=sb.cycles,
                     scenario=str(self.ctx.opt("scenario", "stream")), perf_busy=sb.counts["busy0"], **sb.counts)
