@@ -10,8 +10,9 @@ invalidates it).
 Scenarios (the ``scenario`` option):
 
 * ``keeps``: one shape with an aliasing ``lda`` (a multiple of the way size), run without
-  copy and then with inline copy for every ``keep`` in ``0..m``: C must be the same every
-  time, only the trace, the counters and the cycles change;
+  copy and then with inline copy for every ``keep`` in ``0..m`` (with the option
+  ``keep_step=k``, every ``k``-th and ``m``): C must be the same every time, only the
+  trace, the counters and the cycles change;
 * ``random``: explicit kernels (any legal ``(m, z)``, ``keep``, copy, shift) on shapes
   with tails in M, N and K, strides of every class (way multiples, fractions, odd,
   line-unaligned bases), and direct-mapped or set-associative geometry per build;
@@ -263,7 +264,9 @@ def _fit(b: JobBuilder, M: int, K: int, lda: int) -> int:
     return M
 
 
-def _keeps(b: JobBuilder, count: int) -> None:
+def _keeps(b: JobBuilder, count: int, step: int = 1) -> None:
+    if step < 1:
+        raise ValueError(f"keep_step={step}: must be at least 1")
     p = b.p
     cands = [mz for mz in p.candidates if mz[0] > p.budget] or list(p.candidates)
     m, z = cands[0]
@@ -271,7 +274,7 @@ def _keeps(b: JobBuilder, count: int) -> None:
     lda = b.aliasing_ld(K)
     M = _fit(b, M, K, lda)
     _explicit(b, "keeps no-copy", M, N, K, lda, m, z, m, False, klass="multiple")
-    for keep in range(0, m + 1):
+    for keep in sorted({*range(0, m + 1, step), m}):   # every keep, or every step-th and m itself
         _explicit(b, f"keeps copy keep={keep}", M, N, K, lda, m, z, keep, True, klass="multiple")
     # the same kernels on a harmless stride (the baseline's C is the same numbers' product)
     _explicit(b, "keeps odd stride", M, N, K, lda + 1, m, z, m, False, klass="odd")
@@ -409,8 +412,9 @@ def make_jobs(scenario: str, params: GemmParams, rng: np.random.Generator, count
         ValueError: on an unknown scenario.
     """
     b = JobBuilder(params, rng)
+    step = int((opts or {}).get("keep_step", 1))
     if scenario == "keeps":
-        _keeps(b, count)
+        _keeps(b, count, step)
     elif scenario == "random":
         _random(b, count)
     elif scenario == "auto":
@@ -418,7 +422,7 @@ def make_jobs(scenario: str, params: GemmParams, rng: np.random.Generator, count
     elif scenario == "errors":
         _errors(b, count)
     elif scenario == "mixed":
-        _keeps(b, count)
+        _keeps(b, count, step)
         _random(b, count // 2)
         _auto(b, count // 2)
         _errors(b, count)
