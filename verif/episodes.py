@@ -30,11 +30,34 @@ from pyuvm import ConfigDB, uvm_analysis_port, uvm_component, uvm_env, uvm_seque
 from .context import CLOCK_NS, TbContext
 from .throughput import SPENT, spent
 
-__all__ = ["EpisodeBfm", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeTest", "RecordError"]
+__all__ = ["EpisodeBfm", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeTest", "RecordError", "hex_field",
+           "write_episode_files"]
 
 
 class RecordError(AssertionError):
     """A record line that does not parse, or a record file that is missing or short."""
+
+
+def hex_field(tok: str, what: str, path: Path, n: int, line: str) -> int:
+    """Field ``tok`` (``what``) of line ``n`` (``line``) of the record ``path``, read as hex.
+
+    Raises:
+        RecordError: X or Z bits, or not hex (naming the file, line and field).
+    """
+    try:
+        return int(tok, 16)
+    except ValueError:
+        raise RecordError(f"{path.name} line {n}: {what} is {tok!r}: X or Z bits, or not hex "
+                          f"(line {line.strip()!r})") from None
+
+
+def write_episode_files(folder: Path, files: dict[str, list[str]]) -> None:
+    """Write an episode's files (name -> lines) into ``folder``, each under a temporary
+    name first, so the harness never reads half of one."""
+    for name, lines in files.items():
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
+        tmp.replace(folder / name)
 
 
 class EpisodeBfm:

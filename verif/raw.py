@@ -33,7 +33,7 @@ from .columns import Outs, join_items
 from .throughput import read_records, unit_class, write_chunk
 from .twin import pause_seeds, pause_threshold
 
-__all__ = ["RawResult", "build_raw", "execute", "raw_folder", "run_raw"]
+__all__ = ["execute_episodes", "RawResult", "build_raw", "execute", "raw_folder", "run_raw"]
 
 
 @dataclass
@@ -114,6 +114,21 @@ def execute(exe: Path, sim: str, plus: list[str], folder: Path, name: str) -> tu
     if res.returncode != 0 or not end_p.exists():
         raise RuntimeError(f"raw run of {name} on {sim} failed (exit {res.returncode}); see {folder / 'sim.log'}")
     return wall, end_p.read_text().split()
+
+
+def execute_episodes(exe: Path, sim: str, folder: Path, name: str, count_arg: str, count: int, noun: str) -> float:
+    """Run an episode harness's bare executable over ``count`` episodes whose files are
+    all written in ``folder`` (``+<count_arg>=count``): seconds of simulator wall time.
+
+    Raises:
+        RuntimeError: the simulator failed, or the run did not end ``ok`` (an episode hit
+            its watchdog, a file was missing), naming ``name`` and the folder.
+    """
+    wall, end = execute(exe, sim, [f"+{count_arg}={count}", "+tp_go", "+tp_finish"], folder, name)
+    if len(end) != 3 or end[2] != "ok":
+        raise RuntimeError(f"raw run of {name} on {sim} ended {' '.join(end)!r} (a {noun} hit its watchdog?); "
+                           f"see {folder}")
+    return wall
 
 
 def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str, Any] | None = None,

@@ -19,7 +19,7 @@ from typing import Any
 
 from lockstep.gen.gemm.harness import top_ports_of
 
-from ..raw import RawResult, execute, raw_folder
+from ..raw import RawResult, execute_episodes, raw_folder
 from ..registry import Testbench
 from ..runner import generate_rtl
 from .tile_env import budget
@@ -55,11 +55,7 @@ def run_raw_gemm(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str, 
     limits = [budget(j) for j in jobs]
     for e, (job, lim) in enumerate(zip(jobs, limits)):
         write_job(folder, e, job, tp, lim)
-    plus = [f"+tp_jobs={len(jobs)}", "+tp_go", "+tp_finish"]
-    wall, end = execute(exe, sim, plus, folder, tb.name)
-    if len(end) != 3 or end[2] != "ok":
-        raise RuntimeError(f"raw run of {tb.name} on {sim} ended {' '.join(end)!r} (a job hit its watchdog?); "
-                           f"see {folder}")
+    wall = execute_episodes(exe, sim, folder, tb.name, "tp_jobs", len(jobs), "job")
     ncsr = 1 << tp.w("csr_addr")
     cycles = checked = mismatches = 0
     for e, (job, lim) in enumerate(zip(jobs, limits)):

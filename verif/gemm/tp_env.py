@@ -54,7 +54,9 @@ from lockstep.gen.gemm.harness import REASONS, TopPorts, load_depth, top_ports_o
 from lockstep.models.gemm.params import GemmParams
 
 from ..context import TbContext
-from ..episodes import EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError
+from ..episodes import (
+    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+)
 from ..throughput import spent
 from ..coverage import Covergroup
 from ..seq import Item
@@ -132,18 +134,7 @@ def write_job(folder: Path, e: int, job: GemmJob, tp: TopPorts, max_cycles: int)
         f"tp_cfg_{e}.txt": [f"{len(la)} {len(csr)} {len(rb)} {int(max_cycles)} {job.busy_at or 0} "
                             f"{job.reset_at or 0} {int(job.reset_before)}"],
     }
-    for name, lines in files.items():
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
-        tmp.replace(folder / name)
-
-
-def _hex(tok: str, what: str, path: Path, n: int, line: str) -> int:
-    try:
-        return int(tok, 16)
-    except ValueError:
-        raise RecordError(f"{path.name} line {n}: {what} is {tok!r}: X or Z bits, or not hex "
-                          f"(line {line.strip()!r})") from None
+    write_episode_files(folder, files)
 
 
 #: Fields (after the kind letter) of each trace record line.
@@ -182,7 +173,7 @@ def read_trace(path: Path) -> Trace:
         parts = line.split()
         if not parts or parts[0] not in _FIELDS or len(parts) != _FIELDS[parts[0]] + 1:
             raise RecordError(f"{path.name} line {n} does not parse: {line[:100]!r}")
-        v = [_hex(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
+        v = [hex_field(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
         c = v[0]
         if c < last or c < 1:
             raise RecordError(f"{path.name} line {n}: cycle {c} after cycle {last}: {line!r}")
@@ -236,8 +227,8 @@ def read_final(path: Path, ncsr: int, n_rb: int) -> Final:
     tail = lines[-1].split()
     if len(tail) != 5 or tail[0] != "R" or tail[1] not in REASONS:
         raise RecordError(f"{path.name} line {want} does not parse: {lines[-1]!r}")
-    run_cycles, start, edges = (_hex(t, "R field", path, want, lines[-1]) for t in tail[2:])
-    csr = [_hex(w, f"CSR {a}", path, a + 1, w) for a, w in enumerate(lines[:ncsr])]
+    run_cycles, start, edges = (hex_field(t, "R field", path, want, lines[-1]) for t in tail[2:])
+    csr = [hex_field(w, f"CSR {a}", path, a + 1, w) for a, w in enumerate(lines[:ncsr])]
     words = lines[ncsr:ncsr + n_rb]
     try:
         rb = np.array([int(w, 16) for w in words], dtype=np.int64)

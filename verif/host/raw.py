@@ -18,7 +18,7 @@ from typing import Any
 
 from lockstep.gen.host.harness import host_ports_of
 
-from ..raw import RawResult, execute, raw_folder
+from ..raw import RawResult, execute_episodes, raw_folder
 from ..registry import Testbench
 from ..runner import generate_rtl
 from .tp_env import build_episodes, check_episode, read_final, read_trace, write_episode
@@ -51,11 +51,7 @@ def run_raw_host(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str, 
     folder = raw_folder(tb, sim, seed)
     for ep in eps:
         write_episode(folder, ep, hp)
-    plus = [f"+tp_eps={len(eps)}", "+tp_go", "+tp_finish"]
-    wall, end = execute(exe, sim, plus, folder, tb.name)
-    if len(end) != 3 or end[2] != "ok":
-        raise RuntimeError(f"raw run of {tb.name} on {sim} ended {' '.join(end)!r} (an episode hit its watchdog?); "
-                           f"see {folder}")
+    wall = execute_episodes(exe, sim, folder, tb.name, "tp_eps", len(eps), "episode")
     cycles = checked = mismatches = 0
     for ep in eps:
         fin = read_final(folder / f"tp_final_{ep.index}.log", ep.image.size // 4)

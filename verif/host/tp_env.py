@@ -62,7 +62,9 @@ from lockstep.models.host.params import HostParams
 
 from ..context import TbContext
 from ..coverage import Covergroup
-from ..episodes import EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError
+from ..episodes import (
+    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+)
 from ..seq import Item
 from ..throughput import spent
 from .driver import TP
@@ -283,18 +285,7 @@ def write_episode(folder: Path, ep: Episode, hp: HostPorts, ops_depth: int = OPS
         f"tp_ops_{e}.hex": [f"{(op << (ca + 32)) | (addr << 32) | data:0{digits}x}" for op, addr, data in ep.ops],
         f"tp_cfg_{e}.txt": [f"{words.size} {len(ep.ops)} {ep.max_cycles}"],
     }
-    for name, lines in files.items():
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
-        tmp.replace(folder / name)
-
-
-def _hex(tok: str, what: str, path: Path, n: int, line: str) -> int:
-    try:
-        return int(tok, 16)
-    except ValueError:
-        raise RecordError(f"{path.name} line {n}: {what} is {tok!r}: X or Z bits, or not hex "
-                          f"(line {line.strip()!r})") from None
+    write_episode_files(folder, files)
 
 
 #: Fields (after the kind letter) of each trace record line.
@@ -339,7 +330,7 @@ def read_trace(path: Path) -> Trace:
         parts = line.split()
         if not parts or parts[0] not in _FIELDS or len(parts) != _FIELDS[parts[0]] + 1:
             raise RecordError(f"{path.name} line {n} does not parse: {line[:100]!r}")
-        v = [_hex(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
+        v = [hex_field(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
         c = v[0]
         if c < last:
             raise RecordError(f"{path.name} line {n}: cycle {c} after cycle {last}: {line!r}")
@@ -398,7 +389,7 @@ def read_final(path: Path, n_mem: int) -> Final:
     tail = lines[-1].split()
     if len(tail) != 6 or tail[0] != "E" or tail[1] not in REASONS:
         raise RecordError(f"{path.name} line {len(lines)} does not parse: {lines[-1]!r}")
-    edges, t0, sq_tail, cq_head = (_hex(t, "E field", path, len(lines), lines[-1]) for t in tail[2:])
+    edges, t0, sq_tail, cq_head = (hex_field(t, "E field", path, len(lines), lines[-1]) for t in tail[2:])
     words = lines[:-1]
     mem = None
     if tail[1] == "ok":

@@ -53,7 +53,9 @@ from lockstep.models import sched
 from lockstep.models.sched.params import FabricParams
 
 from ..context import TbContext
-from ..episodes import EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError
+from ..episodes import (
+    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+)
 from ..throughput import spent
 from ..seq import Item
 from .env import (
@@ -142,18 +144,7 @@ def write_episode(folder: Path, e: int, program: sched.Program, stop_at: int, ma
     elif ext:
         raise ValueError(f"episode {e}: external words for a fabric without comm")
     files[f"tp_cfg_{e}.txt"] = [f"{int(stop_at)} {int(max_cycles)}"]
-    for name, lines in files.items():
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
-        tmp.replace(folder / name)
-
-
-def _hex(tok: str, what: str, path: Path, n: int, line: str) -> int:
-    try:
-        return int(tok, 16)
-    except ValueError:
-        raise RecordError(f"{path.name} line {n}: {what} is {tok!r}: X or Z bits, or not hex "
-                          f"(line {line.strip()!r})") from None
+    write_episode_files(folder, files)
 
 
 #: Fields (after the kind letter) of each trace record line.
@@ -180,7 +171,7 @@ def read_trace(path: Path, p: FabricParams) -> tuple[list[tuple], list[str]]:
         if not parts or parts[0] not in _FIELDS or len(parts) != _FIELDS[parts[0]] + 1:
             raise RecordError(f"{path.name} line {n} does not parse: {line[:100]!r}")
         kind = parts[0]
-        v = [_hex(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
+        v = [hex_field(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
         c = v[0]
         if kind in "IWMPE" and not 0 <= v[1] < p.nt:
             raise RecordError(f"{path.name} line {n}: tile {v[1]} outside 0..{p.nt - 1}: {line!r}")
@@ -252,20 +243,20 @@ def read_final(path: Path, p: FabricParams) -> Final:
     head = lines[0].split()
     if len(head) != 4 or head[0] != "R" or head[1] not in REASONS:
         raise RecordError(f"{path.name} line 1 does not parse: {lines[0]!r}")
-    run_cycles, load_cycles = (_hex(t, "cycles", path, 1, lines[0]) for t in head[2:])
+    run_cycles, load_cycles = (hex_field(t, "cycles", path, 1, lines[0]) for t in head[2:])
     err, cnt, halted = [], [], []
     for t in range(p.nt):
         parts = lines[1 + t].split()
         if len(parts) != 5 or parts[0] != "T" or parts[1] != f"{t:x}":
             raise RecordError(f"{path.name} line {2 + t} does not parse as tile {t}'s end state: {lines[1 + t]!r}")
-        e, c, h = (_hex(x, name, path, 2 + t, lines[1 + t]) for x, name in zip(parts[2:], ("err", "err_cnt", "halted")))
+        e, c, h = (hex_field(x, name, path, 2 + t, lines[1 + t]) for x, name in zip(parts[2:], ("err", "err_cnt", "halted")))
         err.append(e)
         cnt.append(c)
         halted.append(bool(h))
     parts = lines[1 + p.nt].split()
     if len(parts) != 3 or parts[0] != "B":
         raise RecordError(f"{path.name} line {2 + p.nt} does not parse as the bus's end state: {lines[1 + p.nt]!r}")
-    bus_err, bus_cnt = (_hex(x, "bus_err", path, 2 + p.nt, lines[1 + p.nt]) for x in parts[1:])
+    bus_err, bus_cnt = (hex_field(x, "bus_err", path, 2 + p.nt, lines[1 + p.nt]) for x in parts[1:])
     words = lines[2 + p.nt:]
     try:
         mem = np.array([int(w, 16) for w in words], dtype=np.int64)

@@ -22,7 +22,7 @@ from lockstep.gen.sparse.harness import stu_ports_of
 from lockstep.models.sparse.params import SparseParams
 
 from ..context import TbContext
-from ..raw import RawResult, execute, raw_folder
+from ..raw import RawResult, execute_episodes, raw_folder
 from ..registry import Testbench
 from ..runner import generate_rtl
 from .stu_env import StuUnit
@@ -59,11 +59,7 @@ def run_raw_stu(tb: Testbench, sim: str, exe: Path, seed: int, opts: dict[str, A
     limits = [max_cycles(unit, j) for j in jobs]
     for e, (job, lim) in enumerate(zip(jobs, limits)):
         write_job(folder, e, job, sp, unit, seed, lim)
-    plus = [f"+tp_jobs={len(jobs)}", "+tp_go", "+tp_finish"]
-    wall, end = execute(exe, sim, plus, folder, tb.name)
-    if len(end) != 3 or end[2] != "ok":
-        raise RuntimeError(f"raw run of {tb.name} on {sim} ended {' '.join(end)!r} (a job hit its watchdog?); "
-                           f"see {folder}")
+    wall = execute_episodes(exe, sim, folder, tb.name, "tp_jobs", len(jobs), "job")
     cycles = checked = mismatches = 0
     for e, job in enumerate(jobs):
         rec = read_record(folder / f"tp_rec_{e}.log", sp.fifo)

@@ -61,7 +61,9 @@ from lockstep.models.sparse.params import SparseParams
 
 from ..context import TbContext
 from ..coverage import Covergroup
-from ..episodes import EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError
+from ..episodes import (
+    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+)
 from ..seq import Item
 from ..throughput import spent
 from ..twin import pause_threshold
@@ -155,21 +157,10 @@ def write_job(folder: Path, e: int, job: StuJob, sp: StuPorts, unit: StuUnit, se
         f"tp_cfg_{e}.txt": [f"{len(words)} {int(limit)} {job.poke or 0} {job.reset_at or 0} "
                             f"{job_pause_seed(seed, e)} {pause_threshold(job.bp)} {cw:x}"],
     }
-    for name, lines in files.items():
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
-        tmp.replace(folder / name)
+    write_episode_files(folder, files)
 
 
 # ---- the records ----------------------------------------------------------------------------
-def _hex(tok: str, what: str, path: Path, n: int, line: str) -> int:
-    try:
-        return int(tok, 16)
-    except ValueError:
-        raise RecordError(f"{path.name} line {n}: {what} is {tok!r}: X or Z bits, or not hex "
-                          f"(line {line.strip()!r})") from None
-
-
 @dataclass
 class End:
     """A job's ``E`` line.
@@ -243,14 +234,14 @@ def read_record(path: Path, fifo: bool) -> Record:
         if kind == "E":
             if parts[1] not in REASONS:
                 raise RecordError(f"{path.name} line {n}: end reason {parts[1]!r} is not one of {REASONS}")
-            v = [_hex(tok, f"E field {i + 2}", path, n, line) for i, tok in enumerate(parts[2:])]
+            v = [hex_field(tok, f"E field {i + 2}", path, n, line) for i, tok in enumerate(parts[2:])]
             if v[2] > 1:
                 raise RecordError(f"{path.name} line {n}: busy is {v[2]}, not 0 or 1: {line!r}")
             rec.end = End(parts[1], v[0], v[1], v[2], dict(zip(COUNTERS, v[3:9])), v[9], v[10])
             if v[0] < last:
                 raise RecordError(f"{path.name} line {n}: cycle {v[0]} after cycle {last}: {line!r}")
             continue
-        v = [_hex(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
+        v = [hex_field(tok, f"field {i + 1}", path, n, line) for i, tok in enumerate(parts[1:])]
         c = v[0]
         if c < last:
             raise RecordError(f"{path.name} line {n}: cycle {c} after cycle {last}: {line!r}")
