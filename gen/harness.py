@@ -56,7 +56,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CHUNK", "HarnessPorts", "clock_line", "emit_harness", "harness_name", "harness_ports", "open_episode_task",
-           "start_block", "settings_decl", "episode_finish_task", "stream_harness", "write_harness"]
+           "start_block", "settings_decl", "episode_finish_task", "stream_harness", "wait_states", "waves_window",
+           "write_harness"]
 
 #: Transactions per stimulus bank (and chunk file). The issue's floor is 1,024.
 CHUNK = 1024
@@ -465,6 +466,48 @@ def open_episode_task(what: str, settings: tuple[str, str, str], images: list[tu
                 "      end"]
     out += ["      if (missing) mfile = fname;", "    end", "  endtask"]
     return "\n".join(out) + "\n"
+
+
+def wait_states(count: str, setup: str, start: str) -> str:
+    """The ``S_IDLE`` and ``S_WAIT`` states of a harness that runs episodes: the run ends
+    (status ``ok``) once ``ep`` reaches ``count``; when ``n_ready > ep`` episode ``ep``'s
+    files are opened (:func:`open_episode_task`) with the nonblocking assignments
+    ``setup`` (lines), a missing one ends the run (status ``missing``), else ``start``
+    runs (the statement after ``else``: one line, or ``begin`` ... ``end``)."""
+    return (
+        "      S_IDLE: state <= S_WAIT;\n"
+        "      S_WAIT: begin\n"
+        f"        if (ep >= {count}) begin\n"
+        "          state <= S_DONE;\n"
+        "          finish_run(3'd0, ep);\n"
+        "        end else if (n_ready > ep) begin\n"
+        "          open_episode(ep);\n"
+        f"{setup}"
+        "          if (missing) begin\n"
+        "            state <= S_DONE;\n"
+        "            finish_run(3'd4, ep);\n"
+        f"          end else {start}\n"
+        "        end\n"
+        "      end\n"
+    )
+
+
+def waves_window(top: str, end_flag: str) -> tuple[str, str]:
+    """The lines of an episode harness's clocked block that open the waves window at
+    edge ``wstart`` (``$dumpvars`` late for Verilator, else ``$dumpon``) and end the run
+    at ``wstop`` (status ``window``) unless ``end_flag`` is already set; the block's
+    state machine follows as ``case (state)`` (after ``end else``)."""
+    return (
+        "    if (waves && wstart != 64'd0 && total + 64'd1 == wstart) begin\n"
+        f"      if (late) $dumpvars(0, {top});\n"
+        "      else $dumpon;\n"
+        "    end\n"
+    ), (
+        f"    if (waves && wstop != 64'd0 && total + 64'd1 == wstop && !{end_flag}) begin\n"
+        "      state <= S_DONE;\n"
+        "      finish_run(3'd3, ep);\n"
+        "    end else "
+    )
 
 
 def clock_line() -> str:

@@ -281,16 +281,23 @@ TP_QUICK = {"blocks": 100_000, "by_sim": {"icarus": {"blocks": 10_000}}}
 TP_FULL = {"blocks": 10_000_000, "by_sim": {"icarus": {"blocks": 100_000}}}
 
 
+def _tp_twin(edge: str, tier: str, test_module: str, opts: dict[str, Any]) -> None:
+    """Register ``<edge>_tp``: the top, parameters, options and (a negative testbench's)
+    belief of the per-edge testbench ``edge`` in throughput mode, run by ``test_module``
+    with ``opts`` over the per-edge options (the depth, the harness, the raw run)."""
+    tb = TESTBENCHES[edge]
+    _register(Testbench(
+        name=f"{edge}_tp", family=tb.family, toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
+        test_module=test_module, tb_params=tb.tb_params, expect_fail=tb.expect_fail, doc=f"throughput: {tb.doc}",
+        tier=tier, mode="throughput", sims=tb.sims, opts={**tb.opts, **opts},
+    ))
+
+
 def _throughput(edge: str, unit: str, tier: str = "quick", **opts: Any) -> None:
     """Register ``<edge>_tp``: the DUT and parameters of testbench ``edge`` in throughput
     mode, driven by the stream unit ``unit`` (``"module:Class"``)."""
-    tb = TESTBENCHES[edge]
     depth = TP_QUICK if tier == "quick" else TP_FULL
-    _register(Testbench(
-        name=f"{edge}_tp", family=tb.family, toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
-        test_module="lockstep.verif.test_throughput", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
-        doc=f"throughput: {tb.doc}", opts={**tb.opts, **depth, "unit": unit, **opts}, tier=tier, mode="throughput",
-    ))
+    _tp_twin(edge, tier, "lockstep.verif.test_throughput", {**depth, "unit": unit, **opts})
 
 
 _BFP_UNITS = {
@@ -436,13 +443,9 @@ def _sched_tp(edge: str, tier: str = "full", **opts: Any) -> None:
         depth = {"programs": 1}   # a directed program: the same every seed
     if tb.expect_fail:   # a negative testbench: its first program must fail already
         depth = {**depth, "programs": 2, "by_sim": {}}
-    _register(Testbench(
-        name=f"{edge}_tp", family="sched", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
-        test_module="lockstep.verif.sched.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
-        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput",
-        opts={**tb.opts, **depth, "harness": "lockstep.gen.sched.harness:emit_sched_harness",
-              "raw": "lockstep.verif.sched.raw:run_raw_sched", **opts},
-    ))
+    _tp_twin(edge, tier, "lockstep.verif.sched.test_tp", {
+        **depth, "harness": "lockstep.gen.sched.harness:emit_sched_harness",
+        "raw": "lockstep.verif.sched.raw:run_raw_sched", **opts})
 
 
 # One configuration in the quick tier, with a negative twin on the same build (no extra
@@ -596,13 +599,8 @@ def _stu_tp(edge: str, tier: str = "full", **opts: Any) -> None:
     depth = STU_TP_QUICK if tier == "quick" else STU_TP_FULL
     if tb.expect_fail:   # its first jobs must fail already
         depth = {"jobs": 4}
-    _register(Testbench(
-        name=f"{edge}_tp", family="sparse", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
-        test_module="lockstep.verif.sparse.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
-        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput", sims=tb.sims,
-        opts={**tb.opts, **depth, "harness": "lockstep.gen.sparse.harness:emit_stu_harness",
-              "raw": "lockstep.verif.sparse.raw:run_raw_stu", **opts},
-    ))
+    _tp_twin(edge, tier, "lockstep.verif.sparse.test_tp", {**depth, "harness": "lockstep.gen.sparse.harness:emit_stu_harness",
+                                                          "raw": "lockstep.verif.sparse.raw:run_raw_stu", **opts})
 
 
 # The random STU 1300 and the STU 1400 (collision FIFO) in the quick tier, with the negative
@@ -674,13 +672,8 @@ def _gemm_tp(edge: str, tier: str = "full", **opts: Any) -> None:
     depth = GEMM_TP_QUICK if tier == "quick" else GEMM_TP_FULL
     if tb.expect_fail:   # its first jobs must fail already
         depth = {"jobs": 3}
-    _register(Testbench(
-        name=f"{edge}_tp", family="gemm", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
-        test_module="lockstep.verif.gemm.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
-        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput", sims=tb.sims,
-        opts={**tb.opts, **depth, "harness": "lockstep.gen.gemm.harness:emit_gemm_harness",
-              "raw": "lockstep.verif.gemm.raw:run_raw_gemm", **opts},
-    ))
+    _tp_twin(edge, tier, "lockstep.verif.gemm.test_tp", {**depth, "harness": "lockstep.gen.gemm.harness:emit_gemm_harness",
+                                                          "raw": "lockstep.verif.gemm.raw:run_raw_gemm", **opts})
 
 
 # The random tile in the quick tier, with its negative twin on the same build (the small
@@ -1000,13 +993,8 @@ def _host_tp(edge: str, tier: str = "quick", **opts: Any) -> None:
     testbench keeps its per-edge task count (its first episode must fail already)."""
     tb = TESTBENCHES[edge]
     depth = {"episodes": 2} if tb.expect_fail else HOST_TP_QUICK
-    _register(Testbench(
-        name=f"{edge}_tp", family="host", toplevel=tb.toplevel, params=tb.params, generator=tb.generator,
-        test_module="lockstep.verif.host.test_tp", tb_params=tb.tb_params, expect_fail=tb.expect_fail,
-        doc=f"throughput: {tb.doc}", tier=tier, mode="throughput", sims=tb.sims,
-        opts={**tb.opts, **depth, "harness": "lockstep.gen.host.harness:emit_host_harness",
-              "raw": "lockstep.verif.host.raw:run_raw_host", **opts},
-    ))
+    _tp_twin(edge, tier, "lockstep.verif.host.test_tp", {**depth, "harness": "lockstep.gen.host.harness:emit_host_harness",
+                                                          "raw": "lockstep.verif.host.raw:run_raw_host", **opts})
 
 
 # stream and back-pressure (and two kernels) in the quick tier, with the negative twin on
