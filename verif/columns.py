@@ -21,7 +21,8 @@ import numpy as np
 
 from .packing import unpack_rows
 
-__all__ = ["Items", "Outs", "RecordFormatError", "col", "ints", "item_columns", "join_items", "lanes", "nibble_ints", "parse_hex_lines", "signed"]
+__all__ = ["Items", "Outs", "RecordFormatError", "col", "ints", "item_columns", "join_items", "lanes", "nibble_ints",
+           "parse_hex_lines", "signed"]
 
 _LUT = np.full(256, 255, np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
