@@ -25,12 +25,17 @@ from typing import Any
 
 import cocotb
 from cocotb.triggers import First, RisingEdge, Timer, ValueChange
-from pyuvm import ConfigDB, uvm_analysis_port, uvm_component, uvm_env, uvm_sequencer, uvm_subscriber, uvm_test
+from pyuvm import (
+    ConfigDB, uvm_analysis_port, uvm_component, uvm_driver, uvm_env, uvm_sequence, uvm_sequencer, uvm_subscriber,
+    uvm_test,
+)
 
 from .context import CLOCK_NS, TbContext
+from .seq import Item
 from .throughput import SPENT, spent
 
-__all__ = ["EpisodeBfm", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeTest", "RecordError", "hex_field",
+__all__ = ["EpisodeBfm", "EpisodeDriver", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeSeq", "EpisodeTest",
+           "RecordError", "hex_field",
            "write_episode_files"]
 
 
@@ -189,6 +194,42 @@ class EpisodeBfm:
                 f"tp_end.log {self.end})"]
 
 
+class EpisodeSeq(uvm_sequence):
+    """The run's episodes, one sequence item each: the list the test puts in ConfigDB as
+    ``EPISODES``, each entry made an item's object by :meth:`item` and let go of once
+    sent (the scoreboard holds what it still needs until it is checked)."""
+
+    def item(self, e: int, entry: Any) -> Any:
+        """The object of episode ``e``'s sequence item (default: the entry itself)."""
+        return entry
+
+    async def body(self) -> None:
+        entries: list[Any] = ConfigDB().get(None, "", "EPISODES")
+        for e, entry in enumerate(entries):
+            it = Item(f"episode{e}", self.item(e, entry))
+            await self.start_item(it)
+            await self.finish_item(it)
+            entries[e] = None
+
+
+class EpisodeDriver(uvm_driver):
+    """Completes each episode's item (:meth:`prepare`) and writes its files through the
+    BFM, at most two episodes ahead of the harness."""
+
+    def connect_phase(self) -> None:
+        self.bfm: EpisodeBfm = ConfigDB().get(self, "", "BFM")
+
+    def prepare(self, item: Any) -> None:
+        """Complete ``item`` before its files are written (a family's watchdog, ...)."""
+
+    async def run_phase(self) -> None:
+        while True:
+            seq_item = await self.seq_item_port.get_next_item()
+            self.prepare(seq_item.obj)
+            await self.bfm.write(seq_item.obj)
+            self.seq_item_port.item_done()
+
+
 class EpisodeMonitor(uvm_component):
     """Reads each finished episode's records and publishes what :meth:`read` makes of
     them on ``ap``; a record that does not parse becomes :meth:`broken`'s record, never a
@@ -274,7 +315,7 @@ class EpisodeEnv(uvm_env):
     """Sequencer and driver; the monitor feeding scoreboard and coverage. A family sets
     the component types."""
 
-    driver_type: type = uvm_component
+    driver_type: type = EpisodeDriver
     monitor_type: type = EpisodeMonitor
     scoreboard_type: type = EpisodeScoreboard
     coverage_type: type = uvm_subscriber
@@ -300,7 +341,7 @@ class EpisodeTest(uvm_test):
     :meth:`finish` writes the summary and the verdict."""
 
     #: the sequence that makes the run's episodes (one item each).
-    seq_type: type
+    seq_type: type = EpisodeSeq
     #: the kinds of episode input file (``tp_<kind>_<e>.*``).
     inputs: tuple[str, ...] = ()
 

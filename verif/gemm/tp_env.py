@@ -48,18 +48,18 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from pyuvm import ConfigDB, uvm_driver, uvm_sequence, uvm_subscriber
+from pyuvm import ConfigDB, uvm_subscriber
 
 from lockstep.gen.gemm.harness import REASONS, TopPorts, load_depth, top_ports_of
 from lockstep.models.gemm.params import GemmParams
 
 from ..context import TbContext
 from ..episodes import (
-    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+    EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest, RecordError,
+    hex_field, write_episode_files,
 )
 from ..throughput import spent
 from ..coverage import Covergroup
-from ..seq import Item
 from .jobs import GemmJob, make_jobs
 from .tile_env import (
     CNT_BASE, ERR_ADDR, REGS, STATUS, GemmTest, Observation, budget, check, csr_writes, define_coverage,
@@ -340,31 +340,18 @@ class GemmTpBfm(EpisodeBfm):
         return 16 + io + 2 * (1 << self.tp.w("csr_addr")) + item.max_cycles + 64
 
 
-class JobSeq(uvm_sequence):
+class JobSeq(EpisodeSeq):
     """The run's jobs (:func:`build_jobs`), one sequence item per job."""
 
-    async def body(self) -> None:
-        jobs: list[GemmJob] = ConfigDB().get(None, "", "JOBS")
-        for e, job in enumerate(jobs):
-            item = Item(f"job{e}", JobItem(e, job))
-            await self.start_item(item)
-            await self.finish_item(item)
-            jobs[e] = None   # the scoreboard holds it until checked; the run's list lets it go
+    def item(self, e: int, job: GemmJob) -> JobItem:
+        return JobItem(e, job)
 
 
-class JobDriver(uvm_driver):
+class JobDriver(EpisodeDriver):
     """Sets each job's watchdog (the per-edge :func:`budget`) and writes its files."""
 
-    def connect_phase(self) -> None:
-        self.bfm: GemmTpBfm = ConfigDB().get(self, "", "BFM")
-
-    async def run_phase(self) -> None:
-        while True:
-            seq_item = await self.seq_item_port.get_next_item()
-            item: JobItem = seq_item.obj
-            item.max_cycles = budget(item.job)
-            await self.bfm.write(item)
-            self.seq_item_port.item_done()
+    def prepare(self, item: JobItem) -> None:
+        item.max_cycles = budget(item.job)
 
 
 class RecordMonitor(EpisodeMonitor):
@@ -493,7 +480,7 @@ class GemmTpTest(EpisodeTest):
             self.jobs = build_jobs(p, ctx.seed, ctx.opts)
         self.count = len(self.jobs)
         self.bfm = GemmTpBfm(cocotb.top, ctx, tp, self.count)
-        for k, v in (("CTX", ctx), ("BFM", self.bfm), ("TB_PARAMS", p), ("PARAMS", p), ("JOBS", self.jobs)):
+        for k, v in (("CTX", ctx), ("BFM", self.bfm), ("TB_PARAMS", p), ("PARAMS", p), ("EPISODES", self.jobs)):
             ConfigDB().set(None, "*", k, v)
         self.env = GemmTpEnv("env", self)
 

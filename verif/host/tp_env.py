@@ -8,7 +8,7 @@ SQ is full), the CQ consumer, the final register reads and the memory read-back 
 Python wakes once per *episode*. An episode is one run of a per-edge scenario
 (:func:`lockstep.verif.host.jobs.make_scenario`) on a freshly reset top:
 
-* :class:`EpisodeSeq` -> :class:`EpisodeDriver`: the run's episodes
+* :class:`HostSeq` -> :class:`~lockstep.verif.episodes.EpisodeDriver`: the run's episodes
   (:func:`build_episodes`): episode ``e`` is the per-edge scenario of seed
   :func:`episode_seed` ``(seed, e)`` (episode 0: the run's own seed) with ``tasks`` tasks,
   its initial memory image (:func:`lockstep.verif.host.top_env.initial_image`) and its
@@ -54,7 +54,7 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from pyuvm import ConfigDB, uvm_driver, uvm_sequence, uvm_subscriber
+from pyuvm import ConfigDB, uvm_subscriber
 
 from lockstep.gen.host.harness import OPS, OPS_DEPTH, REASONS, HostPorts, host_ports_of
 from lockstep.models import host as hm
@@ -63,9 +63,9 @@ from lockstep.models.host.params import HostParams
 from ..context import TbContext
 from ..coverage import Covergroup
 from ..episodes import (
-    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest, RecordError,
+    hex_field, write_episode_files,
 )
-from ..seq import Item
 from ..throughput import spent
 from .driver import TP
 from .jobs import Scenario, make_scenario
@@ -75,7 +75,7 @@ from .top_env import (
 )
 
 __all__ = [
-    "EDGE_ONLY", "EdgeStreamTest", "Episode", "EpisodeDriver", "EpisodeItem", "EpisodeRecord", "EpisodeSeq", "Final",
+    "EDGE_ONLY", "EdgeStreamTest", "Episode", "EpisodeItem", "EpisodeRecord", "Final", "HostSeq",
     "HostTpBfm", "HostTpCoverage", "HostTpEnv", "HostTpScoreboard", "HostTpTest", "RecordMonitor", "Trace",
     "EpisodeResult", "build_episode", "build_episodes", "check_episode", "episode_budget", "episode_seed", "read_final", "read_trace",
     "sample_bulk", "script", "stream_entry", "write_episode",
@@ -548,29 +548,11 @@ class HostTpBfm(EpisodeBfm):
         return item.ep.max_cycles + 200
 
 
-class EpisodeSeq(uvm_sequence):
+class HostSeq(EpisodeSeq):
     """The run's episodes (:func:`build_episodes`), one sequence item each."""
 
-    async def body(self) -> None:
-        eps: list[Episode] = ConfigDB().get(None, "", "EPISODES")
-        for e, ep in enumerate(eps):
-            item = Item(f"episode{e}", EpisodeItem(e, ep))
-            await self.start_item(item)
-            await self.finish_item(item)
-            eps[e] = None   # the scoreboard holds it until checked; the run's list lets it go
-
-
-class EpisodeDriver(uvm_driver):
-    """Writes each episode's files (through the BFM, at most two ahead of the harness)."""
-
-    def connect_phase(self) -> None:
-        self.bfm: HostTpBfm = ConfigDB().get(self, "", "BFM")
-
-    async def run_phase(self) -> None:
-        while True:
-            seq_item = await self.seq_item_port.get_next_item()
-            await self.bfm.write(seq_item.obj)
-            self.seq_item_port.item_done()
+    def item(self, e: int, ep: Episode) -> EpisodeItem:
+        return EpisodeItem(e, ep)
 
 
 class RecordMonitor(EpisodeMonitor):
@@ -679,7 +661,6 @@ class HostTpCoverage(uvm_subscriber):
 class HostTpEnv(EpisodeEnv):
     """Sequencer and episode driver; record monitor feeding scoreboard and coverage."""
 
-    driver_type = EpisodeDriver
     monitor_type = RecordMonitor
     scoreboard_type = HostTpScoreboard
     coverage_type = HostTpCoverage
@@ -717,7 +698,7 @@ class HostTpTest(EpisodeTest):
             ConfigDB().set(None, "*", k, v)
         self.env = HostTpEnv("env", self)
 
-    seq_type = EpisodeSeq
+    seq_type = HostSeq
     inputs = ("cfg", "mem", "ops")
 
     def check_phase(self) -> None:

@@ -46,7 +46,7 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from pyuvm import ConfigDB, uvm_driver, uvm_sequence, uvm_subscriber
+from pyuvm import ConfigDB, uvm_sequence, uvm_subscriber
 
 from lockstep.gen.sched.harness import REASONS, FabricPorts, fabric_ports, harness_tail
 from lockstep.models import sched
@@ -54,7 +54,8 @@ from lockstep.models.sched.params import FabricParams
 
 from ..context import TbContext
 from ..episodes import (
-    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+    EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field,
+    write_episode_files,
 )
 from ..throughput import spent
 from ..seq import Item
@@ -467,22 +468,14 @@ class ProgramSeq(uvm_sequence):
             await self.finish_item(item)
 
 
-class ProgramDriver(uvm_driver):
+class ProgramDriver(EpisodeDriver):
     """Runs the golden executor on each program (its cycles set the watchdog) and
     writes the episode's files for the harness."""
 
-    def connect_phase(self) -> None:
-        self.bfm: SchedBfm = ConfigDB().get(self, "", "BFM")
-
-    async def run_phase(self) -> None:
-        while True:
-            seq_item = await self.seq_item_port.get_next_item()
-            item: ProgramItem = seq_item.obj
-            with spent("golden"):
-                item.golden = sched.execute(item.program, ext=(item.program.meta or {}).get("ext"))
-            item.stop_at, item.max_cycles = self.bfm.watchdog(item.golden)
-            await self.bfm.write(item)
-            self.seq_item_port.item_done()
+    def prepare(self, item: ProgramItem) -> None:
+        with spent("golden"):
+            item.golden = sched.execute(item.program, ext=(item.program.meta or {}).get("ext"))
+        item.stop_at, item.max_cycles = self.bfm.watchdog(item.golden)
 
 
 class RecordMonitor(EpisodeMonitor):

@@ -53,7 +53,7 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from pyuvm import ConfigDB, uvm_driver, uvm_sequence, uvm_subscriber
+from pyuvm import ConfigDB, uvm_subscriber
 
 from lockstep.gen.sparse.harness import COUNTERS, REASONS, StuPorts, stu_ports_of
 from lockstep.models import sparse
@@ -62,9 +62,9 @@ from lockstep.models.sparse.params import SparseParams
 from ..context import TbContext
 from ..coverage import Covergroup
 from ..episodes import (
-    EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field, write_episode_files,
+    EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest, RecordError,
+    hex_field, write_episode_files,
 )
-from ..seq import Item
 from ..throughput import spent
 from ..twin import pause_threshold
 from .job_env import Observation
@@ -381,31 +381,19 @@ class StuTpBfm(EpisodeBfm):
         return 16 + item.n_load + item.max_cycles + 64
 
 
-class JobSeq(uvm_sequence):
+class JobSeq(EpisodeSeq):
     """The run's jobs (:func:`build_jobs`), one sequence item per job."""
 
-    async def body(self) -> None:
-        jobs: list[StuJob] = ConfigDB().get(None, "", "JOBS")
-        for e, job in enumerate(jobs):
-            item = Item(f"job{e}", JobItem(e, job))
-            await self.start_item(item)
-            await self.finish_item(item)
+    def item(self, e: int, job: StuJob) -> JobItem:
+        return JobItem(e, job)
 
 
-class JobDriver(uvm_driver):
-    """Sets each job's watchdog (:func:`max_cycles`) and writes its files."""
+class JobDriver(EpisodeDriver):
+    """Sets each job's watchdog (:func:`max_cycles`) and load count, and writes its files."""
 
-    def connect_phase(self) -> None:
-        self.bfm: StuTpBfm = ConfigDB().get(self, "", "BFM")
-
-    async def run_phase(self) -> None:
-        while True:
-            seq_item = await self.seq_item_port.get_next_item()
-            item: JobItem = seq_item.obj
-            item.max_cycles = max_cycles(self.bfm.unit, item.job)
-            item.n_load = len(load_words(item.job, self.bfm.unit.params))
-            await self.bfm.write(item)
-            self.seq_item_port.item_done()
+    def prepare(self, item: JobItem) -> None:
+        item.max_cycles = max_cycles(self.bfm.unit, item.job)
+        item.n_load = len(load_words(item.job, self.bfm.unit.params))
 
 
 class RecordMonitor(EpisodeMonitor):
@@ -531,7 +519,7 @@ class StuTpTest(EpisodeTest):
             self.jobs = build_jobs(p, ctx.seed, ctx.opts, unit.widths)
         self.count = len(self.jobs)
         self.bfm = StuTpBfm(cocotb.top, ctx, sp, unit, self.count)
-        for k, v in (("CTX", ctx), ("BFM", self.bfm), ("UNIT", unit), ("JOBS", self.jobs)):
+        for k, v in (("CTX", ctx), ("BFM", self.bfm), ("UNIT", unit), ("EPISODES", self.jobs)):
             ConfigDB().set(None, "*", k, v)
         self.env = StuTpEnv("env", self)
 
