@@ -108,8 +108,9 @@ class EpisodeBfm:
         working folder)."""
         raise NotImplementedError
 
-    def budget(self, e: int) -> int:
-        """Clock cycles the harness may take for episode ``e`` (the Python watchdog)."""
+    def budget(self, item: Any) -> int:
+        """Clock cycles the harness may take for the episode of ``item`` (the Python
+        watchdog)."""
         raise NotImplementedError
 
     async def write(self, item: Any) -> None:
@@ -139,7 +140,9 @@ class EpisodeBfm:
         d.go.value = 1
         end_sig = getattr(d, self.end_port)
         while True:
-            budget = self.budget(self.finished)
+            item = self.items.get(self.finished)
+            # an episode not written yet: the harness waits for n_ready (the driver is behind, not the DUT)
+            budget = 1_000_000 if item is None else self.budget(item)
             t = await First(ValueChange(d.ep), RisingEdge(end_sig), Timer(budget * CLOCK_NS, "ns"))
             self.wakes += 1
             ended = bool(int(end_sig.value))

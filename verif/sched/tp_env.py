@@ -444,11 +444,9 @@ class SchedBfm(EpisodeBfm):
         write_episode(self.folder, item.episode, item.program, item.stop_at, item.max_cycles,
                       (item.program.meta or {}).get("ext"))
 
-    def budget(self, e: int) -> int:
+    def budget(self, item: ProgramItem) -> int:
         p = self.fp.params
-        item = self.items.get(e)
-        run = item.max_cycles if item else 0
-        return 16 + p.nt * (p.sd + p.words) + run + p.nt * p.words + 64
+        return 16 + p.nt * (p.sd + p.words) + item.max_cycles + p.nt * p.words + 64
 
 
 class ProgramSeq(uvm_sequence):
