@@ -126,13 +126,16 @@ def max_cycles(unit: StuUnit, job: StuJob) -> int:
     return 4 * unit.budget(job) + 100
 
 
-def write_job(folder: Path, e: int, job: StuJob, sp: StuPorts, unit: StuUnit, seed: int, limit: int) -> None:
+def write_job(folder: Path, e: int, job: StuJob, sp: StuPorts, unit: StuUnit, seed: int, limit: int) -> int:
     """Write job ``e``'s files for the harness (see :mod:`lockstep.gen.sparse.harness`):
     ``tp_load_<e>.hex`` (:func:`load_words`) and, last, ``tp_cfg_<e>.txt`` (the
     watchdog ``limit``, the second start, the reset, the back-pressure generator of
     :func:`~lockstep.verif.sparse.stu_env.job_pause_seed` and the job's rate, the
     ``cfg`` word). Each file is written under a temporary name first, so the harness
     never reads half a job.
+
+    Returns:
+        The job's load words.
 
     Raises:
         ValueError: more load words than the harness holds, or a word or ``cfg`` value
@@ -158,6 +161,7 @@ def write_job(folder: Path, e: int, job: StuJob, sp: StuPorts, unit: StuUnit, se
                             f"{job_pause_seed(seed, e)} {pause_threshold(job.bp)} {cw:x}"],
     }
     write_episode_files(folder, files)
+    return len(words)
 
 
 # ---- the records ----------------------------------------------------------------------------
@@ -372,7 +376,7 @@ class StuTpBfm(EpisodeBfm):
         self.sp, self.unit = sp, unit
 
     def write_files(self, item: JobItem) -> None:
-        write_job(self.folder, item.episode, item.job, self.sp, self.unit, self.ctx.seed, item.max_cycles)
+        item.n_load = write_job(self.folder, item.episode, item.job, self.sp, self.unit, self.ctx.seed, item.max_cycles)
 
     def budget(self, item: JobItem) -> int:
         return 16 + item.n_load + item.max_cycles + 64
@@ -386,11 +390,10 @@ class JobSeq(EpisodeSeq):
 
 
 class JobDriver(EpisodeDriver):
-    """Sets each job's watchdog (:func:`max_cycles`) and load count, and writes its files."""
+    """Sets each job's watchdog (:func:`max_cycles`) and writes its files."""
 
     def prepare(self, item: JobItem) -> None:
         item.max_cycles = max_cycles(self.bfm.unit, item.job)
-        item.n_load = len(load_words(item.job, self.bfm.unit.params))
 
 
 class RecordMonitor(EpisodeMonitor):
