@@ -20,10 +20,10 @@ from lockstep.verif.context import TbContext
 from lockstep.verif.episodes import RecordError
 from lockstep.verif.registry import SIMULATORS, TESTBENCHES
 from lockstep.verif.runner import generate_rtl, run
-from lockstep.verif.sparse.stu_env import LD_DATA, LD_FC, LD_WEIGHTS, JobPauses, StuUnit, job_pause_seed
+from lockstep.verif.sparse.stu_env import LD_DATA, LD_FC, LD_WEIGHTS, JobPauses, StuUnit, job_pause_seed, load_words
 from lockstep.verif.sparse.stu_jobs import make_jobs
 from lockstep.verif.sparse.tp_env import (
-    End, Record, build_jobs, cfg_word, load_words, observation, read_record, stream_entry, write_job,
+    End, Record, build_jobs, cfg_word, observation, read_record, stream_entry, write_job,
 )
 from lockstep.verif.twin import pause_threshold, xs32
 

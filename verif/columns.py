@@ -178,7 +178,11 @@ def signed(outs: Outs | Sequence[dict[str, int]], name: str, width: int) -> np.n
     (either form)."""
     if width > 64:
         raise ValueError(f"{name}: a {width}-bit field does not fit an int64")
-    u = np.array(outs.ints(name).tolist() if isinstance(outs, Outs) else [o[name] for o in outs], dtype=np.uint64)
+    if isinstance(outs, Outs):
+        v = outs.ints(name)   # int64, or Python ints above 62 bits
+        u = v.astype(np.uint64) if v.dtype != object else np.array(v.tolist(), dtype=np.uint64)
+    else:
+        u = np.array([o[name] for o in outs], dtype=np.uint64)
     if width < 64:   # offset binary: subtracting the offset sign-extends
         u = (u & np.uint64((1 << width) - 1)) ^ np.uint64(1 << (width - 1))
         return u.astype(np.int64) - np.int64(1 << (width - 1))

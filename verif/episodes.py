@@ -11,6 +11,7 @@ watchdog behind the harness's) and hands the finished episode numbers to the mon
 ``closed`` queue.
 
 Around it, the parts of a family's environment that do not depend on what an episode is:
+:class:`EpisodeSeq` and :class:`EpisodeDriver` (one item per episode; its files written),
 :class:`EpisodeMonitor` (reads each finished episode's records, never dropping a broken
 one), :class:`EpisodeScoreboard` (timing and the first messages), :class:`EpisodeEnv`
 (sequencer, driver, monitor, scoreboard, coverage, wired) and :class:`EpisodeTest` (the
@@ -35,8 +36,7 @@ from .seq import Item
 from .throughput import SPENT, spent
 
 __all__ = ["EpisodeBfm", "EpisodeDriver", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeSeq", "EpisodeTest",
-           "RecordError", "hex_field",
-           "write_episode_files"]
+           "RecordError", "hex_field", "write_episode_files"]
 
 
 class RecordError(AssertionError):

@@ -49,12 +49,29 @@ from .job_env import JobBfm, JobTest, JobUnit, Observation
 from .raster_env import DENSITY_BINS, density_bin
 from .stu_jobs import StuJob, make_jobs
 
-__all__ = ["JobPauses", "StuTest", "StuUnit", "job_pause_seed"]
+__all__ = ["JobPauses", "StuTest", "StuUnit", "job_pause_seed", "load_words"]
 
 #: ``ld_sel`` codes of ``stu_top``'s load port (gen/sparse/stu_top.py).
 LD_DATA, LD_WEIGHTS, LD_FC = 0, 1, 2
 #: The STU's counters and the golden :class:`~lockstep.models.sparse.Job` attribute each equals.
 COUNTERS = ("cyc_compute", "n_rounds", "n_mults", "n_deferred", "cyc_drain", "nnz_out")
+
+
+def load_words(job: StuJob, p: SparseParams) -> list[tuple[int, int, int]]:
+    """``(ld_sel, ld_addr, ld_data)`` of every load-port write of a job, in the per-edge
+    order (:meth:`StuUnit.load` writes them; the throughput harness reads them from a file): the packed data entries from 0, then the packed
+    weights from 0, or the FC matrix row by row at ``o * wmax`` (values masked to
+    ``ww`` bits); nothing for a start the STU refuses."""
+    if job.refused:
+        return []
+    words = [(LD_DATA, a, w) for a, w in enumerate(sparse.pack_data(job.data, p))]
+    if job.cfg.mode == sparse.FC:
+        mask = (1 << p.ww) - 1
+        for o, row in enumerate(np.asarray(job.weights)):
+            words += [(LD_FC, o * p.wmax + i, int(v) & mask) for i, v in enumerate(row)]
+    else:
+        words += [(LD_WEIGHTS, a, w) for a, w in enumerate(sparse.pack_weights(job.weights, p))]
+    return words
 
 
 class TapMonitor:
@@ -158,17 +175,9 @@ class StuUnit(JobUnit):
     async def load(self, dut: Any, job: StuJob) -> None:
         """The job's data entries, weights or FC matrix through the load port (nothing
         for a start the STU refuses)."""
-        if job.refused:
-            return
         port = LoadPort(dut)
-        p = self.params
-        await port.write(LD_DATA, sparse.pack_data(job.data, p))
-        if job.cfg.mode == sparse.FC:
-            mask = (1 << p.ww) - 1
-            for o, row in enumerate(np.asarray(job.weights)):
-                await port.write(LD_FC, [int(v) & mask for v in row], base=o * p.wmax)
-        else:
-            await port.write(LD_WEIGHTS, sparse.pack_weights(job.weights, p))
+        for sel, addr, data in load_words(job, self.params):
+            await port.write(sel, [data], base=addr)
 
     def cfg(self, job: StuJob) -> dict[str, int]:
         """The ``cfg_*`` values of a job (every value fits its port: the job generator

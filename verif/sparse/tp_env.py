@@ -68,12 +68,12 @@ from ..episodes import (
 from ..throughput import spent
 from ..twin import pause_threshold
 from .job_env import Observation
-from .stu_env import LD_DATA, LD_FC, LD_WEIGHTS, StuTest, StuUnit, job_pause_seed
+from .stu_env import StuTest, StuUnit, job_pause_seed, load_words
 from .stu_jobs import StuJob, make_jobs
 
 __all__ = [
     "EdgeStreamTest", "End", "JobDriver", "JobItem", "JobRecord", "JobSeq", "Record", "RecordMonitor", "StuTpBfm",
-    "StuTpCoverage", "StuTpEnv", "StuTpScoreboard", "StuTpTest", "build_jobs", "cfg_word", "load_words",
+    "StuTpCoverage", "StuTpEnv", "StuTpScoreboard", "StuTpTest", "build_jobs", "cfg_word",
     "max_cycles", "observation", "read_record", "stream_entry", "write_job",
 ]
 
@@ -85,23 +85,6 @@ def build_jobs(params: SparseParams, seed: int, opts: dict[str, Any], widths: di
     the per-edge :attr:`StuUnit.default_jobs`)."""
     return make_jobs(str(opts.get("scenario", "random")), params, np.random.default_rng(seed),
                      int(opts.get("jobs", StuUnit.default_jobs)), widths)
-
-
-def load_words(job: StuJob, p: SparseParams) -> list[tuple[int, int, int]]:
-    """``(ld_sel, ld_addr, ld_data)`` of every load-port write of a job, in the per-edge
-    order (:meth:`StuUnit.load`): the packed data entries from 0, then the packed
-    weights from 0, or the FC matrix row by row at ``o * wmax`` (values masked to
-    ``ww`` bits); nothing for a start the STU refuses."""
-    if job.refused:
-        return []
-    words = [(LD_DATA, a, w) for a, w in enumerate(sparse.pack_data(job.data, p))]
-    if job.cfg.mode == sparse.FC:
-        mask = (1 << p.ww) - 1
-        for o, row in enumerate(np.asarray(job.weights)):
-            words += [(LD_FC, o * p.wmax + i, int(v) & mask) for i, v in enumerate(row)]
-    else:
-        words += [(LD_WEIGHTS, a, w) for a, w in enumerate(sparse.pack_weights(job.weights, p))]
-    return words
 
 
 def cfg_word(values: dict[str, int], sp: StuPorts) -> int:
@@ -128,7 +111,7 @@ def max_cycles(unit: StuUnit, job: StuJob) -> int:
 
 def write_job(folder: Path, e: int, job: StuJob, sp: StuPorts, unit: StuUnit, seed: int, limit: int) -> int:
     """Write job ``e``'s files for the harness (see :mod:`lockstep.gen.sparse.harness`):
-    ``tp_load_<e>.hex`` (:func:`load_words`) and, last, ``tp_cfg_<e>.txt`` (the
+    ``tp_load_<e>.hex`` (:func:`~lockstep.verif.sparse.stu_env.load_words`) and, last, ``tp_cfg_<e>.txt`` (the
     watchdog ``limit``, the second start, the reset, the back-pressure generator of
     :func:`~lockstep.verif.sparse.stu_env.job_pause_seed` and the job's rate, the
     ``cfg`` word). Each file is written under a temporary name first, so the harness
