@@ -8,12 +8,13 @@ testbenches first, until one fails (a kill). A run has a time bound (from the un
 run's time) and an address-space bound: a mutant that hangs, loops or grows is a kill by
 timeout or memory, in its own process group, and never takes the machine down.
 
-A mutant that no testbench kills is checked with Yosys (:func:`equivalence`): a miter of
-the original and the mutant, both from an all-zero state with reset in the first cycle,
-proved by temporal induction (``sat -tempinduct``) up to a bounded depth:
+A mutant that no testbench kills is checked with Yosys (:func:`equivalence`): Yosys's
+structural equivalence flow first, then a miter of the original and the mutant, both from
+an all-zero state with reset in the first cycle, by temporal induction
+(``sat -tempinduct``) up to a bounded depth:
 
 ``equivalent``
-    the induction closed: no input sequence ever tells the two apart. Excluded from the rate.
+    a proof: no input sequence ever tells the two apart. Excluded from the rate.
 ``equivalent-bounded``
     no difference within ``depth`` cycles after reset, and no proof beyond. Excluded from
     the rate, and listed apart with the depth.
@@ -177,32 +178,50 @@ def yosys() -> str:
     return exe
 
 
+def _yosys_script(workdir: Path, name: str, lines: list[str], timeout: float) -> tuple[int | None, str, float]:
+    """Run Yosys on ``lines`` (written to ``<name>.ys`` in ``workdir``, logged to
+    ``<name>.log``) within ``timeout`` seconds: ``(exit status or None, log text, seconds)``."""
+    script, log = workdir / f"{name}.ys", workdir / f"{name}.log"
+    script.write_text("\n".join(lines) + "\n")
+    rc, out, wall = bounded([yosys(), "-q", "-l", log.name, script.name], timeout, 0, cwd=workdir)
+    return rc, log.read_text(errors="replace") if log.exists() else out, wall
+
+
 def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout: float = 300,
                 workdir: Path | None = None) -> tuple[str, str]:
     """Is ``mutant`` equivalent to ``original`` (module ``top``, clock ``clk``, synchronous
     active-high reset ``rst``)? ``(verdict, detail)``, the verdict one of ``equivalent``
-    (induction proof), ``equivalent-bounded`` (no difference within ``depth`` cycles),
+    (a proof), ``equivalent-bounded`` (no difference within ``depth`` cycles),
     ``survived`` (a distinguishing input sequence exists: ``detail`` gives its length) or
     ``unknown`` (Yosys failed or ran out of ``timeout`` seconds: ``detail`` says which).
 
-    Both designs start from all-zero registers with ``rst`` high in the first cycle; every
-    input is free afterwards (reset included)."""
+    Two steps, each with up to half of ``timeout``:
+
+    1. Yosys's structural equivalence flow (``equiv_make``, ``equiv_struct``,
+       ``equiv_simple``, ``equiv_induct``): the two designs share every signal name, so
+       a mutant whose change is masked where it happens (a tie broken the other way, a
+       default overwritten) is proved equivalent from small cones, for any state.
+    2. Otherwise a miter of the two, both from all-zero registers with ``rst`` high in the
+       first cycle and every input free afterwards (reset included), by temporal
+       induction (``sat -tempinduct``) up to ``depth`` cycles: a counterexample, a proof,
+       or neither within the depth."""
     workdir = workdir or mutant.parent
-    script = workdir / f"{mutant.stem}.eq.ys"
-    log = workdir / f"{mutant.stem}.eq.log"
     # YoWASP's Yosys sees the file system through WASI: paths relative to its working
     # folder always resolve, absolute ones (under /tmp, say) not always.
     rel = [os.path.relpath(p, workdir) for p in (original, mutant)]
-    script.write_text("\n".join([
-        f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
-        "proc", "opt_clean", "memory", "flatten",
+    read = [f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
+            "proc", "opt_clean", "memory", "flatten"]
+    rc, text, wall = _yosys_script(workdir, f"{mutant.stem}.equiv", read + [
+        "equiv_make gold gate equiv", "hierarchy -top equiv", "equiv_struct", "equiv_simple", "equiv_induct",
+        "equiv_status -assert"], timeout / 2)
+    if rc == 0 and "Equivalence successfully proven!" in text:
+        return "equivalent", f"proved by Yosys's equivalence flow ({wall:.1f} s)"
+    rc, text, wall = _yosys_script(workdir, f"{mutant.stem}.miter", read + [
         "miter -equiv -flatten -make_outputs gold gate miter", "hierarchy -top miter", "opt -fast",
         f"sat -tempinduct -prove trigger 0 -set-init-zero -set-at 1 in_rst 1 -seq 1 -maxsteps {depth} miter",
-    ]) + "\n")
-    rc, out, wall = bounded([yosys(), "-q", "-l", log.name, script.name], timeout, 0, cwd=workdir)
-    text = log.read_text(errors="replace") if log.exists() else out
+    ], timeout / 2)
     if rc is None:
-        return "unknown", f"Yosys ran out of {timeout:.0f} s"
+        return "unknown", f"Yosys ran out of {timeout / 2:.0f} s on the miter"
     if "Induction step proven: SUCCESS!" in text:
         return "equivalent", f"proved by induction ({wall:.1f} s)"
     if "model found for base case: FAIL!" in text:
