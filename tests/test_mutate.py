@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from lockstep.verif import mutants as M
-from lockstep.verif.mutate import bounded, compiles, duts, equivalence, main
+from lockstep.verif.mutate import Interrupted, bounded, compiles, duts, equivalence, main, stop_all
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import generate_rtl
 
@@ -85,6 +87,23 @@ def test_a_run_past_its_time_is_killed_with_its_group():
 def test_a_run_past_its_memory_fails():
     rc, out, _ = bounded([sys.executable, "-c", "x = bytearray(3 << 30)"], timeout=60, mem_bytes=1 << 30)
     assert rc != 0 and "MemoryError" in out
+
+
+def test_an_interrupt_kills_the_running_children_and_starts_no_more():
+    from lockstep.verif import mutate
+    got = []
+    t = threading.Thread(target=lambda: got.append(bounded(["sleep", "30"], timeout=60, mem_bytes=0)))
+    t.start()
+    while not mutate._LIVE:
+        time.sleep(0.05)
+    try:
+        stop_all()
+        t.join(10)
+        assert not t.is_alive() and got[0][0] == -9       # SIGKILL, long before its 30 s
+        with pytest.raises(Interrupted):
+            bounded(["true"], timeout=10, mem_bytes=0)
+    finally:
+        mutate._STOP.clear()
 
 
 @pytest.mark.parametrize("old,new,verdict", [

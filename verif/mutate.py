@@ -57,7 +57,8 @@ from . import mutants as mut
 from .registry import SIMULATORS, TESTBENCHES, quick_seed
 from .runner import BUILD, _file_hash, build_key, generate_rtl, rtl_dir
 
-__all__ = ["Dut", "duts", "equivalence", "run_testbench", "mutate_dut", "main", "VERDICTS"]
+__all__ = ["Dut", "Interrupted", "duts", "bounded", "stop_all", "equivalence", "run_testbench", "mutate_dut", "main",
+           "VERDICTS"]
 
 REPORTS = BUILD / "reports" / "mutate"
 #: Verdicts of a mutant, and whether each counts in the kill rate's denominator.
@@ -110,13 +111,38 @@ _LIMIT_SHIM = ("import os, resource, sys; lim = int(sys.argv[1]); "
                "os.execvp(sys.argv[2], sys.argv[2:])")
 
 
+class Interrupted(RuntimeError):
+    """The mutation run was interrupted (Ctrl-C, SIGTERM): no new child is started."""
+
+
+_LIVE: set[int] = set()          # process groups of the running children
+_LIVE_LOCK = threading.Lock()
+_STOP = threading.Event()
+
+
+def stop_all() -> None:
+    """Start no new child and kill every running one's process group (on an interrupt)."""
+    _STOP.set()
+    with _LIVE_LOCK:
+        for pgid in list(_LIVE):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def bounded(cmd: list[str], timeout: float, mem_bytes: int, cwd: Path | None = None) -> tuple[int | None, str, float]:
     """Run ``cmd`` in its own process group with an address-space limit of ``mem_bytes``
     (0: none) and a wall-clock ``timeout``: ``(exit status or None on timeout, output,
-    seconds)``. On timeout the whole group is killed."""
+    seconds)``. On timeout the whole group is killed; after :func:`stop_all`, raises
+    :class:`Interrupted` instead of starting ``cmd``."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", _LIMIT_SHIM, str(mem_bytes), *cmd], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    with _LIVE_LOCK:
+        if _STOP.is_set():
+            raise Interrupted("mutation run interrupted")
+        proc = subprocess.Popen([sys.executable, "-c", _LIMIT_SHIM, str(mem_bytes), *cmd], cwd=cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        _LIVE.add(proc.pid)
     try:
         out, _ = proc.communicate(timeout=timeout)
         return proc.returncode, out, time.monotonic() - t0
@@ -124,6 +150,9 @@ def bounded(cmd: list[str], timeout: float, mem_bytes: int, cwd: Path | None = N
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         return None, out or "", time.monotonic() - t0
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc.pid)
 
 
 @dataclass
@@ -328,8 +357,14 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
             log(f"[mutate] {dut.name} {done[0]}/{len(picked)} {rec['id']} {rec['kind']:5s} {rec['verdict']}"
                 f"{' by ' + rec['killed_by'] if rec.get('killed_by') else ''}  | {_tally_line(tally)}")
 
-    with ThreadPoolExecutor(max_workers=max(1, opt.jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, opt.jobs))
+    try:
         list(pool.map(one, range(len(picked))))
+    except BaseException:  # Ctrl-C, or a mutant that could not be judged: leave no child running
+        stop_all()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     tally = _tally(records)
     return {"dut": dut.name, "family": dut.family, "toplevel": dut.toplevel, "source": str(dut.source),
             "testbenches": dut.testbenches, "usable": usable, "sim": opt.sim, "seed": opt.seed, "n": opt.n,
@@ -408,6 +443,10 @@ bounded at {opt.depth} cycles. Kill rate = killed / (killed + survived + unknown
     return "\n".join(parts)
 
 
+def _on_term(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends a run as Ctrl-C does: children killed, exit 130
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lockstep.verif.mutate", description=__doc__.split("\n")[0])
     ap.add_argument("--tests", default="", help="comma-separated testbench globs (default: the whole quick tier)")
@@ -440,7 +479,13 @@ def main(argv: list[str] | None = None) -> int:
     yosys()  # fail now, not after an hour of simulation
     print(f"[mutate] {len(chosen)} DUT(s), {opt.n} mutants each (seed {opt.seed}) on {opt.sim}, {opt.jobs} at once")
     t0 = time.monotonic()
-    results = [mutate_dut(d, opt) for d in chosen]
+    _STOP.clear()
+    signal.signal(signal.SIGTERM, _on_term)
+    try:
+        results = [mutate_dut(d, opt) for d in chosen]
+    except (KeyboardInterrupt, Interrupted):
+        print("[mutate] interrupted: every child process killed; no report written", file=sys.stderr)
+        return 130
     summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
     for r in summary["duts"]:
         print(f"[mutate] {r['dut']:32s} {_tally_line(r['tally'])}")
