@@ -58,7 +58,7 @@ from . import mutants as mut
 from .registry import SIMULATORS, TESTBENCHES, quick_seed
 from .runner import BUILD, _file_hash, build_key, generate_rtl, rtl_dir
 
-__all__ = ["Dut", "Interrupted", "duts", "bounded", "stop_all", "equivalence", "run_testbench", "mutate_dut", "main",
+__all__ = ["Dut", "Options", "TbRun", "Interrupted", "duts", "bounded", "stop_all", "equivalence", "run_testbench", "mutate_dut", "main",
            "VERDICTS"]
 
 REPORTS = BUILD / "reports" / "mutate"
