@@ -484,12 +484,15 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     _STOP.clear()
     signal.signal(signal.SIGTERM, _on_term)
+    results: list[dict[str, Any]] = []
     try:
-        results = [mutate_dut(d, opt) for d in chosen]
+        for d in chosen:  # the report is rewritten after every DUT: an interrupted run keeps the DUTs it finished
+            results.append(mutate_dut(d, opt))
+            summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
     except (KeyboardInterrupt, Interrupted):
-        print("[mutate] interrupted: every child process killed; no report written", file=sys.stderr)
+        print(f"[mutate] interrupted: every child process killed; the report has the {len(results)} DUT(s) "
+              f"finished: {Path(a.report) / 'index.html'}", file=sys.stderr)
         return 130
-    summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
     for r in summary["duts"]:
         print(f"[mutate] {r['dut']:32s} {_tally_line(r['tally'])}")
     for f, t in summary["families"].items():
