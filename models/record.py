@@ -14,11 +14,23 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["ParamError", "Record", "clog2", "params_hash", "pow2"]
+__all__ = ["ParamError", "Record", "clog2", "params_hash", "pow2", "show"]
 
 
 class ParamError(ValueError):
     """A parameter value that cannot work; the message names the parameter."""
+
+
+def show(v: Any) -> str:
+    """``repr(v)`` for an error message, or, for an int too long for Python to print
+    (more than ``sys.get_int_max_str_digits()`` decimal digits: ``repr`` raises
+    ``ValueError``), its width."""
+    try:
+        return repr(v)
+    except ValueError:
+        if isinstance(v, int):
+            return f"<{'negative ' if v < 0 else ''}{v.bit_length()}-bit int>"
+        return f"<unprintable {type(v).__name__}>"
 
 
 class Record:
@@ -30,11 +42,18 @@ class Record:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Any:
-        """Inverse of :meth:`to_dict`; unknown keys are an error."""
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        extra = set(d) - names
-        if extra:
-            raise ParamError(f"{cls.__name__}: unknown field(s) {sorted(extra)}")
+        """Inverse of :meth:`to_dict`; unknown keys, and a missing field that has no
+        default, are an error (:class:`ParamError`)."""
+        if not isinstance(d, dict):  # e.g. a JSON null or list where the params belong
+            raise ParamError(f"{cls.__name__}: expected a mapping of field values, got {type(d).__name__}")
+        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+        extra = set(d) - {f.name for f in fields}
+        if extra:   # keys of any type (not only str): sort their reprs
+            raise ParamError(f"{cls.__name__}: unknown field(s) [{', '.join(sorted(map(show, extra)))}]")
+        missing = [f.name for f in fields if f.name not in d
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ParamError(f"{cls.__name__}: missing field(s) {missing}")
         return cls(**d)
 
 

@@ -7,6 +7,7 @@ testbenches pack and unpack every transaction.
 
 from __future__ import annotations
 
+import operator
 from typing import Iterable
 
 import numpy as np
@@ -19,21 +20,33 @@ _NATIVE = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("
 def pack_lanes(values: Iterable[int], width: int) -> int:
     """Pack lane values (two's complement for negatives) into one integer.
 
+    A value keeps its low ``width`` bits (as a ``width``-bit port assignment does).
+
     Args:
-        values: lane values, lane 0 first.
-        width: bits per lane.
+        values: integer lane values, lane 0 first.
+        width: bits per lane, >= 1.
 
     Returns:
         The bus value.
+
+    Raises:
+        ValueError: ``width < 1``, or a lane value that is not an integer (a float, str,
+            None, ...).
 
     Example:
         >>> hex(pack_lanes([1, -1, 2], 4))
         '0x2f1'
     """
-    if width > 63:  # numpy int64 cannot hold the lanes: plain Python ints
+    _check_width(width)
+    vals = values if isinstance(values, np.ndarray) else list(values)
+    lanes = np.asarray(vals)
+    if width > 63 or (lanes.dtype != np.bool_ and not np.issubdtype(lanes.dtype, np.integer)):
+        # lanes beyond int64, or not integer data by numpy's reading (ints too big for
+        # int64 become object or float64; floats, str, None): lane by lane, Python ints
+        seq = vals.ravel().tolist() if isinstance(vals, np.ndarray) else vals
         mask = (1 << width) - 1
-        return sum((int(v) & mask) << (i * width) for i, v in enumerate(values))
-    lanes = np.asarray(values if isinstance(values, np.ndarray) else list(values)).astype(np.int64, copy=False)
+        return sum((_lane(v) & mask) << (i * width) for i, v in enumerate(seq))
+    lanes = lanes.astype(np.int64, copy=False)
     if lanes.size == 0:
         return 0
     if width in _NATIVE:
@@ -58,6 +71,7 @@ def unpack_lanes(bus: int, width: int, count: int, signed: bool = False) -> np.n
         >>> unpack_lanes(0x2f1, 4, 3, signed=True).tolist()
         [1, -1, 2]
     """
+    _check_width(width, count)
     if width > 62:
         mask = (1 << width) - 1
         out = [(bus >> (i * width)) & mask for i in range(count)]
@@ -72,6 +86,7 @@ def unpack_rows(buses: list[int], width: int, count: int, signed: bool = False) 
         >>> unpack_rows([0x2f1, 0x010], 4, 3, signed=True).tolist()
         [[1, -1, 2], [0, 1, 0]]
     """
+    _check_width(width, count)
     if width > 62:
         return np.array([unpack_lanes(b, width, count, signed) for b in buses]).reshape(len(buses), count)
     nbits = width * count
@@ -91,6 +106,24 @@ def unpack_rows(buses: list[int], width: int, count: int, signed: bool = False) 
     if signed:
         lanes = np.where(lanes >> (width - 1) & 1, lanes - (np.int64(1) << width), lanes)
     return lanes
+
+
+def _check_width(width: int, count: int = 0) -> None:
+    """A lane width below 1 or a negative lane count is a ValueError naming it."""
+    if width < 1:
+        raise ValueError(f"width: a lane has at least 1 bit, got {width}")
+    if count < 0:
+        raise ValueError(f"count: a bus has 0 or more lanes, got {count}")
+
+
+def _lane(v: object) -> int:
+    """One lane value as a Python int; a non-integer (float, str, None) is a ValueError."""
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    try:
+        return operator.index(v)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"values: lanes must be integers, got {v!r}") from None
 
 
 def to_signed(value: int, width: int) -> int:

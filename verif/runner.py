@@ -146,7 +146,9 @@ def build_key(tb: Testbench) -> str:
     return f"{params_hash(tb.params)}-{source_hash(tb.generator)}"
 
 
-_PORT_DECL = re.compile(r"\b(input|output|inout)\s+(?:wire\s+|reg\s+|logic\s+)?(?:signed\s+)?(?:\[\s*(\d+)\s*:\s*(\d+)\s*\]\s*)?(\w+)")
+#: A port declaration: direction, optional net type, optional [hi:lo] (bounds of at most 18
+#: digits, so int() of them stays cheap and within Python's digit limit), name.
+_PORT_DECL = re.compile(r"\b(input|output|inout)\s+(?:wire\s+|reg\s+|logic\s+)?(?:signed\s+)?(?:\[\s*(\d{1,18})\s*:\s*(\d{1,18})\s*\]\s*)?(\w+)")
 
 
 def check_rtl_ports(rtl: Path, toplevel: str, record: dict[str, Any]) -> None:
@@ -155,11 +157,21 @@ def check_rtl_ports(rtl: Path, toplevel: str, record: dict[str, Any]) -> None:
     Raises:
         ValueError: naming the missing module or each port whose direction or width differs.
     """
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", rtl.read_text(errors="replace"), flags=re.S)
-    m = re.search(rf"\bmodule\s+{toplevel}\b(.*?)\bendmodule\b", text, re.S)
-    if not m:
+    # An unterminated /* comments out the rest of the file (and, matched up to the end in
+    # one go, keeps the scan linear: a lazy match to a "*/" that never comes, retried at
+    # every "/*", would be quadratic).
+    text = re.sub(r"//[^\n]*|/\*.*?(?:\*/|\Z)", " ", rtl.read_text(errors="replace"), flags=re.S)
+    # The first header decides: a later one has no more text to find an endmodule in (one
+    # search each, not a lazy match retried at every header).
+    head = re.search(rf"\bmodule\s+{re.escape(toplevel)}\b", text)
+    end = re.compile(r"\bendmodule\b").search(text, head.end()) if head else None
+    if not head:
         raise ValueError(f"RTL={rtl}: no module named {toplevel!r} (the testbench's DUT)")
-    found = {name: (d, (int(hi) - int(lo) + 1) if hi else 1) for d, hi, lo, name in _PORT_DECL.findall(m.group(1))}
+    if not end:
+        raise ValueError(f"RTL={rtl}: module {toplevel!r} has no endmodule")
+    body = text[head.end():end.start()]
+    # [hi:lo] or [lo:hi]: both are abs(hi - lo) + 1 bits
+    found = {name: (d, (abs(int(hi) - int(lo)) + 1) if hi else 1) for d, hi, lo, name in _PORT_DECL.findall(body)}
     want = {name: ({"in": "input", "out": "output"}[p["dir"]], p["width"]) for name, p in record["ports"].items()}
     problems = [f"port {n}: expected {d} [{w}], found {found.get(n, ('missing', 0))[0]} [{found.get(n, (0, 0))[1]}]"
                 for n, (d, w) in want.items() if found.get(n) != (d, w)]

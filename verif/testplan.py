@@ -104,12 +104,13 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
     if not isinstance(data, dict):
         raise _fail(path, "top level", "must be a mapping")
     extra = set(data) - _PLAN_KEYS
-    if extra:
-        raise _fail(path, "top level", f"unknown key(s) {sorted(extra)}; allowed {sorted(_PLAN_KEYS)}")
+    if extra:  # YAML keys may be of any type (1, null, true): sort them by repr
+        raise _fail(path, "top level", f"unknown key(s) {sorted(extra, key=repr)}; allowed {sorted(_PLAN_KEYS)}")
     fam = data.get("family")
     if not isinstance(fam, str) or (family is not None and fam != family):
         raise _fail(path, "family", f"must be the family's name {family!r}, got {fam!r}")
-    goals = data.get("goals") or {}
+    goals = data.get("goals")
+    goals = {} if goals is None else goals
     if not isinstance(goals, dict) or set(goals) - set(GOAL_KEYS):
         raise _fail(path, "goals", f"a mapping with keys from {GOAL_KEYS}, got {goals!r}")
     for k, v in goals.items():
@@ -118,10 +119,13 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
     stages = data.get("stages")
     if not isinstance(stages, dict) or not stages:
         raise _fail(path, "stages", "a non-empty mapping stage -> description")
+    raw_features = data.get("features")
+    if raw_features is not None and not isinstance(raw_features, list):
+        raise _fail(path, "features", f"a list of features, got {type(raw_features).__name__}")
     family_tbs = sorted(n for n, tb in TESTBENCHES.items() if tb.family == fam)
     features = []
     seen: set[str] = set()
-    for i, f in enumerate(data.get("features") or []):
+    for i, f in enumerate(raw_features or []):
         where = f"feature {i + 1}"
         if not isinstance(f, dict):
             raise _fail(path, where, "must be a mapping")
@@ -131,11 +135,15 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
         where = f"feature {name!r}"
         extra = set(f) - _FEATURE_KEYS
         if extra:
-            raise _fail(path, where, f"unknown key(s) {sorted(extra)}; allowed {sorted(_FEATURE_KEYS)}")
+            raise _fail(path, where, f"unknown key(s) {sorted(extra, key=repr)}; allowed {sorted(_FEATURE_KEYS)}")
         if name in seen:
             raise _fail(path, where, "listed twice")
         seen.add(name)
-        if f.get("stage") not in stages:
+        try:
+            known = f.get("stage") in stages
+        except TypeError:  # an unhashable stage (a list or a mapping) names no stage
+            known = False
+        if not known:
             raise _fail(path, where, f"stage {f.get('stage')!r} is not one of {list(stages)}")
         patterns = f.get("tests")
         if not isinstance(patterns, list) or not patterns:
@@ -146,7 +154,8 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
             if not hits:
                 raise _fail(path, where, f"test {pat!r} matches no registered {fam} testbench")
             tests.update(hits)
-        cover = f.get("cover") or []
+        cover = f.get("cover")
+        cover = [] if cover is None else cover
         if not isinstance(cover, list) or not all(isinstance(c, str) and c for c in cover):
             raise _fail(path, where, "cover must be a list of cover group or point names")
         features.append(Feature(name, f["stage"], str(f.get("desc", "")), tuple(sorted(tests)), tuple(cover)))
@@ -160,9 +169,28 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
 
 
 def load(path: Path | str) -> Testplan:
-    """Load and check one testplan file (its folder name is the family)."""
+    """Load and check one testplan file (its folder name is the family).
+
+    Raises:
+        TestplanError: naming the file and the place: text that is not UTF-8 or not
+            YAML (the line and column), nesting too deep to read, or a plan ``parse``
+            refuses.
+    """
     path = Path(path)
-    return parse(yaml.safe_load(path.read_text()), path, family=path.parent.name)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"byte {exc.start}", f"not UTF-8 text ({exc.reason})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        pos = getattr(exc, "position", None)  # a ReaderError (a control character) has no mark
+        where = (f"line {mark.line + 1}, column {mark.column + 1}" if mark
+                 else f"character {pos}" if pos is not None else "YAML")
+        why = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise _fail(path, where, f"not valid YAML: {why}") from None
+    except RecursionError:
+        raise _fail(path, "YAML", "nested too deeply to read") from None
+    return parse(data, path, family=path.parent.name)
 
 
 def load_all() -> dict[str, Testplan]:

@@ -83,6 +83,7 @@ The OCP MX functions :func:`mx_quantize` / :func:`mx_dequantize` live in
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -188,18 +189,28 @@ def decode_flags(flags: int, names: dict[str, int] | None = None) -> list[str]:
     """Names of the bits set in one flag word.
 
     Args:
-        flags: one flag word.
+        flags: one flag word, a non-negative integer (Python or numpy, or a 0-d array).
         names: the namespace, :data:`FLAG_NAMES` (default) or :data:`FFLAG_NAMES`.
 
     Returns:
         The names of the set bits, in bit order.
 
+    Raises:
+        ValueError: ``flags`` is not an integer (a float, str, bool, None, an array with
+            axes) or is negative.
+
     Example:
         >>> decode_flags(FLAG_OVF | FLAG_NAN)
         ['nan', 'ovf']
     """
+    try:
+        word = operator.index(flags) if not isinstance(flags, bool) else None
+    except TypeError:
+        word = None
+    if word is None or word < 0:
+        raise ValueError(f"flags: expected one non-negative integer flag word, got {flags!r}")
     table = FLAG_NAMES if names is None else names
-    return [k for k, v in sorted(table.items(), key=lambda kv: kv[1]) if int(flags) & v]
+    return [k for k, v in sorted(table.items(), key=lambda kv: kv[1]) if word & v]
 
 
 def _check_fmt(fmt: Any) -> BfpFormat:
@@ -494,6 +505,20 @@ def quantize(
     return ex, m.astype(np.int64), flags
 
 
+def _block_exponents(e: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Block exponents ``e`` broadcast to the blocks ``m.shape[:-1]`` of the mantissas.
+
+    Only ``e`` is broadcast: an exponent array with more blocks than the mantissas (say
+    ``(B,)`` against one flat ``(B * n,)`` vector) is an error, never a bigger result.
+    """
+    try:
+        return np.broadcast_to(e, m.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"exponents: shape {e.shape} does not broadcast over mantissas' blocks {m.shape}"
+        ) from None
+
+
 def dequantize(exponents: ArrayLike, mantissas: ArrayLike) -> np.ndarray:
     """BFP -> float64, ``m * 2**x`` (exact while ``|m| < 2**53`` and in float64 range).
 
@@ -503,10 +528,11 @@ def dequantize(exponents: ArrayLike, mantissas: ArrayLike) -> np.ndarray:
         mantissas: int array of shape ``(..., n)``.
 
     Returns:
-        float64 array of shape ``mantissas.shape`` (broadcast).
+        float64 array of shape ``mantissas.shape``.
 
     Raises:
-        ValueError: non-integer input or shapes that do not broadcast.
+        ValueError: non-integer input, or ``exponents`` that do not broadcast to the
+            blocks ``mantissas.shape[:-1]``.
 
     Example:
         >>> dequantize(-7, [32640, -1]).tolist()
@@ -516,14 +542,9 @@ def dequantize(exponents: ArrayLike, mantissas: ArrayLike) -> np.ndarray:
     m = _int_array(mantissas, "mantissas")
     if m.ndim == 0:
         raise ValueError("mantissas: need at least one axis (the block axis)")
-    try:
-        eb, mb = np.broadcast_arrays(e[..., None], m)
-    except ValueError:
-        raise ValueError(
-            f"exponents: shape {e.shape} does not broadcast over mantissas' blocks {m.shape}"
-        ) from None
+    eb = np.broadcast_to(_block_exponents(e, m)[..., None], m.shape)
     eb = np.clip(eb, -2000, 2000).astype(np.int32)
-    return np.ldexp(mb.astype(np.float64), eb)
+    return np.ldexp(m.astype(np.float64), eb)
 
 
 # ---- dot product / matrix-vector ---------------------------------------------------------
@@ -1053,12 +1074,7 @@ def to_float32(mantissas: ArrayLike, exponents: ArrayLike) -> tuple[np.ndarray, 
     if m.ndim == 0:
         raise ValueError("mantissas: need at least one axis (the block axis)")
     e = _int_array(exponents, "exponents")
-    try:
-        e, m = np.broadcast_arrays(e[..., None], m)
-    except ValueError:
-        raise ValueError(
-            f"exponents: shape {e.shape} does not broadcast over mantissas' blocks {m.shape}"
-        ) from None
+    e = np.broadcast_to(_block_exponents(e, m)[..., None], m.shape)
     # |m| < 2**64: e >= 400 always overflows, e <= -400 always rounds to zero; clip keeps
     # every outcome (value, flags) while bounding the integer arithmetic.
     e = np.clip(e, -400, 400).astype(np.int64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..record import ParamError, Record, clog2
+from ..record import ParamError, Record, clog2, show
 
 __all__ = ["BfpFormat", "MX_ELEMENTS", "MxElement", "MxParams", "PATENT"]
 
@@ -102,7 +102,7 @@ class BfpFormat(Record):
 
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> ParamError:
-            return ParamError(f"BfpFormat.{field}={getattr(self, field)!r}: {why}")
+            return ParamError(f"BfpFormat.{field}={show(getattr(self, field))}: {why}")
 
         for f in ("w", "e", "n", "k_sigma", "stat_log2_win"):
             if not isinstance(getattr(self, f), int) or isinstance(getattr(self, f), bool):
@@ -197,7 +197,7 @@ class MxParams(Record):
 
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> ParamError:
-            return ParamError(f"MxParams.{field}={getattr(self, field)!r}: {why}")
+            return ParamError(f"MxParams.{field}={show(getattr(self, field))}: {why}")
 
         if not isinstance(self.elem, str) or self.elem not in MX_ELEMENTS:
             raise bad("elem", f"unknown MX element type; expected one of {sorted(MX_ELEMENTS)}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..record import ParamError, Record, clog2, pow2
+from ..record import ParamError, Record, clog2, pow2, show
 
 __all__ = ["GemmParams"]
 
@@ -84,9 +84,9 @@ class GemmParams(Record):
         for f, (lo, hi) in self._RANGES.items():
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
-                raise ParamError(f"GemmParams.{f}={v!r}: must be an int")
+                raise ParamError(f"GemmParams.{f}={show(v)}: must be an int")
             if not lo <= v <= hi:
-                raise ParamError(f"GemmParams.{f}={v!r}: must be in [{lo}, {hi}]")
+                raise ParamError(f"GemmParams.{f}={show(v)}: must be in [{lo}, {hi}]")
         for f in ("sets", "line", "v", "z_max"):
             if not pow2(getattr(self, f)):
                 raise ParamError(f"GemmParams.{f}={getattr(self, f)}: must be a power of two")
@@ -97,7 +97,8 @@ class GemmParams(Record):
         if self.accw < 8 * self.eb:
             raise ParamError(f"GemmParams.accw={self.accw}: must be >= 8*eb = {8 * self.eb}")
         if self.pri_num > self.pri_den:
-            raise ParamError(f"GemmParams.pri_num={self.pri_num}: the priori ratio must be <= 1")
+            raise ParamError(f"GemmParams.pri_num={self.pri_num}: the priori ratio pri_num/pri_den must be <= 1 "
+                             f"(pri_den = {self.pri_den})")
         if (self.mem_aw + clog2(self.eb)) > self.aw:
             raise ParamError(f"GemmParams.mem_aw={self.mem_aw}: the flat memory must fit aw = {self.aw} byte bits")
         if self.aw <= clog2(self.sets) + clog2(self.line):

@@ -6,6 +6,7 @@ Written from docs/host.md; the RTL front end is checked against :func:`check`.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, fields, replace
 
 from ..record import ParamError
@@ -34,6 +35,23 @@ NOP, MATMUL = 0, 1
 ST: dict[str, int] = {n: i for i, n in enumerate(HostParams.STATUS)}
 
 _M32 = (1 << 32) - 1
+
+
+def _words32(words: list[int], n: int, what: str) -> list[int]:
+    """``words`` as ``n`` ints of 32 bits, or a ValueError naming the length or the first
+    word that is not an integer in ``[0, 2**32)`` (no silent wrap or truncation)."""
+    if len(words) != n:
+        raise ValueError(f"{what} is {n} words, got {len(words)}")
+    out = []
+    for i, x in enumerate(words):
+        try:
+            v = operator.index(x)
+        except TypeError:
+            raise ValueError(f"{what} word {i} = {x!r}: not an integer") from None
+        if not 0 <= v <= _M32:
+            raise ValueError(f"{what} word {i} = {v:#x}: not a 32-bit word")
+        out.append(v)
+    return out
 
 
 def esize(dtype: int) -> int:
@@ -94,10 +112,12 @@ class Descriptor:
 
     @classmethod
     def unpack(cls, words: list[int]) -> "Descriptor":
-        """Inverse of :meth:`words` (``chk`` is the stored byte)."""
-        if len(words) != 8:
-            raise ValueError(f"a descriptor is 8 words, got {len(words)}")
-        w = [int(x) & _M32 for x in words]
+        """Inverse of :meth:`words` (``chk`` is the stored byte).
+
+        Raises:
+            ValueError: not 8 words, or a word that is not an integer in ``[0, 2**32)``.
+        """
+        w = _words32(words, 8, "a descriptor")
         return cls(opcode=w[0] & 0xF, relu=w[0] >> 4 & 1, pool=w[0] >> 5 & 1, irq=w[0] >> 6 & 1,
                    rsvd0_7=w[0] >> 7 & 1, dtype=w[0] >> 8 & 3, rsvd0_hi=w[0] >> 10 & 0x3F, tag=w[0] >> 16,
                    m=w[1] & 0xFFFF, n=w[1] >> 16, k=w[2] & 0xFFFF, shift=w[2] >> 16 & 0x1F, rsvd2=w[2] >> 21,
@@ -138,8 +158,13 @@ class Completion:
 
     @classmethod
     def unpack(cls, words: list[int]) -> "Completion":
-        """Inverse of :meth:`words`; a nonzero W0[31:24] is an error."""
-        w0, w1 = int(words[0]), int(words[1])
+        """Inverse of :meth:`words`.
+
+        Raises:
+            ValueError: not 2 words, a word that is not an integer in ``[0, 2**32)``, or a
+                nonzero W0[31:24].
+        """
+        w0, w1 = _words32(words, 2, "a completion")
         if w0 >> 24:
             raise ValueError(f"completion word 0 = {w0:#010x}: bits [31:24] must be 0")
         return cls(w0 & 0xFFFF, w0 >> 16 & 0xF, w0 >> 20 & 0xF, w1)

@@ -259,6 +259,8 @@ def tile(x: Any, rows: int = 32, cols: int = 64) -> np.ndarray:
     a = np.asarray(x)
     if a.ndim != 2:
         raise ValueError(f"tile: a 2-D matrix is needed, got shape {a.shape}")
+    if rows < 1 or cols < 1:
+        raise ValueError(f"tile: blocks of rows={rows} x cols={cols}: both must be at least 1")
     r, c = a.shape
     br, bc = -(-r // rows), -(-c // cols)
     p = np.zeros((br * rows, bc * cols), dtype=a.dtype)
@@ -273,8 +275,9 @@ def untile(t: Any, shape: tuple[int, int]) -> np.ndarray:
         raise ValueError(f"untile: blocks of shape (BR, BC, rows, cols) are needed, got {b.shape}")
     br, bc, rows, cols = b.shape
     r, c = shape
-    if r > br * rows or c > bc * cols:
-        raise ValueError(f"untile: shape {shape} is larger than the {br * rows} x {bc * cols} the blocks cover")
+    if not (0 <= r <= br * rows and 0 <= c <= bc * cols):
+        raise ValueError(f"untile: shape {shape} is negative or larger than the {br * rows} x {bc * cols} the "
+                         "blocks cover")
     return b.swapaxes(1, 2).reshape(br * rows, bc * cols)[:r, :c].copy()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..record import ParamError, Record, clog2, pow2
+from ..record import ParamError, Record, clog2, pow2, show
 
 __all__ = ["HostParams"]
 
@@ -55,9 +55,9 @@ class HostParams(Record):
         for f, (lo, hi) in self._RANGES.items():
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
-                raise ParamError(f"HostParams.{f}={v!r}: must be an int")
+                raise ParamError(f"HostParams.{f}={show(v)}: must be an int")
             if not lo <= v <= hi:
-                raise ParamError(f"HostParams.{f}={v!r}: must be in [{lo}, {hi}]")
+                raise ParamError(f"HostParams.{f}={show(v)}: must be in [{lo}, {hi}]")
         if not pow2(self.depth):
             raise ParamError(f"HostParams.depth={self.depth}: must be a power of two")
         for f in ("k_max", "n_max"):

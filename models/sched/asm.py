@@ -5,6 +5,8 @@ Import through :mod:`lockstep.models.sched`.
 
 from __future__ import annotations
 
+import re
+
 from ..record import ParamError
 from .params import FabricParams
 from .core import (
@@ -56,24 +58,30 @@ class AsmError(ParamError):
         self.line = line
 
 
+#: A number once ``_`` separators are dropped and case folded: ASCII decimal, 0x hex or 0b
+#: binary (docs/sched.md section 10); a sign only where ``signed`` (``.data`` values).
+_NUMBER = re.compile(r"0x[0-9a-f]+|0b[01]+|[0-9]+", re.ASCII)
+#: Wider unsigned numbers fit no field (T, the widest, has ``cw <= 32`` bits): refused here,
+#: before a range message would print them (Python prints no int of over 4300 digits).
+_NUM_BITS = 64
+#: Line breaks: ``\n``, ``\r\n``, ``\r`` (universal newlines, as a text file is read and as
+#: an editor numbers lines); form feed, U+2028 and the like are whitespace inside a line.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def _num(tok: str, line: int, what: str, signed: bool = False) -> int:
     s = tok.strip().lower().replace("_", "")
     neg = False
-    if s.startswith("-") and signed:
-        neg, s = True, s[1:]
-    elif s.startswith("+") and signed:
-        s = s[1:]
+    if signed and s[:1] in ("-", "+"):
+        neg, s = s[0] == "-", s[1:]
+    if not _NUMBER.fullmatch(s):
+        raise AsmError(line, f"{what}: {tok!r} is not a number (decimal, 0x hex or 0b binary)")
     try:
-        if s.startswith("0x"):
-            v = int(s[2:], 16)
-        elif s.startswith("0b"):
-            v = int(s[2:], 2)
-        else:
-            if not s.isdigit():
-                raise ValueError
-            v = int(s, 10)
-    except ValueError:
-        raise AsmError(line, f"{what}: {tok!r} is not a number (decimal, 0x hex or 0b binary)") from None
+        v = int(s[2:], 16) if s.startswith("0x") else int(s[2:], 2) if s.startswith("0b") else int(s, 10)
+    except ValueError:   # a decimal of more digits than int() converts
+        raise AsmError(line, f"{what}: {tok!r} has too many digits") from None
+    if not signed and v.bit_length() > _NUM_BITS:
+        raise AsmError(line, f"{what}: {tok!r} is out of range (wider than {_NUM_BITS} bits)")
     return -v if neg else v
 
 
@@ -159,7 +167,8 @@ def assemble(text: str, params: FabricParams) -> Program:
     ``@T OP field=value ...`` with a mnemonic (fields port, a, b, d, len, unit, and src
     for FWD; omitted fields are 0, ``len`` is the count N and defaults to 1) or the
     explicit ``OP<n>``; ``.periodic @T period=P reps=R`` followed by body lines
-    ``+d OP ...`` and ``.end``. Comments run from ``#`` to the end of the line.
+    ``+d OP ...`` and ``.end``. Comments run from ``#`` to the end of the line. Lines end
+    with ``\\n``, ``\\r\\n`` or ``\\r``, and are numbered so in the errors.
 
     Args:
         text: the program text.
@@ -181,7 +190,7 @@ def assemble(text: str, params: FabricParams) -> Program:
     block = None  # (line, T, P, reps, [entries])
     tmax = (1 << params.cw) - 1
     dmask = (1 << params.dw) - 1
-    for ln, raw in enumerate(text.splitlines(), 1):
+    for ln, raw in enumerate(_LINE_BREAK.split(text), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

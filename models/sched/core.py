@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from ..record import ParamError
+from ..record import ParamError, show
 from .params import FabricParams
 
 __all__ = [
@@ -243,7 +243,7 @@ def encode(entry: Entry, params: FabricParams) -> int:
             what = "len (element count N)" if name == "len" else name
             hi = (1 << width) if name == "len" else (1 << width) - 1
             lo = 1 if name == "len" else 0
-            raise EncodeError(f"entry field {what}={shown} out of range [{lo}, {hi}] ({width} bits)")
+            raise EncodeError(f"entry field {what}={show(shown)} out of range [{lo}, {hi}] ({width} bits)")
         word |= v << shift
     return word
 
@@ -587,7 +587,7 @@ def _norm_data(d: Any, tile: int, params: FabricParams) -> dict[int, int]:
     out: dict[int, int] = {}
     for addr, v in items:
         if not _is_int(addr) or not 0 <= int(addr) < words:
-            raise ProgramError(f"tile {tile}: data address {addr!r} outside [0, {words - 1}]")
+            raise ProgramError(f"tile {tile}: data address {show(addr)} outside [0, {words - 1}]")
         if not _is_int(v):
             raise ProgramError(f"tile {tile}: data word at address {addr} is {v!r}, not an int")
         v = int(v) & dmask
@@ -632,7 +632,7 @@ class Program:
             ws = []
             for i, w in enumerate(s):
                 if not _is_int(w) or not 0 <= int(w) < top:
-                    raise ProgramError(f"tile {t} entry {i}: word {w!r} is not an int in [0, 2**{p.ew})")
+                    raise ProgramError(f"tile {t} entry {i}: word {show(w)} is not an int in [0, 2**{p.ew})")
                 ws.append(int(w))
             scheds.append(ws)
         self.schedules = scheds
@@ -648,7 +648,7 @@ class Program:
 
     def _tile(self, tile: int) -> int:
         if not _is_int(tile) or not 0 <= tile < self.params.nt:
-            raise ProgramError(f"tile {tile!r} outside [0, {self.params.nt - 1}]")
+            raise ProgramError(f"tile {show(tile)} outside [0, {self.params.nt - 1}]")
         return int(tile)
 
     def schedule_image(self, tile: int) -> list[int]:

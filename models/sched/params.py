@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..record import ParamError, Record
+from ..record import ParamError, Record, show
 
 __all__ = ["FabricParams"]
 
@@ -97,21 +97,21 @@ class FabricParams(Record):
         for f, (lo, hi) in self._RANGES.items():
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
-                raise ParamError(f"FabricParams.{f}={v!r}: must be an int")
+                raise ParamError(f"FabricParams.{f}={show(v)}: must be an int")
             if not lo <= v <= hi:
-                raise ParamError(f"FabricParams.{f}={v!r}: must be in [{lo}, {hi}]")
+                raise ParamError(f"FabricParams.{f}={show(v)}: must be in [{lo}, {hi}]")
         for f in ("bus", "comm"):
             if not isinstance(getattr(self, f), bool):
-                raise ParamError(f"FabricParams.{f}={getattr(self, f)!r}: must be a bool")
+                raise ParamError(f"FabricParams.{f}={show(getattr(self, f))}: must be a bool")
         if not isinstance(self.k, int) or isinstance(self.k, bool) or not (self.k == 0 or 2 <= self.k <= 8):
-            raise ParamError(f"FabricParams.k={self.k!r}: must be 0 (no MAC array) or in [2, 8]")
+            raise ParamError(f"FabricParams.k={show(self.k)}: must be 0 (no MAC array) or in [2, 8]")
         if self.k and self.accw < 2 * self.dw:
             raise ParamError(f"FabricParams.accw={self.accw}: must hold a dw x dw product ({2 * self.dw} bits)")
         if self.k and self.k * self.k > self.words:
             raise ParamError(f"FabricParams.k={self.k}: a k x k weight block must fit in 2**aw = {self.words} words")
         if not isinstance(self.rows, int) or isinstance(self.rows, bool) or self.rows < 1 or self.nt % self.rows \
                 or (self.rows > 1 and self.nt // self.rows < 2):
-            raise ParamError(f"FabricParams.rows={self.rows!r}: must be 1 (ring) or a divisor of nt = {self.nt} "
+            raise ParamError(f"FabricParams.rows={show(self.rows)}: must be 1 (ring) or a divisor of nt = {self.nt} "
                              "with rows >= 2 and nt // rows >= 2 columns (mesh)")
 
     # ---- derived quantities: the only place these formulas are written -------------

@@ -8,6 +8,7 @@ properties, so a width is never computed twice.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -120,12 +121,16 @@ def decode(subfm: SubFM) -> np.ndarray:
     """The dense ``h x w`` int64 map of a sub-FM (absent entries are zero).
 
     Raises:
-        ValueError: on an index outside ``h x w`` or a position given twice.
+        ValueError: on an index outside ``h x w``, a position given twice or a value
+            beyond int64.
     """
     X = np.zeros((subfm.h, subfm.w), dtype=np.int64)
     if not subfm.entries:
         return X
-    e = np.array([t[:3] for t in subfm.entries], dtype=np.int64).reshape(-1, 3)
+    try:
+        e = np.array([t[:3] for t in subfm.entries], dtype=np.int64).reshape(-1, 3)
+    except OverflowError:
+        raise ValueError("decode: an entry's index or value does not fit int64") from None
     r, c, v = e[:, 0], e[:, 1], e[:, 2]
     if (r < 0).any() or (r >= subfm.h).any() or (c < 0).any() or (c >= subfm.w).any():
         raise ValueError(f"decode: an entry lies outside the {subfm.h} x {subfm.w} map")
@@ -176,10 +181,19 @@ def _layout(kind: str, params: SparseParams) -> list[tuple[str, int, bool]]:
     return lay
 
 
+def _integer(v: object, what: str) -> int:
+    """``v`` as an int; a ValueError for a value that is not an integer (a float is
+    never truncated)."""
+    try:
+        return operator.index(v)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{what}: {v!r} is not an integer") from None
+
+
 def _pack_fields(values: Sequence[int], lay: Sequence[tuple[str, int, bool]], what: str) -> int:
     word = 0
     for v, (name, bits, signed) in zip(values, lay):
-        v = int(v)
+        v = _integer(v, f"{what}: field {name}")
         lo, hi = signed_range(bits) if signed else (0, (1 << bits) - 1)
         if not lo <= v <= hi:
             raise ValueError(f"{what}: field {name}={v} does not fit {bits} {'signed ' if signed else ''}bits")
@@ -189,7 +203,7 @@ def _pack_fields(values: Sequence[int], lay: Sequence[tuple[str, int, bool]], wh
 
 def _unpack_fields(word: int, lay: Sequence[tuple[str, int, bool]], what: str) -> list[int]:
     total = sum(b for _, b, _ in lay)
-    word = int(word)
+    word = _integer(word, what)
     if not 0 <= word < (1 << total):
         raise ValueError(f"{what}: word {word:#x} does not fit {total} bits")
     out = []
@@ -289,4 +303,6 @@ def _int_map(X: np.ndarray, what: str) -> np.ndarray:
         raise ValueError(f"{what}: need a non-empty 2-D array, got shape {A.shape}")
     if A.dtype.kind not in "iub":
         raise ValueError(f"{what}: need integer values, got dtype {A.dtype}")
+    if A.dtype.kind == "u" and A.dtype.itemsize >= 8 and int(A.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{what}: values must fit int64, got {int(A.max())}")
     return A.astype(np.int64)

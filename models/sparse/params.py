@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..record import ParamError, Record, clog2
+from ..record import ParamError, Record, clog2, show
 
 __all__ = ["SparseParams"]
 
@@ -76,9 +76,9 @@ class SparseParams(Record):
         for f, (lo, hi) in self._RANGES.items():
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
-                raise ParamError(f"SparseParams.{f}={v!r}: must be an int")
+                raise ParamError(f"SparseParams.{f}={show(v)}: must be an int")
             if not lo <= v <= hi:
-                raise ParamError(f"SparseParams.{f}={v!r}: must be in [{lo}, {hi}]")
+                raise ParamError(f"SparseParams.{f}={show(v)}: must be in [{lo}, {hi}]")
         if self.accw < self.acc_min:
             raise ParamError(f"SparseParams.accw={self.accw}: must be >= acc_min = {self.acc_min} "
                              f"(dw + ww - 1 + clog2(max(cmax * kmax**2, hmax * wmax)))")
