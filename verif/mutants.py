@@ -10,7 +10,8 @@ one-line change can be made in the logic (never in a declaration, a sensitivity 
     a binary operator swapped: ``+``/``-``, ``<``/``<=``, ``>``/``>=``, ``==``/``!=``,
     ``&&``/``||``, ``&``/``|``, ``^`` to ``|``, ``<<``/``>>``, ``>>>`` to ``>>``, ``*`` to ``+``.
 ``const``
-    an integer constant plus or minus one (a sized constant wraps within its width).
+    an integer constant plus or minus one (a sized constant wraps within its width); a
+    Boolean constant (MyHDL's ``(1 != 0)``) its other value.
 ``cond``
     the condition of an ``if`` inverted.
 ``stuck``
@@ -58,6 +59,7 @@ _SKIP_START = re.compile(r"^\s*(?://|`|module\b|endmodule\b|input\b|output\b|ino
                          r"localparam\b|parameter\b|begin\b|end\b|else\s+begin\b|endcase\b|default\b|case\b|\$)")
 _ASSIGN = re.compile(r"^(\s*)(assign\s+)?([A-Za-z_][\w$]*(?:\[[^\]]*\])?)\s*(<=|=)\s*(.*);\s*$")
 _IF = re.compile(r"^(\s*(?:else\s+)?if\s*\()(.*)(\)\s*begin\s*)$")
+_BOOL = re.compile(r"\(([01]) != 0\)")
 _LITERAL_VALUE = re.compile(r"(\d+)'([sS]?)([bBoOdDhH])([0-9a-fA-F_]+)$")
 
 
@@ -126,10 +128,19 @@ def _expr_mutants(expr: str, offset: int) -> list[tuple[str, int, str, str, str]
     """(kind, column, old token, new token, description) for each operator and literal of
     ``expr`` outside ``[...]`` selects (a select's bounds set widths, not logic)."""
     out = []
+    # MyHDL writes a Boolean constant as (1 != 0) / (0 != 0): its one mutant is the other
+    # truth value (1 -> 2 or the 0 on the right would only be equivalent mutants)
+    bools = [(b.start(), b.end()) for b in _BOOL.finditer(expr)]
+    for b in _BOOL.finditer(expr):
+        flip = "0" if b[1] == "1" else "1"
+        out.append(("const", offset + b.start(1), b[1], flip, f"({b[1]} != 0) -> ({flip} != 0)"))
     depth = 0
     prev = None  # the previous significant token's group
     for m in _TOKEN.finditer(expr):
         group, tok = m.lastgroup, m.group()
+        if any(a <= m.start() < z for a, z in bools):
+            prev = "close" if m.end() in {z for _, z in bools} else group
+            continue
         if tok == "[":
             depth += 1
         elif tok == "]":
