@@ -28,7 +28,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import pytest
 import yaml
@@ -47,6 +46,7 @@ from lockstep.verif import testplan
 from lockstep.verif.packing import pack_lanes, to_signed, unpack_lanes, unpack_rows
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import check_rtl_ports
+from mx_refs import ML
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,14 +60,6 @@ def fuzz(n: int) -> settings:
     return settings(FUZZ, max_examples=n)
 
 
-#: ml_dtypes' types of the OCP MX float elements (int8 is OCP's k * 2**-6, written out).
-ML = {
-    "fp8_e4m3": ml_dtypes.float8_e4m3fn,
-    "fp8_e5m2": ml_dtypes.float8_e5m2,
-    "fp6_e2m3": ml_dtypes.float6_e2m3fn,
-    "fp6_e3m2": ml_dtypes.float6_e3m2fn,
-    "fp4_e2m1": ml_dtypes.float4_e2m1fn,
-}
 ELEMS = sorted(MX_ELEMENTS)
 
 

@@ -25,6 +25,7 @@ from lockstep.models.bfp.mx import (
     MX_FLAG_INF, MX_FLAG_NAN, MX_FLAG_SAT, MX_FLAG_SCALE_LO, MX_FLAG_SUBN, MX_FLAG_ZERO, decode_element,
     decode_scale, encode_element, mx_dequantize, mx_quantize, mx_quantize_flags,
 )
+from mx_refs import ML
 
 # OCP MX v1.0 Table 1, written out again here: (bits, ebits, mbits, emax, max_normal).
 OCP_TABLE = {
@@ -34,13 +35,6 @@ OCP_TABLE = {
     "fp6_e2m3": (6, 2, 3, 2, Fraction(15, 2)),
     "fp6_e3m2": (6, 3, 2, 4, Fraction(28)),
     "fp4_e2m1": (4, 2, 1, 2, Fraction(6)),
-}
-ML = {
-    "fp8_e4m3": ml_dtypes.float8_e4m3fn,
-    "fp8_e5m2": ml_dtypes.float8_e5m2,
-    "fp6_e2m3": ml_dtypes.float6_e2m3fn,
-    "fp6_e3m2": ml_dtypes.float6_e3m2fn,
-    "fp4_e2m1": ml_dtypes.float4_e2m1fn,
 }
 FLOAT_ELEMS = list(ML)
 ALL_ELEMS = list(OCP_TABLE)
