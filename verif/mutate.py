@@ -268,7 +268,7 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
     smt2 = f"{mutant.stem}.miter.smt2"
     rc, text, _ = _yosys_script(workdir, f"{mutant.stem}.miter", [
         f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
-        "proc", "opt_clean", "memory", "flatten", "miter -equiv -flatten -make_assert gold gate miter",
+        "proc", "opt_clean", "memory_collect", "flatten", "miter -equiv -flatten -make_assert gold gate miter",
         "hierarchy -top miter", "setundef -zero -init", "opt -fast", "dffunmap", f"write_smt2 -wires {smt2}",
     ], timeout)
     if rc != 0:
