@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
 from typing import Any
 
-__all__ = ["ParamError", "Record", "clog2", "params_hash", "pow2", "show"]
+__all__ = ["ParamError", "Record", "as_int", "clog2", "params_hash", "pow2", "show"]
 
 
 class ParamError(ValueError):
@@ -31,6 +32,16 @@ def show(v: Any) -> str:
         if isinstance(v, int):
             return f"<{'negative ' if v < 0 else ''}{v.bit_length()}-bit int>"
         return f"<unprintable {type(v).__name__}>"
+
+
+def as_int(v: object, what: str) -> int:
+    """``v`` as a Python int (anything with ``__index__``: int, numpy integers); a
+    ValueError naming ``what`` for anything else (a float is never truncated, a str never
+    parsed)."""
+    try:
+        return operator.index(v)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{what}: {show(v)} is not an integer") from None
 
 
 class Record:

@@ -7,10 +7,11 @@ testbenches pack and unpack every transaction.
 
 from __future__ import annotations
 
-import operator
 from typing import Iterable
 
 import numpy as np
+
+from lockstep.models.record import as_int
 
 __all__ = ["pack_lanes", "unpack_lanes", "unpack_rows", "to_signed"]
 
@@ -120,10 +121,7 @@ def _lane(v: object) -> int:
     """One lane value as a Python int; a non-integer (float, str, None) is a ValueError."""
     if isinstance(v, (bool, np.bool_)):
         return int(v)
-    try:
-        return operator.index(v)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"values: lanes must be integers, got {v!r}") from None
+    return as_int(v, "values: a lane")
 
 
 def to_signed(value: int, width: int) -> int:

@@ -6,10 +6,9 @@ Written from docs/host.md; the RTL front end is checked against :func:`check`.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, fields, replace
 
-from ..record import ParamError
+from ..record import ParamError, as_int
 from .params import HostParams
 
 __all__ = [
@@ -44,10 +43,7 @@ def _words32(words: list[int], n: int, what: str) -> list[int]:
         raise ValueError(f"{what} is {n} words, got {len(words)}")
     out = []
     for i, x in enumerate(words):
-        try:
-            v = operator.index(x)
-        except TypeError:
-            raise ValueError(f"{what} word {i} = {x!r}: not an integer") from None
+        v = as_int(x, f"{what} word {i}")
         if not 0 <= v <= _M32:
             raise ValueError(f"{what} word {i} = {v:#x}: not a 32-bit word")
         out.append(v)

@@ -8,12 +8,12 @@ properties, so a width is never computed twice.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..record import as_int
 from .params import SparseParams
 
 __all__ = [
@@ -181,19 +181,10 @@ def _layout(kind: str, params: SparseParams) -> list[tuple[str, int, bool]]:
     return lay
 
 
-def _integer(v: object, what: str) -> int:
-    """``v`` as an int; a ValueError for a value that is not an integer (a float is
-    never truncated)."""
-    try:
-        return operator.index(v)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"{what}: {v!r} is not an integer") from None
-
-
 def _pack_fields(values: Sequence[int], lay: Sequence[tuple[str, int, bool]], what: str) -> int:
     word = 0
     for v, (name, bits, signed) in zip(values, lay):
-        v = _integer(v, f"{what}: field {name}")
+        v = as_int(v, f"{what}: field {name}")
         lo, hi = signed_range(bits) if signed else (0, (1 << bits) - 1)
         if not lo <= v <= hi:
             raise ValueError(f"{what}: field {name}={v} does not fit {bits} {'signed ' if signed else ''}bits")
@@ -203,7 +194,7 @@ def _pack_fields(values: Sequence[int], lay: Sequence[tuple[str, int, bool]], wh
 
 def _unpack_fields(word: int, lay: Sequence[tuple[str, int, bool]], what: str) -> list[int]:
     total = sum(b for _, b, _ in lay)
-    word = _integer(word, what)
+    word = as_int(word, what)
     if not 0 <= word < (1 << total):
         raise ValueError(f"{what}: word {word:#x} does not fit {total} bits")
     out = []
