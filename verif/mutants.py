@@ -130,16 +130,17 @@ def _expr_mutants(expr: str, offset: int) -> list[tuple[str, int, str, str, str]
     out = []
     # MyHDL writes a Boolean constant as (1 != 0) / (0 != 0): its one mutant is the other
     # truth value (1 -> 2 or the 0 on the right would only be equivalent mutants)
-    bools = [(b.start(), b.end()) for b in _BOOL.finditer(expr)]
+    bools = []  # their spans: no other mutant inside
     for b in _BOOL.finditer(expr):
         flip = "0" if b[1] == "1" else "1"
         out.append(("const", offset + b.start(1), b[1], flip, f"({b[1]} != 0) -> ({flip} != 0)"))
+        bools.append(b.span())
     depth = 0
-    prev = None  # the previous significant token's group
+    prev = None  # the previous significant token's group (a Boolean's last is its ")")
     for m in _TOKEN.finditer(expr):
         group, tok = m.lastgroup, m.group()
         if any(a <= m.start() < z for a, z in bools):
-            prev = "close" if m.end() in {z for _, z in bools} else group
+            prev = group
             continue
         if tok == "[":
             depth += 1

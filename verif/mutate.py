@@ -55,7 +55,7 @@ from lockstep.models.record import params_hash
 
 from . import mutants as mut
 from .registry import SIMULATORS, TESTBENCHES, quick_seed
-from .runner import BUILD, _file_hash, build_key, generate_rtl, rtl_dir
+from .runner import BUILD, build_key, generate_rtl, rtl_dir, rtl_tag
 
 __all__ = ["Dut", "Options", "TbRun", "Interrupted", "duts", "bounded", "stop_all", "equivalence", "run_testbench", "mutate_dut", "main",
            "VERDICTS"]
@@ -303,7 +303,7 @@ def compiles(path: Path, top: str) -> str | None:
 # ---- one DUT ---------------------------------------------------------------------------------
 def _cleanup(dut: Dut, mutant_file: Path) -> None:
     """Remove the simulator builds and run folders of one mutant (its file stays)."""
-    tag = f"-rtl{_file_hash(mutant_file)}"  # the runner's tag of an RTL= build
+    tag = rtl_tag(mutant_file)
     for name in dut.testbenches:
         tb = TESTBENCHES[name]
         for d in list(rtl_dir(tb).glob(f"*{tag}*")) + list((BUILD / name).glob(f"*/*{tag}*")):
@@ -377,9 +377,10 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
             if not opt.keep:
                 _cleanup(dut, path)
         if rec["verdict"] in ("killed", "invalid", "equivalent") and not opt.keep:
-            path.unlink(missing_ok=True)
-        rec["replay"] = (f"make sim TEST={usable[0] if usable else dut.testbenches[0]} SIM={opt.sim} "
-                         f"SEED={seeds[usable[0] if usable else dut.testbenches[0]]} RTL={path}")
+            for f in outdir.glob(f"{path.stem}.*"):  # the mutant and its miter files
+                f.unlink(missing_ok=True)
+        first = (usable or dut.testbenches)[0]
+        rec["replay"] = f"make sim TEST={first} SIM={opt.sim} SEED={seeds[first]} RTL={path}"
         with lock:
             records[i] = rec
             done[0] += 1

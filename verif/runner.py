@@ -42,7 +42,7 @@ from lockstep.models.record import params_hash
 from . import deps
 from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
 
-__all__ = ["RunResult", "build", "build_key", "rtl_dir", "generate_rtl", "harness_source", "run", "main",
+__all__ = ["RunResult", "build", "build_key", "rtl_dir", "rtl_tag", "generate_rtl", "harness_source", "run", "main",
            "verilator_makeflags", "REPO", "BUILD"]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,6 +117,12 @@ def verilator_fst_ok() -> bool:
 
 def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def rtl_tag(rtl: Path) -> str:
+    """The part of a build folder's and a run folder's name that says which ``RTL=`` file
+    they simulate (by its content)."""
+    return f"-rtl{_file_hash(rtl)}"
 
 
 def source_hash(generator: str = "", root: Path = REPO) -> str:
@@ -247,7 +253,7 @@ def build(
             raise FileNotFoundError(f"RTL={rtl}: no such file")
         check_rtl_ports(rtl, tb.toplevel, json.loads(record.read_text()))
         source = rtl
-        tag += f"-rtl{_file_hash(rtl)}"
+        tag += rtl_tag(rtl)
     # Testbenches of the same module and parameters share one compiled simulator (the
     # test module is chosen at run time), next to the generated Verilog. Parallel workers
     # (pytest-xdist, several seeds of one testbench) take a lock: one builds, the others
