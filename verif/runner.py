@@ -344,6 +344,13 @@ def _build_locked(tb: Testbench, sim: str, source: Path, build_dir: Path, covera
             os.environ.pop("MAKEFLAGS", None)
         else:
             os.environ["MAKEFLAGS"] = saved_mf
+    if sim == "verilator":
+        # Verilator's precompiled headers (two per build, 76 MB each: the Verilator and
+        # cocotb headers) are used only while compiling; left behind they were 4.5 of the
+        # 4.7 GB that `make test` wrote, and a machine with less free disk failed its last
+        # builds. A rebuild (the stamp below changes) makes them again.
+        for pch in build_dir.glob("*.gch"):
+            pch.unlink()
     stamp.write_text(want)
     return time.monotonic() - t0
 
