@@ -52,6 +52,12 @@ def test_parity_flags_disagreeing_simulators():
     verdict = [_row("b", "icarus", 2, True, 50), _row("b", "verilator", 2, False, 50)]
     assert "b seed=2" in parity_problems(verdict)[0]
     assert parity_problems([_row("c", "icarus", 3, False, 9)]) == []  # one simulator: nothing to compare
+    # a throughput testbench runs longer on Verilator (its by_sim options): only verdicts compare
+    assert TESTBENCHES["gemm_tile_random_tp"].opts["by_sim"]
+    tp = [_row("gemm_tile_random_tp", "icarus", 4, True, 29_671), _row("gemm_tile_random_tp", "verilator", 4, True, 178_935)]
+    assert parity_problems(tp) == []
+    tp[1]["ok"] = False
+    assert "gemm_tile_random_tp seed=4" in parity_problems(tp)[0]
 
 
 def test_regress_html_lists_every_run_and_parity():
