@@ -148,3 +148,86 @@ def test_make_mutate_smoke_kills_every_non_equivalent_mutant(tmp_path, capsys):
             assert m["killed_by"] == "sched_counter_cw8" and m["runs"][-1]["verdict"] in ("fail", "timeout")
     assert (tmp_path / "index.html").read_text().count("<tr class=") == 6
     assert "kill rate 100.0%" in out
+
+
+# ---- the mutated block alone -----------------------------------------------------------------
+BLOCKS = """module top (clk, rst, a, b, y, z);
+input clk;
+input rst;
+input [3:0] a;
+input [1:0] b;
+output [3:0] y;
+wire [3:0] y;
+output [3:0] z;
+wire [3:0] z;
+reg [3:0] mem [0:4-1];
+reg [3:0] t;
+reg [3:0] s;
+reg [3:0] dead;
+
+always @(posedge clk) begin: regs
+    integer i;
+    if (rst == 1) begin
+        t <= 0;
+        for (i=0; i<4; i=i+1) begin
+            mem[i] <= 0;
+        end
+    end
+    else begin
+        t <= (mem[b] + a);
+        mem[b] <= a;
+    end
+end
+
+always @(a) begin: shr
+    s = (a >>> 1);
+end
+
+always @(a) begin: unread
+    dead = (a >> 1);
+end
+
+assign y = t;
+assign z = s;
+
+endmodule
+"""
+
+
+def _block_mutant(tmp_path, old: str, new: str) -> tuple[Path, Path, int]:
+    orig, mut_file = tmp_path / "orig.v", tmp_path / "mut.v"
+    orig.write_text(BLOCKS)
+    mut_file.write_text(_swap(BLOCKS, old, new))
+    return orig, mut_file, BLOCKS.split("\n").index(next(ln for ln in BLOCKS.split("\n") if old in ln)) + 1
+
+
+def test_the_mutated_block_alone_reads_free_inputs_and_drives_what_others_read(tmp_path):
+    from lockstep.verif.mutants import local_pair
+
+    orig, mut_file, line = _block_mutant(tmp_path, "dead = (a >> 1);", "dead = (a << 1);")
+    gold, gate = local_pair(orig.read_text(), mut_file.read_text(), line)
+    assert "output" not in gold and "reg [3:0] dead;" in gold and "(a << 1)" in gate   # read nowhere
+    orig, mut_file, line = _block_mutant(tmp_path, "s = (a >>> 1);", "s = (a >> 1);")
+    gold, _ = local_pair(orig.read_text(), mut_file.read_text(), line)
+    assert "output [3:0] s;" in gold and "input [3:0] a;" in gold and "always @(a) begin: shr" in gold
+    # a memory written in the block and read elsewhere cannot be a port: no local pair
+    text = BLOCKS.replace("assign y = t;", "assign y = mem[0];")
+    line = text.split("\n").index("        t <= (mem[b] + a);") + 1
+    assert local_pair(text, text.replace("(mem[b] + a)", "(mem[b] - a)"), line) is None
+    # a memory only read in the block: each read is a free input of its own
+    text = BLOCKS.replace("        mem[b] <= a;\n", "").replace("            mem[i] <= 0;\n", "")
+    text = text.replace("assign z = s;", "assign z = s;\nalways @(posedge clk) begin: w\n    mem[b] <= a;\nend")
+    line = text.split("\n").index("        t <= (mem[b] + a);") + 1
+    gold, gate = local_pair(text, text.replace("(mem[b] + a)", "(mem[b] - a)"), line)
+    assert "input [3:0] _lockstep_rd0;" in gold and "t <= (_lockstep_rd0 + a);" in gold and "input [1:0] b;" not in gold
+
+
+@pytest.mark.parametrize("old,new,verdict,how", [
+    ("dead = (a >> 1);", "dead = (a << 1);", "equivalent", "nothing reads"),
+    ("s = (a >>> 1);", "s = (a >> 1);", "equivalent", "on the mutated block alone"),
+    ("t <= (mem[b] + a);", "t <= (mem[b] - a);", "survived", "cycles after reset"),  # the whole design decides
+])
+def test_equivalence_tries_the_mutated_block_alone_first(tmp_path, old, new, verdict, how):
+    orig, mut_file, line = _block_mutant(tmp_path, old, new)
+    got, detail = equivalence(orig, mut_file, "top", depth=6, workdir=tmp_path, line=line)
+    assert got == verdict and how in detail, detail

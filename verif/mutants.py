@@ -242,3 +242,137 @@ def apply(text: str, m: Mutant) -> str:
         raise ValueError(f"mutant of line {m.line} does not fit this text (the line differs: regenerated?)")
     lines[m.line - 1] = m.after
     return "\n".join(lines)
+
+
+# ---- the mutated block alone -------------------------------------------------------------
+_KEYWORDS = frozenset(
+    "always assign begin end if else case casez casex endcase default for while integer reg wire posedge "
+    "negedge or and not signed unsigned input output module endmodule initial".split())
+_MODULE_DECL = re.compile(r"^(input|output|inout|reg|wire)\b(\s+signed)?\s*(\[[^\]]+\])?\s*([A-Za-z_][\w$]*)\s*(\[[^\]]*\])?\s*;")
+
+
+def _block_span(lines: list[str], line: int) -> tuple[int, int] | None:
+    """0-based ``(first, last)`` lines of the ``always`` block or ``assign`` holding
+    1-based ``line``; None if it is in neither."""
+    i = line - 1
+    if lines[i].startswith("assign "):
+        return i, i
+    start = next((j for j in range(i, -1, -1) if lines[j].startswith(("always", "initial", "module", "assign "))),
+                 None)
+    if start is None or not lines[start].startswith("always"):
+        return None
+    end = next((j for j in range(start + 1, len(lines)) if lines[j].rstrip() == "end"), None)
+    return (start, end) if end is not None and end >= i else None
+
+
+def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tuple[str, str] | None:
+    """The block of ``line`` (an ``always`` block or an ``assign``) cut out of each text as
+    module ``top``: every signal it reads an input (free: any value, any time), every
+    signal it assigns that the rest of the design reads or that is a port an output.
+
+    Whatever the rest of the design does, it sees the block only through those outputs: if
+    the two modules are equivalent for all inputs, so are the two designs (the converse
+    does not hold). Both modules have the same ports. None when the block is not
+    self-contained: it touches a memory (an unpacked array) or a name with no module-level
+    declaration, or ``line`` lies in no block.
+    """
+    lines, mlines = original.split("\n"), mutated.split("\n")
+    if len(lines) != len(mlines):
+        return None
+    span = _block_span(lines, line)
+    if span is None:
+        return None
+    first, last = span
+    decls: dict[str, tuple[str, str, str]] = {}   # name -> (signed, range, memory dimensions)
+    ports_out: set[str] = set()
+    decl_lines: set[int] = set()
+    for j, text in enumerate(lines):
+        d = _MODULE_DECL.match(text)
+        if d:
+            decl_lines.add(j)
+            kind, signed, rng, name, mem = d.groups()
+            if kind == "output":
+                ports_out.add(name)
+            if kind in ("input", "output") and name in decls:
+                continue
+            prev = decls.get(name)
+            decls[name] = (signed or (prev[0] if prev else ""), rng or (prev[1] if prev else ""), mem or "")
+
+    def names(block: list[str]) -> tuple[set[str], set[str], set[str]]:
+        """(identifiers used, assigned, declared inside) of a block's lines."""
+        used, assigned, local = set(), set(), set()
+        for text in block:
+            s = text.strip()
+            label = re.search(r"\bbegin\s*:\s*([A-Za-z_][\w$]*)", s)
+            if re.match(r"(reg|integer)\b", s):
+                local.update(re.findall(r"([A-Za-z_][\w$]*)\s*(?:\[[^\]]*\])?\s*;", s))
+                continue
+            for stmt in s.split(";"):
+                a = _ASSIGN.match(stmt.strip() + ";")
+                if a:
+                    assigned.add(a[3].split("[")[0])
+            for m in _TOKEN.finditer(re.sub(r"//.*", "", s)):
+                if m.lastgroup == "id" and not m.group().startswith("$") and m.group() not in _KEYWORDS:
+                    used.add(m.group())
+            if label:
+                used.discard(label[1])
+        return used - local, assigned - local, local
+
+    outside = {m.group() for j, text in enumerate(lines) if not first <= j <= last and j not in decl_lines
+               for m in _TOKEN.finditer(text) if m.lastgroup == "id"}
+    gold, gate = lines[first:last + 1], mlines[first:last + 1]
+    # A memory the block only reads: each distinct read ``mem[address]`` becomes an input
+    # of its own (any value: more behaviours than the real memory, so still sound; the
+    # mutants never change an address, so both blocks read the same expressions).
+    _, a0, _ = names(gold)
+    _, a1, _ = names(gate)
+    reads: dict[str, str] = {}
+    for mem in sorted(n for n, d in decls.items() if d[2] and n not in a0 | a1):
+        gold, gate = (_replace_reads(b, mem, reads) for b in (gold, gate))
+    u0, a0, _ = names(gold)
+    u1, a1, _ = names(gate)
+    used, assigned = u0 | u1, a0 | a1
+    read_inputs = set(reads.values())
+    if any(n not in decls and n not in read_inputs for n in used):
+        return None
+    if any(decls[n][2] and n in outside for n in assigned if n in decls):
+        return None  # a memory written here and read elsewhere: no port can carry it
+    outputs = sorted(n for n in assigned if (n in outside or n in ports_out))
+    inputs = sorted((used - assigned) | {"clk", "rst"})
+    internal = sorted(assigned - set(outputs))
+    procedural = lines[first].startswith("always")
+    mem_elem = {v: decls[k.split("[", 1)[0]] for k, v in reads.items()}
+
+    def module(block: list[str]) -> str:
+        def decl(kind: str, n: str) -> str:
+            signed, rng, mem = mem_elem.get(n) or decls.get(n, ("", "", ""))
+            dims = f" {mem}" if mem and n not in mem_elem else ""
+            return f"{kind}{signed} {rng + ' ' if rng else ''}{n}{dims};"
+
+        head = [f"module {top} ({', '.join(inputs + outputs)});"]
+        head += [decl("input", n) for n in inputs]
+        for n in outputs:
+            head += [decl("output", n), decl("reg" if procedural else "wire", n)]
+        head += [decl("reg" if procedural else "wire", n) for n in internal]
+        return "\n".join(head + block + ["endmodule", ""])
+
+    return module(gold), module(gate)
+
+
+def _replace_reads(block: list[str], mem: str, reads: dict[str, str]) -> list[str]:
+    """``block`` with every ``mem[...]`` replaced by the input name ``reads`` gives that
+    read's text (a new ``_lockstep_rd<k>`` for a new one)."""
+    out = []
+    pat = re.compile(rf"(?<![\w$]){re.escape(mem)}\s*\[")
+    for text in block:
+        while (m := pat.search(text)) is not None:
+            depth, j = 0, m.end() - 1
+            for j in range(m.end() - 1, len(text)):
+                depth += {"[": 1, "]": -1}.get(text[j], 0)
+                if depth == 0:
+                    break
+            key = re.sub(r"\s+", "", text[m.start():j + 1])
+            name = reads.setdefault(key, f"_lockstep_rd{len(reads)}")
+            text = text[:m.start()] + name + text[j + 1:]
+        out.append(text)
+    return out
