@@ -397,8 +397,9 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
     * ``ring``: SEND on prev/next (on a mesh: south/east), received by the neighbour
       that link reaches (``FabricParams.link_dest``) with RECV (slack 0 ..
       ``buf_d - 1``) or an exactly aligned TAP;
-    * ``fwd``: a SEND relayed by one or two FWDs around the ring (on a mesh each hop
-      goes east or south: the path may turn at a relay);
+    * ``fwd``: a SEND relayed by one or two FWDs; each relay sends the words on either
+      link, so a path may turn (on a ring: go back the way it came; on a mesh: east or
+      south), and every FWD source port meets every output port;
     * ``bus``: a bus SEND, TAPped exactly by its receiver (any tile, the sender
       included) and by a random subset of the other tiles (the bus input is not
       buffered: a bus word nobody TAPs is lost, which LEN rejects);
@@ -486,9 +487,8 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
                 x = pl.transfer(t, u, [r.choice((PREV, NEXT))])
             elif kind == "fwd":
                 d = r.choice((PREV, NEXT))
-                hops = r.randint(2, 3)   # a mesh path may turn (east/south) at each relay
-                x = pl.transfer(t, u, [d] * hops if p.rows == 1 else [d] + [r.choice((PREV, NEXT))
-                                                                            for _ in range(hops - 1)])
+                hops = r.randint(2, 3)   # the path may turn at each relay
+                x = pl.transfer(t, u, [d] + [r.choice((PREV, NEXT)) for _ in range(hops - 1)])
             elif kind == "bus":
                 x = pl.transfer(t, u, [BUS])
             elif kind == "bus_fwd":

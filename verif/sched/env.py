@@ -407,6 +407,20 @@ def _period_bin(period: int) -> str:
     return {1: "1", 255: "255"}.get(period, "2..6" if period <= 6 else "7..254")
 
 
+def fwd_routes(p: FabricParams) -> list[str]:
+    """The ``fwd_route`` bins: ``t<tile>:<source>-><output>`` for every tile and every
+    pair of ports but bus to bus."""
+    ports = sched.PORT_NAMES[:3] if p.bus else sched.PORT_NAMES[:2]
+    return [f"t{t}:{s}->{q}" for t in range(p.nt) for s in ports for q in ports if not s == q == "bus"]
+
+
+def fwd_route(tile: int, ent: Any) -> str:
+    """An issued entry's ``fwd_route`` bin (``-`` unless it is a FWD)."""
+    if ent.op != sched.OPS["FWD"]:
+        return "-"
+    return f"t{tile}:{sched.PORT_NAMES[ent.b & 3]}->{sched.PORT_NAMES[ent.port]}"
+
+
 class SchedCoverage(uvm_component):
     """Cover points of a run (issue 4's list). Issues, words and errors are sampled from
     the DUT's observed trace; buffer slack and occupancy from the golden run, which the
@@ -422,6 +436,9 @@ class SchedCoverage(uvm_component):
                           [f"{o}@{p}" for o in ("SEND", "TAP", "FWD") for p in sched.PORT_NAMES[:3]]
                           + ["RECV@prev", "RECV@next", "-"] + (["RECV@fifo"] if p.comm else []))
         self.issues.point("back_to_back", lambda s: s["b2b"], [False, True])
+        # every tile's every FWD route (source port -> output port): each tile has its own
+        # output units, each with its own source multiplexer
+        self.issues.point("fwd_route", lambda s: s["fwd"], fwd_routes(p) + ["-"])
         self.transfer = Covergroup("sched.transfer")
         self.transfer.point("recv_slack", lambda s: s, ["0", "1", "2..3", ">=4"])
         self.run_cg = Covergroup("sched.run")
@@ -451,7 +468,7 @@ class SchedCoverage(uvm_component):
             name = sched.OP_NAMES.get(ent.op, f"OP{ent.op}")
             port = sched.PORT_NAMES[ent.port] if ent.port < len(sched.PORT_NAMES) else str(ent.port)
             self.issues.sample({"op": name, "op_port": f"{name}@{port}" if ent.op in sched.PORT_OPS else "-",
-                                "b2b": last.get(e[2]) == e[0] - 1})
+                                "b2b": last.get(e[2]) == e[0] - 1, "fwd": fwd_route(e[2], ent)})
             last[e[2]] = e[0]
         for *_, slack in golden.recv_slack:
             self.transfer.sample(_slack_bin(slack))

@@ -60,7 +60,7 @@ from ..episodes import (
 from ..throughput import spent
 from ..seq import Item
 from .env import (
-    Compiled, SchedCoverage, SchedTest, TraceScoreboard, _crosses_wrap, _jitter_bin, _period_bin,
+    Compiled, SchedCoverage, SchedTest, TraceScoreboard, _crosses_wrap, _jitter_bin, _period_bin, fwd_route,
     _slack_bin, make_program,
 )
 
@@ -336,16 +336,17 @@ def sample_bulk(cov: SchedCoverage, program: sched.Program, trace: list[tuple], 
         cycles = np.array([x[1] for x in issues], dtype=np.int64)
         tmask = (1 << (p.ew - p.cw)) - 1   # everything but T
         keys = [x[2] & tmask for x in issues]
-        names: dict[int, tuple[str, str]] = {}
+        names: dict[int, tuple[str, str, Any]] = {}
         for k in set(keys):
             ent = sched.decode(k, p)
             name = sched.OP_NAMES.get(ent.op, f"OP{ent.op}")
             port = sched.PORT_NAMES[ent.port] if ent.port < len(sched.PORT_NAMES) else str(ent.port)
-            names[k] = (name, f"{name}@{port}" if ent.op in sched.PORT_OPS else "-")
+            names[k] = (name, f"{name}@{port}" if ent.op in sched.PORT_OPS else "-", ent)
         b2b = np.zeros(len(issues), dtype=bool)
         b2b[1:] = (tiles[1:] == tiles[:-1]) & (cycles[1:] == cycles[:-1] + 1)
         cov.issues.sample_columns({"op": np.array([names[k][0] for k in keys]),
-                                   "op_port": np.array([names[k][1] for k in keys]), "b2b": b2b})
+                                   "op_port": np.array([names[k][1] for k in keys]), "b2b": b2b,
+                                   "fwd": np.array([fwd_route(int(t), names[k][2]) for t, k in zip(tiles, keys)])})
     slack = [_slack_bin(s) for *_, s in golden.recv_slack]
     if slack:
         cov.transfer.sample_batch(slack)
