@@ -3,6 +3,7 @@ but Verilator's coverage tools and genhtml must be installed: `make setup` does 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,64 @@ def test_report_feature_status_and_counted_coverage(tmp_path):
     untested = analyse(rows[:1], tmp_path / "r2", tmp_path, plans={"bfp": plan})
     assert [f["status"] for f in untested["families"]["bfp"]["features"]] == ["pass", "untested", "pass"]
     assert "NO PASSING TEST" in render_html(rows[:1], [], "t", 1.0, untested)
+
+
+@pytest.mark.parametrize("entry,message", [
+    ("nope", "must be a mapping"),
+    ({"kind": "expr", "source": "x", "reason": "never reached at all"}, "kind must be"),
+    ({"kind": "toggle", "source": "x", "reason": "never reached at all"}, "with 'signal'"),
+    ({"kind": "line", "signal": "x", "reason": "never reached at all"}, "with 'source'"),
+    ({"kind": "line", "source": "(", "reason": "never reached at all"}, "not a regular expression"),
+    ({"kind": "toggle", "signal": "x"}, "needs a reason"),
+    ({"kind": "toggle", "signal": "x", "reason": "todo"}, "needs a reason"),
+    ({"kind": "toggle", "signal": "x", "reason": "never reached at all", "owner": "me"}, "unknown key"),
+    ({"kind": "toggle", "module": "", "signal": "x", "reason": "never reached at all"}, "module must be"),
+])
+def test_exclusions_refuse_malformed_entries(entry, message):
+    with pytest.raises(testplan.TestplanError, match=message):
+        testplan.parse_exclusions([entry], Path("coverage_exclusions.yml"))
+
+
+def test_every_family_exclusions_file_loads():
+    """The committed exclusions parse; every entry carries its reason."""
+    for plan in testplan.load_all().values():
+        assert all(len(x.reason.split()) >= 3 for x in plan.exclusions)
+
+
+def _cov_run(tmp: Path, tb: str, src: Path, counts: dict[str, int]) -> dict:
+    res = tmp / f"run-{tb}"
+    res.mkdir()
+    covreport.write_dat(counts, res / "coverage.dat")
+    return {"testbench": tb, "sim": "verilator", "seed": 1, "ok": True, "expect_fail": False, "cycles": 10,
+            "wall": 1.0, "coverage": None, "results": str(res), "repro": "", "rtl": str(src)}
+
+
+def test_excluded_points_are_set_apart_and_a_hit_one_fails_the_report(tmp_path):
+    """Excluded points leave the figures and are listed with their reason; one that a run
+    hits is a problem (the reason was wrong), named in the report."""
+    src = tmp_path / "rtl" / "top-abc" / "bfp_quantize.v"
+    src.parent.mkdir(parents=True)
+    src.write_text("module top(input a, output b);\nassign b = a;\nalways @* if (a == 7) ;\nendmodule\n")
+    k_line, k_if, k_else = (_dat_key(src, 2, "line", "block"), _dat_key(src, 3, "branch", "if"),
+                            _dat_key(src, 3, "branch", "else"))
+    k_t0, k_t1, k_u = (_dat_key(src, 1, "toggle", "a_unused[0]:0->1"), _dat_key(src, 1, "toggle", "a_unused[0]:1->0"),
+                       _dat_key(src, 1, "toggle", "b[0]:0->1"))
+    plan = testplan.parse(_plan_yaml(), Path("plan.yml"), family="bfp")
+    excl = testplan.parse_exclusions([
+        {"kind": "toggle", "module": "bfp_quant*", "signal": "*_unused*", "reason": "bits nothing reads"},
+        {"kind": "branch", "source": r"a == 7", "reason": "a is one bit, never seven"},
+        {"kind": "toggle", "module": "other", "signal": "b*", "reason": "another module only"},
+    ], Path("x.yml"))
+    plan = dataclasses.replace(plan, exclusions=excl)
+    counts = {k_line: 4, k_if: 0, k_else: 3, k_t0: 0, k_t1: 0, k_u: 1}
+    rows = [_cov_run(tmp_path, "bfp_quantize_patent", src, counts)]
+    result = analyse(rows, tmp_path / "rep", tmp_path, code=True, plans={"bfp": plan})
+    fam = result["families"]["bfp"]
+    assert fam["code"]["line"] == [1, 1] and fam["code"]["branch"] == [0, 0] and fam["code"]["toggle"] == [1, 1]
+    assert sorted((x["kind"], x["name"], x["count"]) for x in fam["excluded"]) == [
+        ("branch", "else", 3), ("branch", "if", 0), ("toggle", "a_unused[0]:0->1", 0), ("toggle", "a_unused[0]:1->0", 0)]
+    assert len(result["problems"]) == 1 and "excluded branch point hit 3 time(s)" in result["problems"][0]
+    assert "a is one bit" in result["problems"][0]
+    page = render_html(rows, [], "t", 1.0, result)
+    assert "Excluded code coverage points" in page and "HIT: bfp_quantize line 3 else" in page
+    assert "4 points excluded" in family_lines(result)[0]

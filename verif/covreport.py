@@ -24,13 +24,13 @@ import shutil
 import subprocess
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
 __all__ = [
     "merge_functional", "bins_total", "select_points", "read_dat", "write_dat", "code_summary",
-    "merge_dat", "render_code_html", "CoverageToolMissing", "KINDS",
+    "merge_dat", "render_code_html", "split_excluded", "CoverageToolMissing", "KINDS",
 ]
 
 #: Code coverage kinds reported, in order (``line`` holds Verilator's line points,
@@ -129,6 +129,45 @@ def code_summary(counts: dict[str, int]) -> dict[str, dict[str, list[int]]]:
     return dict(out)
 
 
+def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[Any]]
+                   ) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Set apart the points an exclusion covers.
+
+    Args:
+        counts: merged code coverage, key -> count.
+        rules_of: source file -> its family's exclusions
+            (:class:`lockstep.verif.testplan.Exclusion`: ``matches(kind, module, name, line)``).
+
+    Returns:
+        ``(kept counts, excluded)``; each excluded point as a dict: ``source``, ``module``,
+        ``kind``, ``line``, ``name``, ``count`` (a count above 0 means the exclusion was
+        wrong) and ``reason``.
+    """
+    kept: dict[str, int] = {}
+    excluded: list[dict[str, Any]] = []
+    texts: dict[str, list[str]] = {}
+    for key, n in counts.items():
+        f = _fields(key)
+        src, kind, name = f.get("f", "?"), _kind(f), f.get("o", "")
+        rules = rules_of(src)
+        rule = None
+        if rules and kind in ("line", "branch", "toggle"):
+            if src not in texts:
+                try:
+                    texts[src] = Path(src).read_text(errors="replace").splitlines()
+                except OSError:
+                    texts[src] = []
+            lines, ln = texts[src], int(f.get("l", 0) or 0)
+            text = lines[ln - 1] if 0 < ln <= len(lines) else ""
+            rule = next((r for r in rules if r.matches(kind, Path(src).stem, name, text)), None)
+        if rule is None:
+            kept[key] = n
+        else:
+            excluded.append({"source": src, "module": Path(src).stem, "kind": kind, "line": int(f.get("l", 0) or 0),
+                             "name": name, "count": n, "reason": rule.reason})
+    return kept, excluded
+
+
 def _tool(name: str, package: str) -> str:
     root = os.environ.get("VERILATOR_ROOT", "")
     for folder in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/bin", "/usr/local/bin"]:
@@ -158,11 +197,11 @@ def merge_dat(files: list[Path], out: Path) -> Path:
     return out
 
 
-def render_code_html(merged: Path, outdir: Path, prefix: Path, title: str) -> dict[str, Path]:
+def render_code_html(merged: Path | dict[str, int], outdir: Path, prefix: Path, title: str) -> dict[str, Path]:
     """lcov export and genhtml pages of a merged ``coverage.dat``, one tree per kind.
 
     Args:
-        merged: the merged data.
+        merged: the merged data (a file, or its counts).
         outdir: gets ``line/index.html`` (line and branch points) and
             ``toggle/index.html``; each lists every generated module.
         prefix: path prefix stripped from the source names (the build folder).
@@ -173,7 +212,7 @@ def render_code_html(merged: Path, outdir: Path, prefix: Path, title: str) -> di
     """
     tool = _tool("verilator_coverage", "verilator")
     genhtml = _tool("genhtml", "lcov")
-    counts = read_dat(merged)
+    counts = merged if isinstance(merged, dict) else read_dat(merged)
     groups = {"line": ("line", "branch"), "toggle": ("toggle",)}
     pages = {}
     for name, kinds in groups.items():

@@ -65,7 +65,7 @@ def analyse(rows: list[dict[str, Any]], outdir: Path, build: Path, code: bool = 
             "title": plan.title, "goals": plan.goals, "stages": plan.stages, "features": features,
             "functional": {"hit": hit, "total": total, "pct": _pct(hit, total)},
             "points": points, "runs": len(mine), "counted": sum(counted(r) for r in mine),
-            "code": None, "modules": [],
+            "code": None, "modules": [], "excluded": [],
         }
     pages: dict[str, Path] = {}
     problems: list[str] = []
@@ -74,12 +74,25 @@ def analyse(rows: list[dict[str, Any]], outdir: Path, build: Path, code: bool = 
         dats = [d for d in dats if d.exists()]
         if dats:
             merged = covreport.merge_dat(dats, outdir / "code" / "merged.dat")
-            per_file = covreport.code_summary(covreport.read_dat(merged))
             # a generated source is shared by every testbench of its module and parameters
             users: dict[str, set[str]] = {}
             for r in rows:
                 if r.get("rtl") and counted(r):
                     users.setdefault(str(Path(r["rtl"]).resolve()), set()).add(r["testbench"])
+
+            def family_of(source: str) -> str | None:
+                tbs = users.get(str(Path(source).resolve()))
+                return fam_of[min(tbs)] if tbs else None
+
+            counts, excluded = covreport.split_excluded(
+                covreport.read_dat(merged), lambda src: plans[f].exclusions if (f := family_of(src)) else ())
+            for x in excluded:
+                fam = family_of(x["source"])
+                families[fam]["excluded"].append(x)
+                if x["count"]:
+                    problems.append(f"{fam}: excluded {x['kind']} point hit {x['count']} time(s): {x['module']} "
+                                    f"line {x['line']} {x['name']} (excluded because: {x['reason']})")
+            per_file = covreport.code_summary(counts)
             for source, kinds in sorted(per_file.items()):
                 tbs = sorted(users.get(str(Path(source).resolve()), ()))
                 if not tbs:
@@ -90,7 +103,7 @@ def analyse(rows: list[dict[str, Any]], outdir: Path, build: Path, code: bool = 
                 for k in covreport.KINDS:
                     totals[k] = [totals[k][0] + kinds[k][0], totals[k][1] + kinds[k][1]]
                 entry["code"] = totals
-            pages = covreport.render_code_html(merged, outdir / "code", build / "rtl", "lockstep code coverage")
+            pages = covreport.render_code_html(counts, outdir / "code", build / "rtl", "lockstep code coverage")
         for fam, entry in families.items():
             ran = any(counted(r) and r["sim"] == "verilator" for r in rows if fam_of.get(r["testbench"]) == fam)
             if ran and entry["code"] is None:
@@ -114,6 +127,8 @@ def family_lines(result: dict[str, Any]) -> list[str]:
         parts = [f"{k} {_fmt(code[k]) if code else 'n/a'}" for k in ("line", "branch", "toggle")]
         func = e["functional"]["pct"]
         parts.append(f"functional {'-' if func is None else f'{func:.1f}%'}")
+        if e.get("excluded"):
+            parts.append(f"{len(e['excluded'])} points excluded")
         below = [k for k, goal in e["goals"].items() if (_value(e, k) is not None and _value(e, k) < goal)]
         note = f"; below goal: {', '.join(below)}" if below else ""
         out.append(f"{fam}: {ok}/{len(e['features'])} features pass; " + ", ".join(parts) + note)
@@ -179,7 +194,7 @@ def _family_html(fam: str, e: dict[str, Any], pages: dict[str, str]) -> str:
         links = " · ".join(f"<a href='code/{k}/index.html'>{k} coverage by source line</a>" for k in pages)
         code = (f"<h3>Code coverage (Verilator) per generated module</h3><p>{links}</p>"
                 "<table><tr><th>module</th><th>testbenches (same parameters)</th><th>line</th><th>branch</th>"
-                f"<th>toggle</th></tr>{mods}</table>")
+                f"<th>toggle</th></tr>{mods}</table>" + _excluded_html(e["excluded"]))
     stages = "; ".join(f"<b>{_E(k)}</b> {_E(v)}" for k, v in e["stages"].items())
     return f"""<h2 id='{_E(fam)}'>{_E(fam)}: {_E(e['title'])}</h2>
 <p class='small'>{e['runs']} runs, {e['counted']} counted for coverage (passed, not negative). Stages: {stages}</p>
@@ -187,6 +202,28 @@ def _family_html(fam: str, e: dict[str, Any], pages: dict[str, str]) -> str:
 <th>cover bins hit</th><th>what</th></tr>{''.join(feats)}</table>
 <h3>Functional coverage (merged over runs)</h3><table><tr><th>cover point</th><th>bins hit</th><th>holes</th>
 <th>bins: hits</th></tr>{''.join(pts)}</table>{code}"""
+
+
+def _excluded_html(excluded: list[dict[str, Any]]) -> str:
+    """The excluded code coverage points, grouped by reason; a hit one is red (it fails)."""
+    if not excluded:
+        return ""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for x in excluded:
+        groups.setdefault((x["kind"], x["reason"]), []).append(x)
+    rows = []
+    for (kind, reason), xs in sorted(groups.items()):
+        hit = [x for x in xs if x["count"]]
+        mods = sorted({x["module"] for x in xs})
+        names = sorted({x["name"].rsplit(":", 1)[0] if kind == "toggle" else f"line {x['line']}" for x in xs})
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        where_hit = ", ".join(f"{x['module']} line {x['line']} {x['name']}" for x in hit[:5])
+        bad = f"<span class='bad'>HIT: {_E(where_hit)}</span>" if hit else "0"
+        rows.append(f"<tr class='{'fail' if hit else 'pass'}'><td>{kind}</td><td>{len(xs)}</td><td>{bad}</td>"
+                    f"<td>{_E(reason)}</td><td class='bins'>{_E(', '.join(mods))}: {_E(shown)}</td></tr>")
+    return ("<h3>Excluded code coverage points (not in the figures above)</h3>"
+            "<table><tr><th>kind</th><th>points</th><th>hit (fails)</th><th>reason</th><th>where</th></tr>"
+            + "".join(rows) + "</table>")
 
 
 def render_html(rows: list[dict[str, Any]], parity: list[str], title: str, elapsed: float,

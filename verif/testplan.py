@@ -19,6 +19,21 @@ The loader refuses unknown keys, unknown stages, goals outside 0..100 and test p
 that match no registered testbench of the family, naming the feature. A registered
 testbench that no feature lists is an error too: every test has a reason to exist.
 
+Code coverage points that no stimulus can reach for some configuration are listed beside
+the plan, in ``verif/<family>/coverage_exclusions.yml``, each with its reason::
+
+    - kind: toggle                  # line | branch | toggle
+      module: sched_ring            # glob on the generated module (default: all of the family's)
+      signal: "*_unused*"           # toggle: glob on the signal and bit, ``name[3]``
+      reason: bits the linter is told are unused (Verilator's --unused-regexp)
+    - kind: branch
+      source: "cfg_n_out > 16"      # line / branch: a regular expression the Verilog line contains
+      reason: ...
+
+The report (:func:`lockstep.verif.report.analyse`) counts matched points apart from the
+goals and lists them; an excluded point that a run hits fails the report: the reason given
+for it was wrong.
+
 :func:`feature_status` turns a regression's runs into each feature's verdict: ``pass``
 when at least one of its tests ran and every run of them did what it must, ``fail`` when
 any run failed, ``untested`` when none ran. ``fail`` and ``untested`` are shown red: a
@@ -27,7 +42,9 @@ feature with no passing test is not verified.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +53,8 @@ import yaml
 
 from .registry import TESTBENCHES
 
-__all__ = ["Feature", "Testplan", "TestplanError", "load", "load_all", "feature_status", "GOAL_KEYS"]
+__all__ = ["Feature", "Exclusion", "Testplan", "TestplanError", "load", "load_all", "feature_status",
+           "parse_exclusions", "GOAL_KEYS"]
 
 #: Coverage goals a plan may set (percent).
 GOAL_KEYS = ("functional", "line", "branch", "toggle")
@@ -71,6 +89,34 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class Exclusion:
+    """A code coverage point (or a family of them) no stimulus can reach, and why.
+
+    Attributes:
+        kind: ``line``, ``branch`` or ``toggle``.
+        module: glob on the generated module's name (its file stem).
+        signal: toggle only: glob on Verilator's point name without the direction
+            (``lane_split6_xi[3]``).
+        source: line / branch only: a regular expression searched in the Verilog line.
+        reason: why no stimulus can reach it.
+    """
+
+    kind: str
+    module: str
+    signal: str | None
+    source: str | None
+    reason: str
+
+    def matches(self, kind: str, module: str, name: str, line: str) -> bool:
+        """Does this exclusion cover the point ``name`` (toggle) / on source ``line``?"""
+        if kind != self.kind or not fnmatch.fnmatchcase(module, self.module):
+            return False
+        if self.signal is not None:
+            return fnmatch.fnmatchcase(name.rsplit(":", 1)[0], self.signal)
+        return re.search(str(self.source), line) is not None
+
+
+@dataclass(frozen=True)
 class Testplan:
     """A family's plan (see the module docstring for the file format)."""
 
@@ -80,6 +126,7 @@ class Testplan:
     stages: dict[str, str]
     features: tuple[Feature, ...]
     path: Path
+    exclusions: tuple[Exclusion, ...] = ()
 
     def tests(self) -> set[str]:
         """Every testbench some feature lists."""
@@ -168,15 +215,54 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
     return plan
 
 
-def load(path: Path | str) -> Testplan:
-    """Load and check one testplan file (its folder name is the family).
+_EXCL_KEYS = {"kind", "module", "signal", "source", "reason"}
+
+
+def parse_exclusions(data: Any, path: Path) -> tuple[Exclusion, ...]:
+    """Check and build the exclusions of a ``coverage_exclusions.yml`` (a list).
 
     Raises:
-        TestplanError: naming the file and the place: text that is not UTF-8 or not
-            YAML (the line and column), nesting too deep to read, or a plan ``parse``
-            refuses.
+        TestplanError: naming the file, the entry and the rule broken (unknown keys, a
+            kind other than line / branch / toggle, ``signal`` on a line point or
+            ``source`` on a toggle, a bad regular expression, no reason).
     """
-    path = Path(path)
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise _fail(path, "top level", "must be a list of exclusions")
+    out = []
+    for i, d in enumerate(data):
+        where = f"exclusion {i + 1}"
+        if not isinstance(d, dict):
+            raise _fail(path, where, "must be a mapping")
+        extra = set(d) - _EXCL_KEYS
+        if extra:
+            raise _fail(path, where, f"unknown key(s) {sorted(extra, key=repr)}; allowed {sorted(_EXCL_KEYS)}")
+        kind, module = d.get("kind"), d.get("module", "*")
+        if kind not in ("line", "branch", "toggle"):
+            raise _fail(path, where, f"kind must be line, branch or toggle, got {kind!r}")
+        if not isinstance(module, str) or not module:
+            raise _fail(path, where, f"module must be a glob, got {module!r}")
+        want, other = ("signal", "source") if kind == "toggle" else ("source", "signal")
+        pattern = d.get(want)
+        if other in d or not isinstance(pattern, str) or not pattern:
+            raise _fail(path, where, f"a {kind} exclusion names its points with {want!r} (a "
+                        f"{'glob' if want == 'signal' else 'regular expression'}), not {other!r}")
+        if want == "source":
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise _fail(path, where, f"source {pattern!r} is not a regular expression: {exc}") from None
+        reason = d.get("reason")
+        if not isinstance(reason, str) or len(reason.split()) < 3:
+            raise _fail(path, where, "needs a reason (a sentence saying why no stimulus reaches it)")
+        out.append(Exclusion(kind, module, pattern if want == "signal" else None,
+                             pattern if want == "source" else None, " ".join(reason.split())))
+    return tuple(out)
+
+
+def _read_yaml(path: Path) -> Any:
+    """A YAML file's document; a TestplanError names the place of any problem."""
     try:
         data = yaml.safe_load(path.read_text())
     except UnicodeDecodeError as exc:
@@ -190,7 +276,24 @@ def load(path: Path | str) -> Testplan:
         raise _fail(path, where, f"not valid YAML: {why}") from None
     except RecursionError:
         raise _fail(path, "YAML", "nested too deeply to read") from None
-    return parse(data, path, family=path.parent.name)
+    return data
+
+
+def load(path: Path | str) -> Testplan:
+    """Load and check one testplan file (its folder name is the family) and the
+    ``coverage_exclusions.yml`` beside it, if any.
+
+    Raises:
+        TestplanError: naming the file and the place: text that is not UTF-8 or not
+            YAML (the line and column), nesting too deep to read, or a plan ``parse``
+            or exclusions :func:`parse_exclusions` refuses.
+    """
+    path = Path(path)
+    plan = parse(_read_yaml(path), path, family=path.parent.name)
+    excl = path.parent / "coverage_exclusions.yml"
+    if excl.exists():
+        plan = dataclasses.replace(plan, exclusions=parse_exclusions(_read_yaml(excl), excl))
+    return plan
 
 
 def load_all() -> dict[str, Testplan]:
