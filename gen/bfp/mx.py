@@ -75,16 +75,16 @@ def _lane_msb(x, msb):
         x: float32 bit pattern.
         msb: 5-bit index of the significand's leading one (0 for a zero).
     """
-    sig32 = flat_signal(32)
+    sig = flat_signal(24)
 
     @always_comb
-    def pad():
+    def significand():
         if x[31:23] == 0:
-            sig32.next = concat(intbv(0)[9:], x[23:0])
+            sig.next = concat(bool(0), x[23:0])
         else:
-            sig32.next = concat(intbv(0)[8:], bool(1), x[23:0])
+            sig.next = concat(bool(1), x[23:0])
 
-    return pad, msb_index(sig32, msb)
+    return significand, msb_index(sig, msb)
 
 
 @block

@@ -6,7 +6,7 @@ from myhdl import ConcatSignal, Signal, always_comb, block, concat, intbv
 
 from ..common import flat_signal
 
-__all__ = ["max_tree", "msb_index", "any_of", "lane_split", "f32_lop"]
+__all__ = ["max_tree", "msb_index", "msb_bits", "any_of", "lane_split", "f32_lop"]
 
 
 @block
@@ -79,15 +79,28 @@ def any_of(bits, out):
     return reduce_or
 
 
+def msb_bits(width: int) -> int:
+    """Width of :func:`msb_index`'s ``idx`` for a ``width``-bit vector: ``ceil(log2(width))``."""
+    if width < 2:
+        raise ValueError(f"msb_index needs a vector of at least 2 bits, got {width}")
+    return (width - 1).bit_length()
+
+
 @block
 def msb_index(vec, idx):
     """Index of the most significant set bit (0 when ``vec`` is 0), as a binary tree.
 
+    Any width: the low half of each node is a power of two, the high part whatever is
+    left, so no zero padding (constant bits, dead branches) goes into the tree.
+
     Ports:
-        vec: input vector, width a power of two (>= 2).
-        idx: ``log2(len(vec))``-bit index.
+        vec: input vector, at least 2 bits.
+        idx: :func:`msb_bits` ``(len(vec))`` bits.
     """
     width = len(vec)
+    nb = len(idx)
+    if nb != msb_bits(width):
+        raise ValueError(f"msb_index of {width} bits needs a {msb_bits(width)}-bit index, got {nb}")
     if width == 2:
         # The MSB index of a 2-bit vector ignores bit 0; the signal name matches
         # Verilator's default --unused-regexp (*unused*), which says so to the linter.
@@ -99,22 +112,48 @@ def msb_index(vec, idx):
             unused_lsb.next = vec[0]
 
         return leaf
-    half = width // 2
-    hi, lo = flat_signal(half), flat_signal(half)
-    hi_i, lo_i = flat_signal(len(idx) - 1), flat_signal(len(idx) - 1)
-    subs = [msb_index(hi, hi_i), msb_index(lo, lo_i)]
+    half = 1 << (nb - 1)          # the low part: a power of two, a full subtree
+    hw = width - half             # the high part: 1 .. half bits
+    lo, lo_i = flat_signal(half), flat_signal(nb - 1)
+    subs = [msb_index(lo, lo_i)]
+    if hw == 1:  # the top bit alone: its index is width - 1 = half
+
+        @always_comb
+        def top():
+            lo.next = vec[half:0]
+            if vec[width - 1]:
+                idx.next = concat(bool(1), intbv(0)[nb - 1 :])
+            else:
+                idx.next = concat(bool(0), lo_i)
+
+        return subs, top
+    hi, hi_i = flat_signal(hw), flat_signal(msb_bits(hw))
+    subs.append(msb_index(hi, hi_i))
+    pad = nb - 1 - len(hi_i)
+
+    if pad == 0:
+
+        @always_comb
+        def node():
+            hi.next = vec[width:half]
+            lo.next = vec[half:0]
+            if vec[width:half] != 0:
+                idx.next = concat(bool(1), hi_i)
+            else:
+                idx.next = concat(bool(0), lo_i)
+
+        return subs, node
 
     @always_comb
-    def node():
+    def node_short():
         hi.next = vec[width:half]
         lo.next = vec[half:0]
         if vec[width:half] != 0:
-            idx.next = concat(bool(1), hi_i)
+            idx.next = concat(bool(1), intbv(0)[pad:], hi_i)
         else:
             idx.next = concat(bool(0), lo_i)
 
-    return subs, node
-
+    return subs, node_short
 
 
 @block
@@ -130,12 +169,12 @@ def f32_lop(absmax, lop):
     """
     w = len(lop)
     lo, hi = lop.min, lop.max
-    sub_msb = flat_signal(5)
-    frac32 = flat_signal(32)
+    sub_msb = flat_signal(msb_bits(23))
+    frac = flat_signal(23)
 
     @always_comb
-    def pad_frac():
-        frac32.next = concat(intbv(0)[9:], absmax[23:0])
+    def take_frac():
+        frac.next = absmax[23:0]
 
     @always_comb
     def leading_one():
@@ -148,4 +187,4 @@ def f32_lop(absmax, lop):
         else:
             lop.next = am_be - 127
 
-    return pad_frac, msb_index(frac32, sub_msb), leading_one
+    return take_frac, msb_index(frac, sub_msb), leading_one

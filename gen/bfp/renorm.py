@@ -12,7 +12,7 @@ Spec 004 sections 2.4 (items 6-7) and 4.2(c); the semantics are those of
 
 Structure: per lane ``|acc|`` (``A = fmt.acc_bits`` bits, ``|-2**(A-1)|`` fits), a
 balanced max tree (:func:`.parts.max_tree`), the leading one of the maximum
-(:func:`.parts.msb_index` on the maximum zero-padded to a power of two), one shared
+(:func:`.parts.msb_index` on the maximum, any width: no padding), one shared
 exponent/shift computation, and per lane a clipped left shifter (amount clipped to
 ``w``: any larger shift of a nonzero magnitude overflows and leaves the low ``w`` bits
 zero) or a clipped right shifter with round/sticky bits (amount clipped to ``A``: any
@@ -31,7 +31,7 @@ from lockstep.models.bfp.params import BfpFormat
 
 from ..common import Emitted, emit_stream_unit, flat_signal
 from ..stream import STREAM_LATENCY, stream_ports, stream_register
-from .parts import any_of, max_tree, msb_index
+from .parts import any_of, max_tree, msb_bits, msb_index
 
 __all__ = [
     "RENORM_FLAGS",
@@ -50,14 +50,6 @@ __all__ = [
 RENORM_FLAGS = tuple(FLAG_NAMES)
 #: Cycles from an accepted input vector to its output vector (one register stage).
 RENORM_LATENCY = STREAM_LATENCY
-
-
-def _pow2_at_least(v: int) -> int:
-    """Smallest power of two >= ``v`` (and >= 2, the narrowest msb_index)."""
-    p = 2
-    while p < v:
-        p *= 2
-    return p
 
 
 def _exp_bits(fmt: BfpFormat) -> int:
@@ -204,8 +196,7 @@ def renorm(
     es = fmt.e_sum_bits
     eb = _exp_bits(fmt)
     emin, emax = fmt.e_min, fmt.e_max
-    pw = _pow2_at_least(a)
-    ib = pw.bit_length() - 1  # msb_index width
+    ib = msb_bits(a)  # msb_index width
     slb = w.bit_length()  # sl in [0, w]
     rb = a.bit_length()  # rr in [0, A]
     smin, smax = -(1 << (eb - 1)), 1 << (eb - 1)
@@ -216,7 +207,6 @@ def renorm(
     ms = [flat_signal(w) for _ in range(n)]
     ovfs = [Signal(bool(0)) for _ in range(n)]
     absmax = flat_signal(a)
-    padded = flat_signal(pw)
     lop = flat_signal(ib)
     left = Signal(bool(0))
     sl = flat_signal(slb)
@@ -232,7 +222,7 @@ def renorm(
     insts.append(max_tree(mags, absmax))
 
     e3_s, ex_s = Signal(intbv(0, min=smin, max=smax)), Signal(intbv(0, min=smin, max=smax))
-    insts += [_zext(absmax, padded), msb_index(padded, lop), any_of(ovfs, any_ovf)]
+    insts += [msb_index(absmax, lop), any_of(ovfs, any_ovf)]
     insts.append(_shift_plan(e3_s, ex_s, e4, left, sl, rr, fmt))
 
     @always_comb
@@ -520,10 +510,8 @@ def stats(
     cb = max(1, (nv - 1).bit_length())
     s1b, s2b = a + k, 2 * a + k
     hb = a + 5
-    pw = _pow2_at_least(a)
-    ib = pw.bit_length() - 1
-    ph = _pow2_at_least(hb)
-    hib = ph.bit_length() - 1
+    ib = msb_bits(a)
+    hib = msb_bits(hb)
     slb, rb = w.bit_length(), a.bit_length()
     reshift = fmt.stat_policy == "reshift"
     dyn_sat = fmt.stat_policy == "sat" and fmt.overflow == "wrap"
@@ -534,7 +522,7 @@ def stats(
     negs = [Signal(bool(0)) for _ in range(n)]
     ms = [flat_signal(w) for _ in range(n)]
     ovfs = [Signal(bool(0)) for _ in range(n)]
-    absmax, padded, lop = flat_signal(a), flat_signal(pw), flat_signal(ib)
+    absmax, lop = flat_signal(a), flat_signal(ib)
     sv1, sv2 = flat_signal(a + lg), flat_signal(2 * a + lg)
     sv1x, sv2x = flat_signal(s1b), flat_signal(s2b)
     left, sl, rr = Signal(bool(0)), flat_signal(slb), flat_signal(rb)
@@ -549,7 +537,7 @@ def stats(
     offset = Signal(intbv(0, min=smin, max=smax))
     off_ok, pend = Signal(bool(0)), Signal(bool(0))
     wmu, wex2 = flat_signal(a), flat_signal(2 * a)
-    hi, hpad, hlop = flat_signal(hb), flat_signal(ph), flat_signal(hib)
+    hi, hlop = flat_signal(hb), flat_signal(hib)
     insts = []
 
     for i in range(n):
@@ -558,9 +546,9 @@ def stats(
         insts.append(
             _shift_lane(mags[i], negs[i], left, sl, rr, ms[i], ovfs[i], fmt, force_sat=guard if dyn_sat else None)
         )
-    insts += [max_tree(mags, absmax), _zext(absmax, padded), msb_index(padded, lop), any_of(ovfs, any_ovf)]
+    insts += [max_tree(mags, absmax), msb_index(absmax, lop), any_of(ovfs, any_ovf)]
     insts += [_sum_tree(mags, sv1), _sum_tree(sqs, sv2), _zext(sv1, sv1x), _zext(sv2, sv2x)]
-    insts += [_window_math(wmu, wex2, hi, fmt), _zext(hi, hpad), msb_index(hpad, hlop)]
+    insts += [_window_math(wmu, wex2, hi, fmt), msb_index(hi, hlop)]
     e3_s, ex_s = Signal(intbv(0, min=smin, max=smax)), Signal(intbv(0, min=smin, max=smax))
     insts.append(_shift_plan(e3_s, ex_s, e4, left, sl, rr, fmt))
 

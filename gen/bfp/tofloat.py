@@ -27,7 +27,7 @@ from lockstep.models.bfp.params import BfpFormat
 
 from ..common import Emitted, emit_stream_unit, flat_signal
 from ..stream import STREAM_LATENCY, stream_ports, stream_register
-from .parts import any_of, msb_index
+from .parts import any_of, msb_bits, msb_index
 
 __all__ = ["TO_FLOAT_FLAGS", "TO_FLOAT_LATENCY", "to_float", "to_float_ports", "emit_to_float"]
 
@@ -43,8 +43,8 @@ _SUB = 149  # -(weight of the subnormal lsb)
 
 
 def _pad_bits(fmt: BfpFormat) -> int:
-    """Width of the zero-padded magnitude: a power of two > w (msb_index needs a power
-    of two; the spare top bit keeps the guard bit of a clipped right shift zero)."""
+    """Width of the zero-padded magnitude the shifter takes: a power of two > w (the
+    spare top bit keeps the guard bit of a clipped right shift zero)."""
     p = 2
     while p <= fmt.w:
         p *= 2
@@ -85,12 +85,12 @@ def _tofloat_lane(m_i, xs, f_out, f_ovf, f_unf, f_inx, fmt: BfpFormat):
     """
     w = fmt.w
     p = _pad_bits(fmt)
-    lb = p.bit_length() - 1  # log2(p)
     sb = _exp_bits(fmt)
     smin, smax = -(1 << (sb - 1)), 1 << (sb - 1)
     dw = p + 24  # shifter width: a left shift by <= 23 of a p-bit magnitude fits
     magp = flat_signal(p)
-    lidx = flat_signal(lb)
+    mag = flat_signal(w)
+    lidx = flat_signal(msb_bits(w))
     # Bits 23 and up of the shifter result: the hidden one of a normal result (implied by
     # the exponent field) and bits that are zero by construction. Not needed.
     res_unused = flat_signal(dw - _FRAC)
@@ -102,9 +102,10 @@ def _tofloat_lane(m_i, xs, f_out, f_ovf, f_unf, f_inx, fmt: BfpFormat):
             a[:] = ~m_i + 1  # |-2**(w-1)| = 2**(w-1) still fits w unsigned bits
         else:
             a[:] = m_i
+        mag.next = a
         magp.next = concat(intbv(0)[p - w :], a)
 
-    lop = msb_index(magp, lidx)
+    lop = msb_index(mag, lidx)
 
     @always_comb
     def convert():
@@ -122,7 +123,7 @@ def _tofloat_lane(m_i, xs, f_out, f_ovf, f_unf, f_inx, fmt: BfpFormat):
         sticky = bool(0)
         ovf = bool(0)
         inx = bool(0)
-        ls[:] = concat(intbv(0)[sb - lb :], lidx)
+        ls[:] = concat(intbv(0)[sb - len(lidx) :], lidx)
         big_e[:] = ls + xs
         amt_s[:] = xs + _SUB
         res[:] = 0

@@ -201,84 +201,61 @@ wire [30:0] max_tree0_max_tree16_max_tree24_max_tree25_hi_max;
 wire [30:0] max_tree0_max_tree16_max_tree24_max_tree25_lo_max;
 wire [30:0] max_tree0_max_tree16_max_tree24_max_tree28_hi_max;
 wire [30:0] max_tree0_max_tree16_max_tree24_max_tree28_lo_max;
-wire [31:0] f32_lop0_frac32;
+wire [22:0] f32_lop0_frac;
 reg [4:0] f32_lop0_sub_msb;
-reg [15:0] f32_lop0_msb_index0_hi;
-reg [3:0] f32_lop0_msb_index0_hi_i;
 reg [15:0] f32_lop0_msb_index0_lo;
 reg [3:0] f32_lop0_msb_index0_lo_i;
-reg [7:0] f32_lop0_msb_index0_msb_index1_hi;
-reg [2:0] f32_lop0_msb_index0_msb_index1_hi_i;
+reg [6:0] f32_lop0_msb_index0_hi;
+reg [2:0] f32_lop0_msb_index0_hi_i;
 reg [7:0] f32_lop0_msb_index0_msb_index1_lo;
 reg [2:0] f32_lop0_msb_index0_msb_index1_lo_i;
-reg [3:0] f32_lop0_msb_index0_msb_index1_msb_index2_hi;
-reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_hi_i;
+reg [7:0] f32_lop0_msb_index0_msb_index1_hi;
+reg [2:0] f32_lop0_msb_index0_msb_index1_hi_i;
 reg [3:0] f32_lop0_msb_index0_msb_index1_msb_index2_lo;
 reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_lo_i;
-reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
+reg [3:0] f32_lop0_msb_index0_msb_index1_msb_index2_hi;
+reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_hi_i;
 reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo;
 wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i;
+reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi;
+wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
 wire f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_unused_lsb;
 wire f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb;
-reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i;
 reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo;
 wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i;
+reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi;
+wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i;
 wire f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index7_unused_lsb;
 wire f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb;
-reg [3:0] f32_lop0_msb_index0_msb_index1_msb_index9_hi;
-reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_hi_i;
 reg [3:0] f32_lop0_msb_index0_msb_index1_msb_index9_lo;
 reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_lo_i;
-reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i;
+reg [3:0] f32_lop0_msb_index0_msb_index1_msb_index9_hi;
+reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_hi_i;
 reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo;
 wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i;
+reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi;
+wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i;
 wire f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index11_unused_lsb;
 wire f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb;
-reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i;
 reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo;
 wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i;
+reg [1:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi;
+wire [0:0] f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i;
 wire f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index14_unused_lsb;
 wire f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb;
-reg [7:0] f32_lop0_msb_index0_msb_index16_hi;
-reg [2:0] f32_lop0_msb_index0_msb_index16_hi_i;
-reg [7:0] f32_lop0_msb_index0_msb_index16_lo;
-reg [2:0] f32_lop0_msb_index0_msb_index16_lo_i;
-reg [3:0] f32_lop0_msb_index0_msb_index16_msb_index17_hi;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_hi_i;
-reg [3:0] f32_lop0_msb_index0_msb_index16_msb_index17_lo;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_lo_i;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i;
-wire f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index19_unused_lsb;
-wire f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index20_unused_lsb;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i;
-wire f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index22_unused_lsb;
-wire f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index23_unused_lsb;
-reg [3:0] f32_lop0_msb_index0_msb_index16_msb_index24_hi;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index24_hi_i;
-reg [3:0] f32_lop0_msb_index0_msb_index16_msb_index24_lo;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index24_lo_i;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i;
-wire f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index26_unused_lsb;
-wire f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index27_unused_lsb;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i;
-reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo;
-wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i;
-wire f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index29_unused_lsb;
-wire f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index30_unused_lsb;
+reg [3:0] f32_lop0_msb_index0_msb_index16_lo;
+reg [1:0] f32_lop0_msb_index0_msb_index16_lo_i;
+reg [2:0] f32_lop0_msb_index0_msb_index16_hi;
+reg [1:0] f32_lop0_msb_index0_msb_index16_hi_i;
+reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_lo;
+wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index17_lo_i;
+reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index17_hi;
+wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index17_hi_i;
+wire f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_unused_lsb;
+wire f32_lop0_msb_index0_msb_index16_msb_index17_msb_index19_unused_lsb;
+reg [1:0] f32_lop0_msb_index0_msb_index16_msb_index20_lo;
+wire [0:0] f32_lop0_msb_index0_msb_index16_msb_index20_lo_i;
+wire f32_lop0_msb_index0_msb_index16_msb_index20_msb_index21_unused_lsb;
 wire any_of0_out;
 wire [15:0] any_of0_vec;
 wire any_of1_out;
@@ -2356,262 +2333,188 @@ end
 
 
 
-assign f32_lop0_frac32 = {9'h0, absmax[23-1:0]};
-
-
-
-assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi[0];
+assign f32_lop0_frac = absmax[23-1:0];
 
 
 
 assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo[0];
+assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo[0];
 
 
-always @(f32_lop0_msb_index0_msb_index1_msb_index2_hi, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_node
-    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi = f32_lop0_msb_index0_msb_index1_msb_index2_hi[4-1:2];
-    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo = f32_lop0_msb_index0_msb_index1_msb_index2_hi[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index1_msb_index2_hi[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
+
+assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi[1];
+assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi[0];
+
+
+always @(f32_lop0_msb_index0_msb_index1_msb_index2_lo, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_node
+    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi = f32_lop0_msb_index0_msb_index1_msb_index2_lo[4-1:2];
+    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo = f32_lop0_msb_index0_msb_index1_msb_index2_lo[2-1:0];
+    if ((f32_lop0_msb_index0_msb_index1_msb_index2_lo[4-1:2] != 0)) begin
+        f32_lop0_msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
     end
     else begin
-        f32_lop0_msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
+        f32_lop0_msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
     end
 end
-
-
-
-assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index7_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi[0];
 
 
 
 assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo[0];
+assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index7_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo[0];
 
 
-always @(f32_lop0_msb_index0_msb_index1_msb_index2_lo, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_node
-    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi = f32_lop0_msb_index0_msb_index1_msb_index2_lo[4-1:2];
-    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo = f32_lop0_msb_index0_msb_index1_msb_index2_lo[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index1_msb_index2_lo[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i};
+
+assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi[1];
+assign f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi[0];
+
+
+always @(f32_lop0_msb_index0_msb_index1_msb_index2_hi, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i, f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_node
+    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi = f32_lop0_msb_index0_msb_index1_msb_index2_hi[4-1:2];
+    f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo = f32_lop0_msb_index0_msb_index1_msb_index2_hi[2-1:0];
+    if ((f32_lop0_msb_index0_msb_index1_msb_index2_hi[4-1:2] != 0)) begin
+        f32_lop0_msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i};
     end
     else begin
-        f32_lop0_msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i};
+        f32_lop0_msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i};
     end
 end
 
 
-always @(f32_lop0_msb_index0_msb_index1_hi, f32_lop0_msb_index0_msb_index1_msb_index2_lo_i, f32_lop0_msb_index0_msb_index1_msb_index2_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index2_node
-    f32_lop0_msb_index0_msb_index1_msb_index2_hi = f32_lop0_msb_index0_msb_index1_hi[8-1:4];
-    f32_lop0_msb_index0_msb_index1_msb_index2_lo = f32_lop0_msb_index0_msb_index1_hi[4-1:0];
-    if ((f32_lop0_msb_index0_msb_index1_hi[8-1:4] != 0)) begin
-        f32_lop0_msb_index0_msb_index1_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_hi_i};
+always @(f32_lop0_msb_index0_msb_index1_lo, f32_lop0_msb_index0_msb_index1_msb_index2_lo_i, f32_lop0_msb_index0_msb_index1_msb_index2_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index2_node
+    f32_lop0_msb_index0_msb_index1_msb_index2_hi = f32_lop0_msb_index0_msb_index1_lo[8-1:4];
+    f32_lop0_msb_index0_msb_index1_msb_index2_lo = f32_lop0_msb_index0_msb_index1_lo[4-1:0];
+    if ((f32_lop0_msb_index0_msb_index1_lo[8-1:4] != 0)) begin
+        f32_lop0_msb_index0_msb_index1_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_hi_i};
     end
     else begin
-        f32_lop0_msb_index0_msb_index1_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_lo_i};
+        f32_lop0_msb_index0_msb_index1_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index2_lo_i};
     end
 end
-
-
-
-assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index11_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi[0];
 
 
 
 assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo[0];
+assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index11_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo[0];
 
 
-always @(f32_lop0_msb_index0_msb_index1_msb_index9_hi, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_node
-    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi = f32_lop0_msb_index0_msb_index1_msb_index9_hi[4-1:2];
-    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo = f32_lop0_msb_index0_msb_index1_msb_index9_hi[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index1_msb_index9_hi[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index1_msb_index9_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i};
+
+assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi[1];
+assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi[0];
+
+
+always @(f32_lop0_msb_index0_msb_index1_msb_index9_lo, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_node
+    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi = f32_lop0_msb_index0_msb_index1_msb_index9_lo[4-1:2];
+    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo = f32_lop0_msb_index0_msb_index1_msb_index9_lo[2-1:0];
+    if ((f32_lop0_msb_index0_msb_index1_msb_index9_lo[4-1:2] != 0)) begin
+        f32_lop0_msb_index0_msb_index1_msb_index9_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i};
     end
     else begin
-        f32_lop0_msb_index0_msb_index1_msb_index9_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i};
+        f32_lop0_msb_index0_msb_index1_msb_index9_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i};
     end
 end
-
-
-
-assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index14_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi[0];
 
 
 
 assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo[1];
-assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo[0];
+assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index14_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo[0];
 
 
-always @(f32_lop0_msb_index0_msb_index1_msb_index9_lo, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_node
-    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi = f32_lop0_msb_index0_msb_index1_msb_index9_lo[4-1:2];
-    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo = f32_lop0_msb_index0_msb_index1_msb_index9_lo[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index1_msb_index9_lo[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index1_msb_index9_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i};
+
+assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi[1];
+assign f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb = f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi[0];
+
+
+always @(f32_lop0_msb_index0_msb_index1_msb_index9_hi, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i, f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_node
+    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi = f32_lop0_msb_index0_msb_index1_msb_index9_hi[4-1:2];
+    f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo = f32_lop0_msb_index0_msb_index1_msb_index9_hi[2-1:0];
+    if ((f32_lop0_msb_index0_msb_index1_msb_index9_hi[4-1:2] != 0)) begin
+        f32_lop0_msb_index0_msb_index1_msb_index9_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i};
     end
     else begin
-        f32_lop0_msb_index0_msb_index1_msb_index9_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i};
+        f32_lop0_msb_index0_msb_index1_msb_index9_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i};
     end
 end
 
 
-always @(f32_lop0_msb_index0_msb_index1_lo, f32_lop0_msb_index0_msb_index1_msb_index9_lo_i, f32_lop0_msb_index0_msb_index1_msb_index9_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index9_node
-    f32_lop0_msb_index0_msb_index1_msb_index9_hi = f32_lop0_msb_index0_msb_index1_lo[8-1:4];
-    f32_lop0_msb_index0_msb_index1_msb_index9_lo = f32_lop0_msb_index0_msb_index1_lo[4-1:0];
-    if ((f32_lop0_msb_index0_msb_index1_lo[8-1:4] != 0)) begin
-        f32_lop0_msb_index0_msb_index1_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_hi_i};
+always @(f32_lop0_msb_index0_msb_index1_hi, f32_lop0_msb_index0_msb_index1_msb_index9_lo_i, f32_lop0_msb_index0_msb_index1_msb_index9_hi_i) begin: f32_lop0_msb_index0_msb_index1_msb_index9_node
+    f32_lop0_msb_index0_msb_index1_msb_index9_hi = f32_lop0_msb_index0_msb_index1_hi[8-1:4];
+    f32_lop0_msb_index0_msb_index1_msb_index9_lo = f32_lop0_msb_index0_msb_index1_hi[4-1:0];
+    if ((f32_lop0_msb_index0_msb_index1_hi[8-1:4] != 0)) begin
+        f32_lop0_msb_index0_msb_index1_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_hi_i};
     end
     else begin
-        f32_lop0_msb_index0_msb_index1_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_lo_i};
+        f32_lop0_msb_index0_msb_index1_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_msb_index9_lo_i};
     end
 end
 
 
-always @(f32_lop0_msb_index0_hi, f32_lop0_msb_index0_msb_index1_lo_i, f32_lop0_msb_index0_msb_index1_hi_i) begin: f32_lop0_msb_index0_msb_index1_node
-    f32_lop0_msb_index0_msb_index1_hi = f32_lop0_msb_index0_hi[16-1:8];
-    f32_lop0_msb_index0_msb_index1_lo = f32_lop0_msb_index0_hi[8-1:0];
-    if ((f32_lop0_msb_index0_hi[16-1:8] != 0)) begin
-        f32_lop0_msb_index0_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_hi_i};
-    end
-    else begin
-        f32_lop0_msb_index0_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_lo_i};
-    end
-end
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index19_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi[0];
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index20_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo[0];
-
-
-always @(f32_lop0_msb_index0_msb_index16_msb_index17_hi, f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i, f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i) begin: f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_node
-    f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi = f32_lop0_msb_index0_msb_index16_msb_index17_hi[4-1:2];
-    f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo = f32_lop0_msb_index0_msb_index16_msb_index17_hi[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index16_msb_index17_hi[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index16_msb_index17_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i};
-    end
-    else begin
-        f32_lop0_msb_index0_msb_index16_msb_index17_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i};
-    end
-end
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index22_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi[0];
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index23_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo[0];
-
-
-always @(f32_lop0_msb_index0_msb_index16_msb_index17_lo, f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i, f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i) begin: f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_node
-    f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi = f32_lop0_msb_index0_msb_index16_msb_index17_lo[4-1:2];
-    f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo = f32_lop0_msb_index0_msb_index16_msb_index17_lo[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index16_msb_index17_lo[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index16_msb_index17_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i};
-    end
-    else begin
-        f32_lop0_msb_index0_msb_index16_msb_index17_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i};
-    end
-end
-
-
-always @(f32_lop0_msb_index0_msb_index16_hi, f32_lop0_msb_index0_msb_index16_msb_index17_lo_i, f32_lop0_msb_index0_msb_index16_msb_index17_hi_i) begin: f32_lop0_msb_index0_msb_index16_msb_index17_node
-    f32_lop0_msb_index0_msb_index16_msb_index17_hi = f32_lop0_msb_index0_msb_index16_hi[8-1:4];
-    f32_lop0_msb_index0_msb_index16_msb_index17_lo = f32_lop0_msb_index0_msb_index16_hi[4-1:0];
-    if ((f32_lop0_msb_index0_msb_index16_hi[8-1:4] != 0)) begin
-        f32_lop0_msb_index0_msb_index16_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_hi_i};
-    end
-    else begin
-        f32_lop0_msb_index0_msb_index16_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_lo_i};
-    end
-end
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index26_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi[0];
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index27_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo[0];
-
-
-always @(f32_lop0_msb_index0_msb_index16_msb_index24_hi, f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i, f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i) begin: f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_node
-    f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi = f32_lop0_msb_index0_msb_index16_msb_index24_hi[4-1:2];
-    f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo = f32_lop0_msb_index0_msb_index16_msb_index24_hi[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index16_msb_index24_hi[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index16_msb_index24_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i};
-    end
-    else begin
-        f32_lop0_msb_index0_msb_index16_msb_index24_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i};
-    end
-end
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index29_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi[0];
-
-
-
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo[1];
-assign f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index30_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo[0];
-
-
-always @(f32_lop0_msb_index0_msb_index16_msb_index24_lo, f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i, f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i) begin: f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_node
-    f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi = f32_lop0_msb_index0_msb_index16_msb_index24_lo[4-1:2];
-    f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo = f32_lop0_msb_index0_msb_index16_msb_index24_lo[2-1:0];
-    if ((f32_lop0_msb_index0_msb_index16_msb_index24_lo[4-1:2] != 0)) begin
-        f32_lop0_msb_index0_msb_index16_msb_index24_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i};
-    end
-    else begin
-        f32_lop0_msb_index0_msb_index16_msb_index24_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i};
-    end
-end
-
-
-always @(f32_lop0_msb_index0_msb_index16_lo, f32_lop0_msb_index0_msb_index16_msb_index24_lo_i, f32_lop0_msb_index0_msb_index16_msb_index24_hi_i) begin: f32_lop0_msb_index0_msb_index16_msb_index24_node
-    f32_lop0_msb_index0_msb_index16_msb_index24_hi = f32_lop0_msb_index0_msb_index16_lo[8-1:4];
-    f32_lop0_msb_index0_msb_index16_msb_index24_lo = f32_lop0_msb_index0_msb_index16_lo[4-1:0];
-    if ((f32_lop0_msb_index0_msb_index16_lo[8-1:4] != 0)) begin
-        f32_lop0_msb_index0_msb_index16_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_msb_index24_hi_i};
-    end
-    else begin
-        f32_lop0_msb_index0_msb_index16_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index24_lo_i};
-    end
-end
-
-
-always @(f32_lop0_msb_index0_lo, f32_lop0_msb_index0_msb_index16_lo_i, f32_lop0_msb_index0_msb_index16_hi_i) begin: f32_lop0_msb_index0_msb_index16_node
-    f32_lop0_msb_index0_msb_index16_hi = f32_lop0_msb_index0_lo[16-1:8];
-    f32_lop0_msb_index0_msb_index16_lo = f32_lop0_msb_index0_lo[8-1:0];
+always @(f32_lop0_msb_index0_lo, f32_lop0_msb_index0_msb_index1_lo_i, f32_lop0_msb_index0_msb_index1_hi_i) begin: f32_lop0_msb_index0_msb_index1_node
+    f32_lop0_msb_index0_msb_index1_hi = f32_lop0_msb_index0_lo[16-1:8];
+    f32_lop0_msb_index0_msb_index1_lo = f32_lop0_msb_index0_lo[8-1:0];
     if ((f32_lop0_msb_index0_lo[16-1:8] != 0)) begin
-        f32_lop0_msb_index0_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_hi_i};
+        f32_lop0_msb_index0_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index1_hi_i};
     end
     else begin
-        f32_lop0_msb_index0_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_lo_i};
+        f32_lop0_msb_index0_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index1_lo_i};
     end
 end
 
 
-always @(f32_lop0_frac32, f32_lop0_msb_index0_lo_i, f32_lop0_msb_index0_hi_i) begin: f32_lop0_msb_index0_node
-    f32_lop0_msb_index0_hi = f32_lop0_frac32[32-1:16];
-    f32_lop0_msb_index0_lo = f32_lop0_frac32[16-1:0];
-    if ((f32_lop0_frac32[32-1:16] != 0)) begin
-        f32_lop0_sub_msb = {(1 != 0), f32_lop0_msb_index0_hi_i};
+
+assign f32_lop0_msb_index0_msb_index16_msb_index17_lo_i = f32_lop0_msb_index0_msb_index16_msb_index17_lo[1];
+assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index18_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index17_lo[0];
+
+
+
+assign f32_lop0_msb_index0_msb_index16_msb_index17_hi_i = f32_lop0_msb_index0_msb_index16_msb_index17_hi[1];
+assign f32_lop0_msb_index0_msb_index16_msb_index17_msb_index19_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index17_hi[0];
+
+
+always @(f32_lop0_msb_index0_msb_index16_lo, f32_lop0_msb_index0_msb_index16_msb_index17_lo_i, f32_lop0_msb_index0_msb_index16_msb_index17_hi_i) begin: f32_lop0_msb_index0_msb_index16_msb_index17_node
+    f32_lop0_msb_index0_msb_index16_msb_index17_hi = f32_lop0_msb_index0_msb_index16_lo[4-1:2];
+    f32_lop0_msb_index0_msb_index16_msb_index17_lo = f32_lop0_msb_index0_msb_index16_lo[2-1:0];
+    if ((f32_lop0_msb_index0_msb_index16_lo[4-1:2] != 0)) begin
+        f32_lop0_msb_index0_msb_index16_lo_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_hi_i};
+    end
+    else begin
+        f32_lop0_msb_index0_msb_index16_lo_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index17_lo_i};
+    end
+end
+
+
+
+assign f32_lop0_msb_index0_msb_index16_msb_index20_lo_i = f32_lop0_msb_index0_msb_index16_msb_index20_lo[1];
+assign f32_lop0_msb_index0_msb_index16_msb_index20_msb_index21_unused_lsb = f32_lop0_msb_index0_msb_index16_msb_index20_lo[0];
+
+
+always @(f32_lop0_msb_index0_msb_index16_hi, f32_lop0_msb_index0_msb_index16_msb_index20_lo_i) begin: f32_lop0_msb_index0_msb_index16_msb_index20_top
+    f32_lop0_msb_index0_msb_index16_msb_index20_lo = f32_lop0_msb_index0_msb_index16_hi[2-1:0];
+    if (f32_lop0_msb_index0_msb_index16_hi[(3 - 1)]) begin
+        f32_lop0_msb_index0_msb_index16_hi_i = {(1 != 0), 1'h0};
+    end
+    else begin
+        f32_lop0_msb_index0_msb_index16_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_msb_index20_lo_i};
+    end
+end
+
+
+always @(f32_lop0_msb_index0_hi, f32_lop0_msb_index0_msb_index16_lo_i, f32_lop0_msb_index0_msb_index16_hi_i) begin: f32_lop0_msb_index0_msb_index16_node
+    f32_lop0_msb_index0_msb_index16_hi = f32_lop0_msb_index0_hi[7-1:4];
+    f32_lop0_msb_index0_msb_index16_lo = f32_lop0_msb_index0_hi[4-1:0];
+    if ((f32_lop0_msb_index0_hi[7-1:4] != 0)) begin
+        f32_lop0_msb_index0_hi_i = {(1 != 0), f32_lop0_msb_index0_msb_index16_hi_i};
+    end
+    else begin
+        f32_lop0_msb_index0_hi_i = {(0 != 0), f32_lop0_msb_index0_msb_index16_lo_i};
+    end
+end
+
+
+always @(f32_lop0_frac, f32_lop0_msb_index0_lo_i, f32_lop0_msb_index0_hi_i) begin: f32_lop0_msb_index0_node_short
+    f32_lop0_msb_index0_hi = f32_lop0_frac[23-1:16];
+    f32_lop0_msb_index0_lo = f32_lop0_frac[16-1:0];
+    if ((f32_lop0_frac[23-1:16] != 0)) begin
+        f32_lop0_sub_msb = {(1 != 0), 1'h0, f32_lop0_msb_index0_hi_i};
     end
     else begin
         f32_lop0_sub_msb = {(0 != 0), f32_lop0_msb_index0_lo_i};

@@ -57,7 +57,6 @@ reg [6:0] out_flags;
 output [6:0] err;
 reg [6:0] err;
 
-wire [63:0] padded;
 reg left;
 reg [4:0] sl;
 reg [5:0] rr;
@@ -213,162 +212,92 @@ wire [35:0] max_tree0_max_tree16_max_tree24_max_tree25_hi_max;
 wire [35:0] max_tree0_max_tree16_max_tree24_max_tree25_lo_max;
 wire [35:0] max_tree0_max_tree16_max_tree24_max_tree28_hi_max;
 wire [35:0] max_tree0_max_tree16_max_tree24_max_tree28_lo_max;
-reg [31:0] msb_index0_hi;
-reg [4:0] msb_index0_hi_i;
 reg [31:0] msb_index0_lo;
 reg [4:0] msb_index0_lo_i;
-reg [15:0] msb_index0_msb_index1_hi;
-reg [3:0] msb_index0_msb_index1_hi_i;
+reg [3:0] msb_index0_hi;
+reg [1:0] msb_index0_hi_i;
 reg [15:0] msb_index0_msb_index1_lo;
 reg [3:0] msb_index0_msb_index1_lo_i;
-reg [7:0] msb_index0_msb_index1_msb_index2_hi;
-reg [2:0] msb_index0_msb_index1_msb_index2_hi_i;
+reg [15:0] msb_index0_msb_index1_hi;
+reg [3:0] msb_index0_msb_index1_hi_i;
 reg [7:0] msb_index0_msb_index1_msb_index2_lo;
 reg [2:0] msb_index0_msb_index1_msb_index2_lo_i;
-reg [3:0] msb_index0_msb_index1_msb_index2_msb_index3_hi;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
+reg [7:0] msb_index0_msb_index1_msb_index2_hi;
+reg [2:0] msb_index0_msb_index1_msb_index2_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index2_msb_index3_lo;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index2_msb_index3_hi;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index5_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index6_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index8_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index9_unused_lsb;
-reg [3:0] msb_index0_msb_index1_msb_index2_msb_index10_hi;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index2_msb_index10_lo;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index2_msb_index10_hi;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index12_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index13_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index15_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index16_unused_lsb;
-reg [7:0] msb_index0_msb_index1_msb_index17_hi;
-reg [2:0] msb_index0_msb_index1_msb_index17_hi_i;
 reg [7:0] msb_index0_msb_index1_msb_index17_lo;
 reg [2:0] msb_index0_msb_index1_msb_index17_lo_i;
-reg [3:0] msb_index0_msb_index1_msb_index17_msb_index18_hi;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_hi_i;
+reg [7:0] msb_index0_msb_index1_msb_index17_hi;
+reg [2:0] msb_index0_msb_index1_msb_index17_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index17_msb_index18_lo;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index17_msb_index18_hi;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index20_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index21_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index23_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index24_unused_lsb;
-reg [3:0] msb_index0_msb_index1_msb_index17_msb_index25_hi;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index17_msb_index25_lo;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index17_msb_index25_hi;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index27_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index28_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index30_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index31_unused_lsb;
-reg [15:0] msb_index0_msb_index32_hi;
-reg [3:0] msb_index0_msb_index32_hi_i;
-reg [15:0] msb_index0_msb_index32_lo;
-reg [3:0] msb_index0_msb_index32_lo_i;
-reg [7:0] msb_index0_msb_index32_msb_index33_hi;
-reg [2:0] msb_index0_msb_index32_msb_index33_hi_i;
-reg [7:0] msb_index0_msb_index32_msb_index33_lo;
-reg [2:0] msb_index0_msb_index32_msb_index33_lo_i;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index34_hi;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index34_lo;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index36_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index37_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index39_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index40_unused_lsb;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index41_hi;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index41_lo;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index43_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index44_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index46_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index47_unused_lsb;
-reg [7:0] msb_index0_msb_index32_msb_index48_hi;
-reg [2:0] msb_index0_msb_index32_msb_index48_hi_i;
-reg [7:0] msb_index0_msb_index32_msb_index48_lo;
-reg [2:0] msb_index0_msb_index32_msb_index48_lo_i;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index49_hi;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index49_lo;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index51_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index52_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index54_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index55_unused_lsb;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index56_hi;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index56_lo;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index58_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index59_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index61_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index62_unused_lsb;
+reg [1:0] msb_index0_msb_index32_lo;
+wire [0:0] msb_index0_msb_index32_lo_i;
+reg [1:0] msb_index0_msb_index32_hi;
+wire [0:0] msb_index0_msb_index32_hi_i;
+wire msb_index0_msb_index32_msb_index33_unused_lsb;
+wire msb_index0_msb_index32_msb_index34_unused_lsb;
 wire [15:0] any_of0_vec;
 wire stream_register0_load;
 reg stream_register0_out_v;
@@ -1551,534 +1480,292 @@ end
 
 
 
-assign padded = {28'h0, absmax};
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[1];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index5_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index5_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi[0];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index6_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi[0];
 
 
-
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index6_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[0];
-
-
-always @(msb_index0_msb_index1_msb_index2_msb_index3_hi, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_node
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi = msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo = msb_index0_msb_index1_msb_index2_msb_index3_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i};
+always @(msb_index0_msb_index1_msb_index2_msb_index3_lo, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_node
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi = msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo = msb_index0_msb_index1_msb_index2_msb_index3_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index8_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index9_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index8_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index3_lo, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_node
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi = msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo = msb_index0_msb_index1_msb_index2_msb_index3_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i};
+
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index9_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index2_msb_index3_hi, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_node
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi = msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo = msb_index0_msb_index1_msb_index2_msb_index3_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index2_hi, msb_index0_msb_index1_msb_index2_msb_index3_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_node
-    msb_index0_msb_index1_msb_index2_msb_index3_hi = msb_index0_msb_index1_msb_index2_hi[8-1:4];
-    msb_index0_msb_index1_msb_index2_msb_index3_lo = msb_index0_msb_index1_msb_index2_hi[4-1:0];
-    if ((msb_index0_msb_index1_msb_index2_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
+always @(msb_index0_msb_index1_msb_index2_lo, msb_index0_msb_index1_msb_index2_msb_index3_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_node
+    msb_index0_msb_index1_msb_index2_msb_index3_hi = msb_index0_msb_index1_msb_index2_lo[8-1:4];
+    msb_index0_msb_index1_msb_index2_msb_index3_lo = msb_index0_msb_index1_msb_index2_lo[4-1:0];
+    if ((msb_index0_msb_index1_msb_index2_lo[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
+        msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index12_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index13_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index12_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index10_hi, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_node
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi = msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo = msb_index0_msb_index1_msb_index2_msb_index10_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i};
+
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index13_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index2_msb_index10_lo, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_node
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi = msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo = msb_index0_msb_index1_msb_index2_msb_index10_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index15_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index16_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index15_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index10_lo, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_node
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi = msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo = msb_index0_msb_index1_msb_index2_msb_index10_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i};
+
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index16_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index2_msb_index10_hi, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_node
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi = msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo = msb_index0_msb_index1_msb_index2_msb_index10_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index2_lo, msb_index0_msb_index1_msb_index2_msb_index10_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_node
-    msb_index0_msb_index1_msb_index2_msb_index10_hi = msb_index0_msb_index1_msb_index2_lo[8-1:4];
-    msb_index0_msb_index1_msb_index2_msb_index10_lo = msb_index0_msb_index1_msb_index2_lo[4-1:0];
-    if ((msb_index0_msb_index1_msb_index2_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_hi_i};
+always @(msb_index0_msb_index1_msb_index2_hi, msb_index0_msb_index1_msb_index2_msb_index10_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_node
+    msb_index0_msb_index1_msb_index2_msb_index10_hi = msb_index0_msb_index1_msb_index2_hi[8-1:4];
+    msb_index0_msb_index1_msb_index2_msb_index10_lo = msb_index0_msb_index1_msb_index2_hi[4-1:0];
+    if ((msb_index0_msb_index1_msb_index2_hi[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_lo_i};
+        msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_hi, msb_index0_msb_index1_msb_index2_lo_i, msb_index0_msb_index1_msb_index2_hi_i) begin: msb_index0_msb_index1_msb_index2_node
-    msb_index0_msb_index1_msb_index2_hi = msb_index0_msb_index1_hi[16-1:8];
-    msb_index0_msb_index1_msb_index2_lo = msb_index0_msb_index1_hi[8-1:0];
-    if ((msb_index0_msb_index1_hi[16-1:8] != 0)) begin
-        msb_index0_msb_index1_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_hi_i};
+always @(msb_index0_msb_index1_lo, msb_index0_msb_index1_msb_index2_lo_i, msb_index0_msb_index1_msb_index2_hi_i) begin: msb_index0_msb_index1_msb_index2_node
+    msb_index0_msb_index1_msb_index2_hi = msb_index0_msb_index1_lo[16-1:8];
+    msb_index0_msb_index1_msb_index2_lo = msb_index0_msb_index1_lo[8-1:0];
+    if ((msb_index0_msb_index1_lo[16-1:8] != 0)) begin
+        msb_index0_msb_index1_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_hi_i};
     end
     else begin
-        msb_index0_msb_index1_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_lo_i};
+        msb_index0_msb_index1_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index20_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index21_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index20_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index18_hi, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_node
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi = msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo = msb_index0_msb_index1_msb_index17_msb_index18_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index21_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index18_lo, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_node
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi = msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo = msb_index0_msb_index1_msb_index17_msb_index18_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index23_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index24_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index23_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index18_lo, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_node
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi = msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo = msb_index0_msb_index1_msb_index17_msb_index18_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index24_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index18_hi, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_node
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi = msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo = msb_index0_msb_index1_msb_index17_msb_index18_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index17_hi, msb_index0_msb_index1_msb_index17_msb_index18_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_node
-    msb_index0_msb_index1_msb_index17_msb_index18_hi = msb_index0_msb_index1_msb_index17_hi[8-1:4];
-    msb_index0_msb_index1_msb_index17_msb_index18_lo = msb_index0_msb_index1_msb_index17_hi[4-1:0];
-    if ((msb_index0_msb_index1_msb_index17_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index17_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_hi_i};
+always @(msb_index0_msb_index1_msb_index17_lo, msb_index0_msb_index1_msb_index17_msb_index18_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_node
+    msb_index0_msb_index1_msb_index17_msb_index18_hi = msb_index0_msb_index1_msb_index17_lo[8-1:4];
+    msb_index0_msb_index1_msb_index17_msb_index18_lo = msb_index0_msb_index1_msb_index17_lo[4-1:0];
+    if ((msb_index0_msb_index1_msb_index17_lo[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index17_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_lo_i};
+        msb_index0_msb_index1_msb_index17_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index27_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index28_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index27_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index25_hi, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_node
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi = msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo = msb_index0_msb_index1_msb_index17_msb_index25_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index28_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index25_lo, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_node
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi = msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo = msb_index0_msb_index1_msb_index17_msb_index25_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index30_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index31_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index30_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index25_lo, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_node
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi = msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo = msb_index0_msb_index1_msb_index17_msb_index25_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index31_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index25_hi, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_node
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi = msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo = msb_index0_msb_index1_msb_index17_msb_index25_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index17_lo, msb_index0_msb_index1_msb_index17_msb_index25_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_node
-    msb_index0_msb_index1_msb_index17_msb_index25_hi = msb_index0_msb_index1_msb_index17_lo[8-1:4];
-    msb_index0_msb_index1_msb_index17_msb_index25_lo = msb_index0_msb_index1_msb_index17_lo[4-1:0];
-    if ((msb_index0_msb_index1_msb_index17_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index17_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_hi_i};
+always @(msb_index0_msb_index1_msb_index17_hi, msb_index0_msb_index1_msb_index17_msb_index25_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_node
+    msb_index0_msb_index1_msb_index17_msb_index25_hi = msb_index0_msb_index1_msb_index17_hi[8-1:4];
+    msb_index0_msb_index1_msb_index17_msb_index25_lo = msb_index0_msb_index1_msb_index17_hi[4-1:0];
+    if ((msb_index0_msb_index1_msb_index17_hi[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index17_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_lo_i};
+        msb_index0_msb_index1_msb_index17_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_lo, msb_index0_msb_index1_msb_index17_lo_i, msb_index0_msb_index1_msb_index17_hi_i) begin: msb_index0_msb_index1_msb_index17_node
-    msb_index0_msb_index1_msb_index17_hi = msb_index0_msb_index1_lo[16-1:8];
-    msb_index0_msb_index1_msb_index17_lo = msb_index0_msb_index1_lo[8-1:0];
-    if ((msb_index0_msb_index1_lo[16-1:8] != 0)) begin
-        msb_index0_msb_index1_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_hi_i};
+always @(msb_index0_msb_index1_hi, msb_index0_msb_index1_msb_index17_lo_i, msb_index0_msb_index1_msb_index17_hi_i) begin: msb_index0_msb_index1_msb_index17_node
+    msb_index0_msb_index1_msb_index17_hi = msb_index0_msb_index1_hi[16-1:8];
+    msb_index0_msb_index1_msb_index17_lo = msb_index0_msb_index1_hi[8-1:0];
+    if ((msb_index0_msb_index1_hi[16-1:8] != 0)) begin
+        msb_index0_msb_index1_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_hi_i};
     end
     else begin
-        msb_index0_msb_index1_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_lo_i};
+        msb_index0_msb_index1_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_lo_i};
     end
 end
 
 
-always @(msb_index0_hi, msb_index0_msb_index1_lo_i, msb_index0_msb_index1_hi_i) begin: msb_index0_msb_index1_node
-    msb_index0_msb_index1_hi = msb_index0_hi[32-1:16];
-    msb_index0_msb_index1_lo = msb_index0_hi[16-1:0];
-    if ((msb_index0_hi[32-1:16] != 0)) begin
-        msb_index0_hi_i = {(1 != 0), msb_index0_msb_index1_hi_i};
-    end
-    else begin
-        msb_index0_hi_i = {(0 != 0), msb_index0_msb_index1_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index36_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index37_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index34_hi, msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i, msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_node
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi = msb_index0_msb_index32_msb_index33_msb_index34_hi[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo = msb_index0_msb_index32_msb_index33_msb_index34_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index34_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index34_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index34_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index39_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index40_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index34_lo, msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i, msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_node
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi = msb_index0_msb_index32_msb_index33_msb_index34_lo[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo = msb_index0_msb_index32_msb_index33_msb_index34_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index34_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index34_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index34_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index33_hi, msb_index0_msb_index32_msb_index33_msb_index34_lo_i, msb_index0_msb_index32_msb_index33_msb_index34_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index34_node
-    msb_index0_msb_index32_msb_index33_msb_index34_hi = msb_index0_msb_index32_msb_index33_hi[8-1:4];
-    msb_index0_msb_index32_msb_index33_msb_index34_lo = msb_index0_msb_index32_msb_index33_hi[4-1:0];
-    if ((msb_index0_msb_index32_msb_index33_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index33_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index34_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index34_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index43_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index44_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index41_hi, msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i, msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_node
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi = msb_index0_msb_index32_msb_index33_msb_index41_hi[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo = msb_index0_msb_index32_msb_index33_msb_index41_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index41_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index41_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index41_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index46_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index47_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index41_lo, msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i, msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_node
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi = msb_index0_msb_index32_msb_index33_msb_index41_lo[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo = msb_index0_msb_index32_msb_index33_msb_index41_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index41_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index41_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index41_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index33_lo, msb_index0_msb_index32_msb_index33_msb_index41_lo_i, msb_index0_msb_index32_msb_index33_msb_index41_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index41_node
-    msb_index0_msb_index32_msb_index33_msb_index41_hi = msb_index0_msb_index32_msb_index33_lo[8-1:4];
-    msb_index0_msb_index32_msb_index33_msb_index41_lo = msb_index0_msb_index32_msb_index33_lo[4-1:0];
-    if ((msb_index0_msb_index32_msb_index33_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index33_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index41_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index41_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_hi, msb_index0_msb_index32_msb_index33_lo_i, msb_index0_msb_index32_msb_index33_hi_i) begin: msb_index0_msb_index32_msb_index33_node
-    msb_index0_msb_index32_msb_index33_hi = msb_index0_msb_index32_hi[16-1:8];
-    msb_index0_msb_index32_msb_index33_lo = msb_index0_msb_index32_hi[8-1:0];
-    if ((msb_index0_msb_index32_hi[16-1:8] != 0)) begin
-        msb_index0_msb_index32_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index51_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index52_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index49_hi, msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i, msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_node
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi = msb_index0_msb_index32_msb_index48_msb_index49_hi[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo = msb_index0_msb_index32_msb_index48_msb_index49_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index49_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index49_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index49_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index54_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index55_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index49_lo, msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i, msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_node
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi = msb_index0_msb_index32_msb_index48_msb_index49_lo[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo = msb_index0_msb_index32_msb_index48_msb_index49_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index49_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index49_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index49_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index48_hi, msb_index0_msb_index32_msb_index48_msb_index49_lo_i, msb_index0_msb_index32_msb_index48_msb_index49_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index49_node
-    msb_index0_msb_index32_msb_index48_msb_index49_hi = msb_index0_msb_index32_msb_index48_hi[8-1:4];
-    msb_index0_msb_index32_msb_index48_msb_index49_lo = msb_index0_msb_index32_msb_index48_hi[4-1:0];
-    if ((msb_index0_msb_index32_msb_index48_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index48_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index49_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index49_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index58_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index59_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index56_hi, msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i, msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_node
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi = msb_index0_msb_index32_msb_index48_msb_index56_hi[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo = msb_index0_msb_index32_msb_index48_msb_index56_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index56_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index56_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index56_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index61_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index62_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index56_lo, msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i, msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_node
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi = msb_index0_msb_index32_msb_index48_msb_index56_lo[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo = msb_index0_msb_index32_msb_index48_msb_index56_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index56_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index56_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index56_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index48_lo, msb_index0_msb_index32_msb_index48_msb_index56_lo_i, msb_index0_msb_index32_msb_index48_msb_index56_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index56_node
-    msb_index0_msb_index32_msb_index48_msb_index56_hi = msb_index0_msb_index32_msb_index48_lo[8-1:4];
-    msb_index0_msb_index32_msb_index48_msb_index56_lo = msb_index0_msb_index32_msb_index48_lo[4-1:0];
-    if ((msb_index0_msb_index32_msb_index48_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index48_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index56_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index56_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_lo, msb_index0_msb_index32_msb_index48_lo_i, msb_index0_msb_index32_msb_index48_hi_i) begin: msb_index0_msb_index32_msb_index48_node
-    msb_index0_msb_index32_msb_index48_hi = msb_index0_msb_index32_lo[16-1:8];
-    msb_index0_msb_index32_msb_index48_lo = msb_index0_msb_index32_lo[8-1:0];
-    if ((msb_index0_msb_index32_lo[16-1:8] != 0)) begin
-        msb_index0_msb_index32_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_lo_i};
-    end
-end
-
-
-always @(msb_index0_lo, msb_index0_msb_index32_lo_i, msb_index0_msb_index32_hi_i) begin: msb_index0_msb_index32_node
-    msb_index0_msb_index32_hi = msb_index0_lo[32-1:16];
-    msb_index0_msb_index32_lo = msb_index0_lo[16-1:0];
+always @(msb_index0_lo, msb_index0_msb_index1_lo_i, msb_index0_msb_index1_hi_i) begin: msb_index0_msb_index1_node
+    msb_index0_msb_index1_hi = msb_index0_lo[32-1:16];
+    msb_index0_msb_index1_lo = msb_index0_lo[16-1:0];
     if ((msb_index0_lo[32-1:16] != 0)) begin
-        msb_index0_lo_i = {(1 != 0), msb_index0_msb_index32_hi_i};
+        msb_index0_lo_i = {(1 != 0), msb_index0_msb_index1_hi_i};
     end
     else begin
-        msb_index0_lo_i = {(0 != 0), msb_index0_msb_index32_lo_i};
+        msb_index0_lo_i = {(0 != 0), msb_index0_msb_index1_lo_i};
     end
 end
 
 
-always @(padded, msb_index0_lo_i, msb_index0_hi_i) begin: msb_index0_node
-    msb_index0_hi = padded[64-1:32];
-    msb_index0_lo = padded[32-1:0];
-    if ((padded[64-1:32] != 0)) begin
-        lop = {(1 != 0), msb_index0_hi_i};
+
+assign msb_index0_msb_index32_lo_i = msb_index0_msb_index32_lo[1];
+assign msb_index0_msb_index32_msb_index33_unused_lsb = msb_index0_msb_index32_lo[0];
+
+
+
+assign msb_index0_msb_index32_hi_i = msb_index0_msb_index32_hi[1];
+assign msb_index0_msb_index32_msb_index34_unused_lsb = msb_index0_msb_index32_hi[0];
+
+
+always @(msb_index0_hi, msb_index0_msb_index32_lo_i, msb_index0_msb_index32_hi_i) begin: msb_index0_msb_index32_node
+    msb_index0_msb_index32_hi = msb_index0_hi[4-1:2];
+    msb_index0_msb_index32_lo = msb_index0_hi[2-1:0];
+    if ((msb_index0_hi[4-1:2] != 0)) begin
+        msb_index0_hi_i = {(1 != 0), msb_index0_msb_index32_hi_i};
+    end
+    else begin
+        msb_index0_hi_i = {(0 != 0), msb_index0_msb_index32_lo_i};
+    end
+end
+
+
+always @(absmax, msb_index0_lo_i, msb_index0_hi_i) begin: msb_index0_node_short
+    msb_index0_hi = absmax[36-1:32];
+    msb_index0_lo = absmax[32-1:0];
+    if ((absmax[36-1:32] != 0)) begin
+        lop = {(1 != 0), 3'h0, msb_index0_hi_i};
     end
     else begin
         lop = {(0 != 0), msb_index0_lo_i};

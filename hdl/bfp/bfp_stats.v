@@ -57,14 +57,12 @@ reg [6:0] out_flags;
 output [6:0] err;
 reg [6:0] err;
 
-wire [63:0] padded;
 wire [39:0] sv1;
 wire [75:0] sv2;
 reg left;
 reg [4:0] sl;
 reg [5:0] rr;
 reg [4:0] e4;
-wire [63:0] hpad;
 reg [35:0] absmax;
 wire any_ovf;
 reg clear_now;
@@ -253,162 +251,92 @@ wire [35:0] max_tree0_max_tree16_max_tree24_max_tree25_hi_max;
 wire [35:0] max_tree0_max_tree16_max_tree24_max_tree25_lo_max;
 wire [35:0] max_tree0_max_tree16_max_tree24_max_tree28_hi_max;
 wire [35:0] max_tree0_max_tree16_max_tree24_max_tree28_lo_max;
-reg [31:0] msb_index0_hi;
-reg [4:0] msb_index0_hi_i;
 reg [31:0] msb_index0_lo;
 reg [4:0] msb_index0_lo_i;
-reg [15:0] msb_index0_msb_index1_hi;
-reg [3:0] msb_index0_msb_index1_hi_i;
+reg [3:0] msb_index0_hi;
+reg [1:0] msb_index0_hi_i;
 reg [15:0] msb_index0_msb_index1_lo;
 reg [3:0] msb_index0_msb_index1_lo_i;
-reg [7:0] msb_index0_msb_index1_msb_index2_hi;
-reg [2:0] msb_index0_msb_index1_msb_index2_hi_i;
+reg [15:0] msb_index0_msb_index1_hi;
+reg [3:0] msb_index0_msb_index1_hi_i;
 reg [7:0] msb_index0_msb_index1_msb_index2_lo;
 reg [2:0] msb_index0_msb_index1_msb_index2_lo_i;
-reg [3:0] msb_index0_msb_index1_msb_index2_msb_index3_hi;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
+reg [7:0] msb_index0_msb_index1_msb_index2_hi;
+reg [2:0] msb_index0_msb_index1_msb_index2_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index2_msb_index3_lo;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index2_msb_index3_hi;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index5_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index6_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index8_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index9_unused_lsb;
-reg [3:0] msb_index0_msb_index1_msb_index2_msb_index10_hi;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index2_msb_index10_lo;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index2_msb_index10_hi;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index12_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index13_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi;
-wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo;
 wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi;
+wire [0:0] msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index15_unused_lsb;
 wire msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index16_unused_lsb;
-reg [7:0] msb_index0_msb_index1_msb_index17_hi;
-reg [2:0] msb_index0_msb_index1_msb_index17_hi_i;
 reg [7:0] msb_index0_msb_index1_msb_index17_lo;
 reg [2:0] msb_index0_msb_index1_msb_index17_lo_i;
-reg [3:0] msb_index0_msb_index1_msb_index17_msb_index18_hi;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_hi_i;
+reg [7:0] msb_index0_msb_index1_msb_index17_hi;
+reg [2:0] msb_index0_msb_index1_msb_index17_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index17_msb_index18_lo;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index17_msb_index18_hi;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index20_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index21_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index23_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index24_unused_lsb;
-reg [3:0] msb_index0_msb_index1_msb_index17_msb_index25_hi;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_hi_i;
 reg [3:0] msb_index0_msb_index1_msb_index17_msb_index25_lo;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_lo_i;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i;
+reg [3:0] msb_index0_msb_index1_msb_index17_msb_index25_hi;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index27_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index28_unused_lsb;
-reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi;
-wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i;
 reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo;
 wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i;
+reg [1:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi;
+wire [0:0] msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index30_unused_lsb;
 wire msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index31_unused_lsb;
-reg [15:0] msb_index0_msb_index32_hi;
-reg [3:0] msb_index0_msb_index32_hi_i;
-reg [15:0] msb_index0_msb_index32_lo;
-reg [3:0] msb_index0_msb_index32_lo_i;
-reg [7:0] msb_index0_msb_index32_msb_index33_hi;
-reg [2:0] msb_index0_msb_index32_msb_index33_hi_i;
-reg [7:0] msb_index0_msb_index32_msb_index33_lo;
-reg [2:0] msb_index0_msb_index32_msb_index33_lo_i;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index34_hi;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index34_lo;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index36_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index37_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index39_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index40_unused_lsb;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index41_hi;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index33_msb_index41_lo;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index43_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index44_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo;
-wire [0:0] msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index46_unused_lsb;
-wire msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index47_unused_lsb;
-reg [7:0] msb_index0_msb_index32_msb_index48_hi;
-reg [2:0] msb_index0_msb_index32_msb_index48_hi_i;
-reg [7:0] msb_index0_msb_index32_msb_index48_lo;
-reg [2:0] msb_index0_msb_index32_msb_index48_lo_i;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index49_hi;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index49_lo;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index51_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index52_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index54_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index55_unused_lsb;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index56_hi;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_hi_i;
-reg [3:0] msb_index0_msb_index32_msb_index48_msb_index56_lo;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_lo_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index58_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index59_unused_lsb;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i;
-reg [1:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo;
-wire [0:0] msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index61_unused_lsb;
-wire msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index62_unused_lsb;
+reg [1:0] msb_index0_msb_index32_lo;
+wire [0:0] msb_index0_msb_index32_lo_i;
+reg [1:0] msb_index0_msb_index32_hi;
+wire [0:0] msb_index0_msb_index32_hi_i;
+wire msb_index0_msb_index32_msb_index33_unused_lsb;
+wire msb_index0_msb_index32_msb_index34_unused_lsb;
 wire [15:0] any_of0_vec;
 wire [38:0] _sum_tree0_hi_s;
 wire [38:0] _sum_tree0_lo_s;
@@ -470,162 +398,104 @@ wire [71:0] _sum_tree31__sum_tree47__sum_tree55__sum_tree56_hi_s;
 wire [71:0] _sum_tree31__sum_tree47__sum_tree55__sum_tree56_lo_s;
 wire [71:0] _sum_tree31__sum_tree47__sum_tree55__sum_tree59_hi_s;
 wire [71:0] _sum_tree31__sum_tree47__sum_tree55__sum_tree59_lo_s;
-reg [31:0] msb_index63_hi;
-reg [4:0] msb_index63_hi_i;
-reg [31:0] msb_index63_lo;
-reg [4:0] msb_index63_lo_i;
-reg [15:0] msb_index63_msb_index64_hi;
-reg [3:0] msb_index63_msb_index64_hi_i;
-reg [15:0] msb_index63_msb_index64_lo;
-reg [3:0] msb_index63_msb_index64_lo_i;
-reg [7:0] msb_index63_msb_index64_msb_index65_hi;
-reg [2:0] msb_index63_msb_index64_msb_index65_hi_i;
-reg [7:0] msb_index63_msb_index64_msb_index65_lo;
-reg [2:0] msb_index63_msb_index64_msb_index65_lo_i;
-reg [3:0] msb_index63_msb_index64_msb_index65_msb_index66_hi;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index66_hi_i;
-reg [3:0] msb_index63_msb_index64_msb_index65_msb_index66_lo;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index66_lo_i;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo_i;
-wire msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_msb_index68_unused_lsb;
-wire msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_msb_index69_unused_lsb;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo_i;
-wire msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_msb_index71_unused_lsb;
-wire msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_msb_index72_unused_lsb;
-reg [3:0] msb_index63_msb_index64_msb_index65_msb_index73_hi;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index73_hi_i;
-reg [3:0] msb_index63_msb_index64_msb_index65_msb_index73_lo;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index73_lo_i;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo_i;
-wire msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_msb_index75_unused_lsb;
-wire msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_msb_index76_unused_lsb;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo;
-wire [0:0] msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo_i;
-wire msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_msb_index78_unused_lsb;
-wire msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_msb_index79_unused_lsb;
-reg [7:0] msb_index63_msb_index64_msb_index80_hi;
-reg [2:0] msb_index63_msb_index64_msb_index80_hi_i;
-reg [7:0] msb_index63_msb_index64_msb_index80_lo;
-reg [2:0] msb_index63_msb_index64_msb_index80_lo_i;
-reg [3:0] msb_index63_msb_index64_msb_index80_msb_index81_hi;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index81_hi_i;
-reg [3:0] msb_index63_msb_index64_msb_index80_msb_index81_lo;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index81_lo_i;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo_i;
-wire msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_msb_index83_unused_lsb;
-wire msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_msb_index84_unused_lsb;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo_i;
-wire msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_msb_index86_unused_lsb;
-wire msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_msb_index87_unused_lsb;
-reg [3:0] msb_index63_msb_index64_msb_index80_msb_index88_hi;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index88_hi_i;
-reg [3:0] msb_index63_msb_index64_msb_index80_msb_index88_lo;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index88_lo_i;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo_i;
-wire msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_msb_index90_unused_lsb;
-wire msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_msb_index91_unused_lsb;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi_i;
-reg [1:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo;
-wire [0:0] msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo_i;
-wire msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_msb_index93_unused_lsb;
-wire msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_msb_index94_unused_lsb;
-reg [15:0] msb_index63_msb_index95_hi;
-reg [3:0] msb_index63_msb_index95_hi_i;
-reg [15:0] msb_index63_msb_index95_lo;
-reg [3:0] msb_index63_msb_index95_lo_i;
-reg [7:0] msb_index63_msb_index95_msb_index96_hi;
-reg [2:0] msb_index63_msb_index95_msb_index96_hi_i;
-reg [7:0] msb_index63_msb_index95_msb_index96_lo;
-reg [2:0] msb_index63_msb_index95_msb_index96_lo_i;
-reg [3:0] msb_index63_msb_index95_msb_index96_msb_index97_hi;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index97_hi_i;
-reg [3:0] msb_index63_msb_index95_msb_index96_msb_index97_lo;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index97_lo_i;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo_i;
-wire msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_msb_index99_unused_lsb;
-wire msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_msb_index100_unused_lsb;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo_i;
-wire msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_msb_index102_unused_lsb;
-wire msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_msb_index103_unused_lsb;
-reg [3:0] msb_index63_msb_index95_msb_index96_msb_index104_hi;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index104_hi_i;
-reg [3:0] msb_index63_msb_index95_msb_index96_msb_index104_lo;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index104_lo_i;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo_i;
-wire msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_msb_index106_unused_lsb;
-wire msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_msb_index107_unused_lsb;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo;
-wire [0:0] msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo_i;
-wire msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_msb_index109_unused_lsb;
-wire msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_msb_index110_unused_lsb;
-reg [7:0] msb_index63_msb_index95_msb_index111_hi;
-reg [2:0] msb_index63_msb_index95_msb_index111_hi_i;
-reg [7:0] msb_index63_msb_index95_msb_index111_lo;
-reg [2:0] msb_index63_msb_index95_msb_index111_lo_i;
-reg [3:0] msb_index63_msb_index95_msb_index111_msb_index112_hi;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index112_hi_i;
-reg [3:0] msb_index63_msb_index95_msb_index111_msb_index112_lo;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index112_lo_i;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo_i;
-wire msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_msb_index114_unused_lsb;
-wire msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_msb_index115_unused_lsb;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo_i;
-wire msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_msb_index117_unused_lsb;
-wire msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_msb_index118_unused_lsb;
-reg [3:0] msb_index63_msb_index95_msb_index111_msb_index119_hi;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index119_hi_i;
-reg [3:0] msb_index63_msb_index95_msb_index111_msb_index119_lo;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index119_lo_i;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo_i;
-wire msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_msb_index121_unused_lsb;
-wire msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_msb_index122_unused_lsb;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi_i;
-reg [1:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo;
-wire [0:0] msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo_i;
-wire msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_msb_index124_unused_lsb;
-wire msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_msb_index125_unused_lsb;
+reg [31:0] msb_index35_lo;
+reg [4:0] msb_index35_lo_i;
+reg [8:0] msb_index35_hi;
+reg [3:0] msb_index35_hi_i;
+reg [15:0] msb_index35_msb_index36_lo;
+reg [3:0] msb_index35_msb_index36_lo_i;
+reg [15:0] msb_index35_msb_index36_hi;
+reg [3:0] msb_index35_msb_index36_hi_i;
+reg [7:0] msb_index35_msb_index36_msb_index37_lo;
+reg [2:0] msb_index35_msb_index36_msb_index37_lo_i;
+reg [7:0] msb_index35_msb_index36_msb_index37_hi;
+reg [2:0] msb_index35_msb_index36_msb_index37_hi_i;
+reg [3:0] msb_index35_msb_index36_msb_index37_msb_index38_lo;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index38_lo_i;
+reg [3:0] msb_index35_msb_index36_msb_index37_msb_index38_hi;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index38_hi_i;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi_i;
+wire msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_msb_index40_unused_lsb;
+wire msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_msb_index41_unused_lsb;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi_i;
+wire msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_msb_index43_unused_lsb;
+wire msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_msb_index44_unused_lsb;
+reg [3:0] msb_index35_msb_index36_msb_index37_msb_index45_lo;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index45_lo_i;
+reg [3:0] msb_index35_msb_index36_msb_index37_msb_index45_hi;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index45_hi_i;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi_i;
+wire msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_msb_index47_unused_lsb;
+wire msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_msb_index48_unused_lsb;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi;
+wire [0:0] msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi_i;
+wire msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_msb_index50_unused_lsb;
+wire msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_msb_index51_unused_lsb;
+reg [7:0] msb_index35_msb_index36_msb_index52_lo;
+reg [2:0] msb_index35_msb_index36_msb_index52_lo_i;
+reg [7:0] msb_index35_msb_index36_msb_index52_hi;
+reg [2:0] msb_index35_msb_index36_msb_index52_hi_i;
+reg [3:0] msb_index35_msb_index36_msb_index52_msb_index53_lo;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index53_lo_i;
+reg [3:0] msb_index35_msb_index36_msb_index52_msb_index53_hi;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index53_hi_i;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi_i;
+wire msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_msb_index55_unused_lsb;
+wire msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_msb_index56_unused_lsb;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi_i;
+wire msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_msb_index58_unused_lsb;
+wire msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_msb_index59_unused_lsb;
+reg [3:0] msb_index35_msb_index36_msb_index52_msb_index60_lo;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index60_lo_i;
+reg [3:0] msb_index35_msb_index36_msb_index52_msb_index60_hi;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index60_hi_i;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi_i;
+wire msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_msb_index62_unused_lsb;
+wire msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_msb_index63_unused_lsb;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo_i;
+reg [1:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi;
+wire [0:0] msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi_i;
+wire msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_msb_index65_unused_lsb;
+wire msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_msb_index66_unused_lsb;
+reg [7:0] msb_index35_msb_index67_lo;
+reg [2:0] msb_index35_msb_index67_lo_i;
+reg [3:0] msb_index35_msb_index67_msb_index68_lo;
+reg [1:0] msb_index35_msb_index67_msb_index68_lo_i;
+reg [3:0] msb_index35_msb_index67_msb_index68_hi;
+reg [1:0] msb_index35_msb_index67_msb_index68_hi_i;
+reg [1:0] msb_index35_msb_index67_msb_index68_msb_index69_lo;
+wire [0:0] msb_index35_msb_index67_msb_index68_msb_index69_lo_i;
+reg [1:0] msb_index35_msb_index67_msb_index68_msb_index69_hi;
+wire [0:0] msb_index35_msb_index67_msb_index68_msb_index69_hi_i;
+wire msb_index35_msb_index67_msb_index68_msb_index69_msb_index70_unused_lsb;
+wire msb_index35_msb_index67_msb_index68_msb_index69_msb_index71_unused_lsb;
+reg [1:0] msb_index35_msb_index67_msb_index68_msb_index72_lo;
+wire [0:0] msb_index35_msb_index67_msb_index68_msb_index72_lo_i;
+reg [1:0] msb_index35_msb_index67_msb_index68_msb_index72_hi;
+wire [0:0] msb_index35_msb_index67_msb_index68_msb_index72_hi_i;
+wire msb_index35_msb_index67_msb_index68_msb_index72_msb_index73_unused_lsb;
+wire msb_index35_msb_index67_msb_index68_msb_index72_msb_index74_unused_lsb;
 reg stream_register0_out_v;
 wire [255:0] stream_register0__capture0_src;
 
@@ -1934,534 +1804,292 @@ end
 
 
 
-assign padded = {28'h0, absmax};
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[1];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index5_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index5_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi[0];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index6_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi[0];
 
 
-
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_msb_index6_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo[0];
-
-
-always @(msb_index0_msb_index1_msb_index2_msb_index3_hi, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_node
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi = msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo = msb_index0_msb_index1_msb_index2_msb_index3_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i};
+always @(msb_index0_msb_index1_msb_index2_msb_index3_lo, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_node
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi = msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo = msb_index0_msb_index1_msb_index2_msb_index3_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index8_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index9_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index8_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index3_lo, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_node
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi = msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo = msb_index0_msb_index1_msb_index2_msb_index3_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index3_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i};
+
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_msb_index9_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index2_msb_index3_hi, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_node
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi = msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo = msb_index0_msb_index1_msb_index2_msb_index3_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index3_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index3_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index3_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_msb_index7_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index2_hi, msb_index0_msb_index1_msb_index2_msb_index3_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_node
-    msb_index0_msb_index1_msb_index2_msb_index3_hi = msb_index0_msb_index1_msb_index2_hi[8-1:4];
-    msb_index0_msb_index1_msb_index2_msb_index3_lo = msb_index0_msb_index1_msb_index2_hi[4-1:0];
-    if ((msb_index0_msb_index1_msb_index2_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
+always @(msb_index0_msb_index1_msb_index2_lo, msb_index0_msb_index1_msb_index2_msb_index3_lo_i, msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index3_node
+    msb_index0_msb_index1_msb_index2_msb_index3_hi = msb_index0_msb_index1_msb_index2_lo[8-1:4];
+    msb_index0_msb_index1_msb_index2_msb_index3_lo = msb_index0_msb_index1_msb_index2_lo[4-1:0];
+    if ((msb_index0_msb_index1_msb_index2_lo[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
+        msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index12_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index13_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index12_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index10_hi, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_node
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi = msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo = msb_index0_msb_index1_msb_index2_msb_index10_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i};
+
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_msb_index13_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index2_msb_index10_lo, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_node
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi = msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo = msb_index0_msb_index1_msb_index2_msb_index10_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index11_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index15_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo[1];
-assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index16_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo[0];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index15_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index2_msb_index10_lo, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_node
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi = msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2];
-    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo = msb_index0_msb_index1_msb_index2_msb_index10_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index2_msb_index10_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i};
+
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[1];
+assign msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_msb_index16_unused_lsb = msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index2_msb_index10_hi, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_node
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi = msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2];
+    msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo = msb_index0_msb_index1_msb_index2_msb_index10_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index2_msb_index10_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_msb_index10_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i};
+        msb_index0_msb_index1_msb_index2_msb_index10_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_msb_index14_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index2_lo, msb_index0_msb_index1_msb_index2_msb_index10_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_node
-    msb_index0_msb_index1_msb_index2_msb_index10_hi = msb_index0_msb_index1_msb_index2_lo[8-1:4];
-    msb_index0_msb_index1_msb_index2_msb_index10_lo = msb_index0_msb_index1_msb_index2_lo[4-1:0];
-    if ((msb_index0_msb_index1_msb_index2_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_hi_i};
+always @(msb_index0_msb_index1_msb_index2_hi, msb_index0_msb_index1_msb_index2_msb_index10_lo_i, msb_index0_msb_index1_msb_index2_msb_index10_hi_i) begin: msb_index0_msb_index1_msb_index2_msb_index10_node
+    msb_index0_msb_index1_msb_index2_msb_index10_hi = msb_index0_msb_index1_msb_index2_hi[8-1:4];
+    msb_index0_msb_index1_msb_index2_msb_index10_lo = msb_index0_msb_index1_msb_index2_hi[4-1:0];
+    if ((msb_index0_msb_index1_msb_index2_hi[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_msb_index10_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_lo_i};
+        msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_msb_index10_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_hi, msb_index0_msb_index1_msb_index2_lo_i, msb_index0_msb_index1_msb_index2_hi_i) begin: msb_index0_msb_index1_msb_index2_node
-    msb_index0_msb_index1_msb_index2_hi = msb_index0_msb_index1_hi[16-1:8];
-    msb_index0_msb_index1_msb_index2_lo = msb_index0_msb_index1_hi[8-1:0];
-    if ((msb_index0_msb_index1_hi[16-1:8] != 0)) begin
-        msb_index0_msb_index1_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index2_hi_i};
+always @(msb_index0_msb_index1_lo, msb_index0_msb_index1_msb_index2_lo_i, msb_index0_msb_index1_msb_index2_hi_i) begin: msb_index0_msb_index1_msb_index2_node
+    msb_index0_msb_index1_msb_index2_hi = msb_index0_msb_index1_lo[16-1:8];
+    msb_index0_msb_index1_msb_index2_lo = msb_index0_msb_index1_lo[8-1:0];
+    if ((msb_index0_msb_index1_lo[16-1:8] != 0)) begin
+        msb_index0_msb_index1_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index2_hi_i};
     end
     else begin
-        msb_index0_msb_index1_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index2_lo_i};
+        msb_index0_msb_index1_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index2_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index20_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index21_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index20_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index18_hi, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_node
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi = msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo = msb_index0_msb_index1_msb_index17_msb_index18_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_msb_index21_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index18_lo, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_node
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi = msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo = msb_index0_msb_index1_msb_index17_msb_index18_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index19_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index23_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index24_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index23_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index18_lo, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_node
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi = msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo = msb_index0_msb_index1_msb_index17_msb_index18_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index18_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_msb_index24_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index18_hi, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_node
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi = msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo = msb_index0_msb_index1_msb_index17_msb_index18_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index18_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index18_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index18_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_msb_index22_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index17_hi, msb_index0_msb_index1_msb_index17_msb_index18_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_node
-    msb_index0_msb_index1_msb_index17_msb_index18_hi = msb_index0_msb_index1_msb_index17_hi[8-1:4];
-    msb_index0_msb_index1_msb_index17_msb_index18_lo = msb_index0_msb_index1_msb_index17_hi[4-1:0];
-    if ((msb_index0_msb_index1_msb_index17_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index17_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_hi_i};
+always @(msb_index0_msb_index1_msb_index17_lo, msb_index0_msb_index1_msb_index17_msb_index18_lo_i, msb_index0_msb_index1_msb_index17_msb_index18_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index18_node
+    msb_index0_msb_index1_msb_index17_msb_index18_hi = msb_index0_msb_index1_msb_index17_lo[8-1:4];
+    msb_index0_msb_index1_msb_index17_msb_index18_lo = msb_index0_msb_index1_msb_index17_lo[4-1:0];
+    if ((msb_index0_msb_index1_msb_index17_lo[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index17_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index18_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_lo_i};
+        msb_index0_msb_index1_msb_index17_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index18_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index27_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index28_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index27_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index25_hi, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_node
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi = msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo = msb_index0_msb_index1_msb_index17_msb_index25_hi[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_msb_index28_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index25_lo, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_node
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi = msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo = msb_index0_msb_index1_msb_index17_msb_index25_lo[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index26_lo_i};
     end
 end
-
-
-
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index30_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[0];
 
 
 
 assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo[1];
-assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index31_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo[0];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index30_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo[0];
 
 
-always @(msb_index0_msb_index1_msb_index17_msb_index25_lo, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_node
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi = msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2];
-    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo = msb_index0_msb_index1_msb_index17_msb_index25_lo[2-1:0];
-    if ((msb_index0_msb_index1_msb_index17_msb_index25_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i};
+
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[1];
+assign msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_msb_index31_unused_lsb = msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi[0];
+
+
+always @(msb_index0_msb_index1_msb_index17_msb_index25_hi, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_node
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi = msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2];
+    msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo = msb_index0_msb_index1_msb_index17_msb_index25_hi[2-1:0];
+    if ((msb_index0_msb_index1_msb_index17_msb_index25_hi[4-1:2] != 0)) begin
+        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_msb_index25_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i};
+        msb_index0_msb_index1_msb_index17_msb_index25_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_msb_index29_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_msb_index17_lo, msb_index0_msb_index1_msb_index17_msb_index25_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_node
-    msb_index0_msb_index1_msb_index17_msb_index25_hi = msb_index0_msb_index1_msb_index17_lo[8-1:4];
-    msb_index0_msb_index1_msb_index17_msb_index25_lo = msb_index0_msb_index1_msb_index17_lo[4-1:0];
-    if ((msb_index0_msb_index1_msb_index17_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index1_msb_index17_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_hi_i};
+always @(msb_index0_msb_index1_msb_index17_hi, msb_index0_msb_index1_msb_index17_msb_index25_lo_i, msb_index0_msb_index1_msb_index17_msb_index25_hi_i) begin: msb_index0_msb_index1_msb_index17_msb_index25_node
+    msb_index0_msb_index1_msb_index17_msb_index25_hi = msb_index0_msb_index1_msb_index17_hi[8-1:4];
+    msb_index0_msb_index1_msb_index17_msb_index25_lo = msb_index0_msb_index1_msb_index17_hi[4-1:0];
+    if ((msb_index0_msb_index1_msb_index17_hi[8-1:4] != 0)) begin
+        msb_index0_msb_index1_msb_index17_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_msb_index25_hi_i};
     end
     else begin
-        msb_index0_msb_index1_msb_index17_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_lo_i};
+        msb_index0_msb_index1_msb_index17_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_msb_index25_lo_i};
     end
 end
 
 
-always @(msb_index0_msb_index1_lo, msb_index0_msb_index1_msb_index17_lo_i, msb_index0_msb_index1_msb_index17_hi_i) begin: msb_index0_msb_index1_msb_index17_node
-    msb_index0_msb_index1_msb_index17_hi = msb_index0_msb_index1_lo[16-1:8];
-    msb_index0_msb_index1_msb_index17_lo = msb_index0_msb_index1_lo[8-1:0];
-    if ((msb_index0_msb_index1_lo[16-1:8] != 0)) begin
-        msb_index0_msb_index1_lo_i = {(1 != 0), msb_index0_msb_index1_msb_index17_hi_i};
+always @(msb_index0_msb_index1_hi, msb_index0_msb_index1_msb_index17_lo_i, msb_index0_msb_index1_msb_index17_hi_i) begin: msb_index0_msb_index1_msb_index17_node
+    msb_index0_msb_index1_msb_index17_hi = msb_index0_msb_index1_hi[16-1:8];
+    msb_index0_msb_index1_msb_index17_lo = msb_index0_msb_index1_hi[8-1:0];
+    if ((msb_index0_msb_index1_hi[16-1:8] != 0)) begin
+        msb_index0_msb_index1_hi_i = {(1 != 0), msb_index0_msb_index1_msb_index17_hi_i};
     end
     else begin
-        msb_index0_msb_index1_lo_i = {(0 != 0), msb_index0_msb_index1_msb_index17_lo_i};
+        msb_index0_msb_index1_hi_i = {(0 != 0), msb_index0_msb_index1_msb_index17_lo_i};
     end
 end
 
 
-always @(msb_index0_hi, msb_index0_msb_index1_lo_i, msb_index0_msb_index1_hi_i) begin: msb_index0_msb_index1_node
-    msb_index0_msb_index1_hi = msb_index0_hi[32-1:16];
-    msb_index0_msb_index1_lo = msb_index0_hi[16-1:0];
-    if ((msb_index0_hi[32-1:16] != 0)) begin
-        msb_index0_hi_i = {(1 != 0), msb_index0_msb_index1_hi_i};
-    end
-    else begin
-        msb_index0_hi_i = {(0 != 0), msb_index0_msb_index1_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index36_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_msb_index37_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index34_hi, msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i, msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_node
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi = msb_index0_msb_index32_msb_index33_msb_index34_hi[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo = msb_index0_msb_index32_msb_index33_msb_index34_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index34_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index34_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index34_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index35_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index39_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_msb_index40_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index34_lo, msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i, msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_node
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi = msb_index0_msb_index32_msb_index33_msb_index34_lo[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo = msb_index0_msb_index32_msb_index33_msb_index34_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index34_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index34_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index34_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index34_msb_index38_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index33_hi, msb_index0_msb_index32_msb_index33_msb_index34_lo_i, msb_index0_msb_index32_msb_index33_msb_index34_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index34_node
-    msb_index0_msb_index32_msb_index33_msb_index34_hi = msb_index0_msb_index32_msb_index33_hi[8-1:4];
-    msb_index0_msb_index32_msb_index33_msb_index34_lo = msb_index0_msb_index32_msb_index33_hi[4-1:0];
-    if ((msb_index0_msb_index32_msb_index33_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index33_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index34_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index34_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index43_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_msb_index44_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index41_hi, msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i, msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_node
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi = msb_index0_msb_index32_msb_index33_msb_index41_hi[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo = msb_index0_msb_index32_msb_index33_msb_index41_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index41_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index41_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index41_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index42_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index46_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo[1];
-assign msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_msb_index47_unused_lsb = msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index33_msb_index41_lo, msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i, msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_node
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi = msb_index0_msb_index32_msb_index33_msb_index41_lo[4-1:2];
-    msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo = msb_index0_msb_index32_msb_index33_msb_index41_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index33_msb_index41_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index33_msb_index41_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_msb_index41_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index41_msb_index45_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index33_lo, msb_index0_msb_index32_msb_index33_msb_index41_lo_i, msb_index0_msb_index32_msb_index33_msb_index41_hi_i) begin: msb_index0_msb_index32_msb_index33_msb_index41_node
-    msb_index0_msb_index32_msb_index33_msb_index41_hi = msb_index0_msb_index32_msb_index33_lo[8-1:4];
-    msb_index0_msb_index32_msb_index33_msb_index41_lo = msb_index0_msb_index32_msb_index33_lo[4-1:0];
-    if ((msb_index0_msb_index32_msb_index33_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index33_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index33_msb_index41_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index33_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index33_msb_index41_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_hi, msb_index0_msb_index32_msb_index33_lo_i, msb_index0_msb_index32_msb_index33_hi_i) begin: msb_index0_msb_index32_msb_index33_node
-    msb_index0_msb_index32_msb_index33_hi = msb_index0_msb_index32_hi[16-1:8];
-    msb_index0_msb_index32_msb_index33_lo = msb_index0_msb_index32_hi[8-1:0];
-    if ((msb_index0_msb_index32_hi[16-1:8] != 0)) begin
-        msb_index0_msb_index32_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index33_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index33_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index51_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_msb_index52_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index49_hi, msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i, msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_node
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi = msb_index0_msb_index32_msb_index48_msb_index49_hi[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo = msb_index0_msb_index32_msb_index48_msb_index49_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index49_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index49_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index49_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index50_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index54_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_msb_index55_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index49_lo, msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i, msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_node
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi = msb_index0_msb_index32_msb_index48_msb_index49_lo[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo = msb_index0_msb_index32_msb_index48_msb_index49_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index49_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index49_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index49_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index49_msb_index53_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index48_hi, msb_index0_msb_index32_msb_index48_msb_index49_lo_i, msb_index0_msb_index32_msb_index48_msb_index49_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index49_node
-    msb_index0_msb_index32_msb_index48_msb_index49_hi = msb_index0_msb_index32_msb_index48_hi[8-1:4];
-    msb_index0_msb_index32_msb_index48_msb_index49_lo = msb_index0_msb_index32_msb_index48_hi[4-1:0];
-    if ((msb_index0_msb_index32_msb_index48_hi[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index48_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index49_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index49_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index58_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_msb_index59_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index56_hi, msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i, msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_node
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi = msb_index0_msb_index32_msb_index48_msb_index56_hi[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo = msb_index0_msb_index32_msb_index48_msb_index56_hi[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index56_hi[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index56_hi_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index56_hi_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index57_lo_i};
-    end
-end
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index61_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi[0];
-
-
-
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo[1];
-assign msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_msb_index62_unused_lsb = msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo[0];
-
-
-always @(msb_index0_msb_index32_msb_index48_msb_index56_lo, msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i, msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_node
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi = msb_index0_msb_index32_msb_index48_msb_index56_lo[4-1:2];
-    msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo = msb_index0_msb_index32_msb_index48_msb_index56_lo[2-1:0];
-    if ((msb_index0_msb_index32_msb_index48_msb_index56_lo[4-1:2] != 0)) begin
-        msb_index0_msb_index32_msb_index48_msb_index56_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_msb_index56_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index56_msb_index60_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_msb_index48_lo, msb_index0_msb_index32_msb_index48_msb_index56_lo_i, msb_index0_msb_index32_msb_index48_msb_index56_hi_i) begin: msb_index0_msb_index32_msb_index48_msb_index56_node
-    msb_index0_msb_index32_msb_index48_msb_index56_hi = msb_index0_msb_index32_msb_index48_lo[8-1:4];
-    msb_index0_msb_index32_msb_index48_msb_index56_lo = msb_index0_msb_index32_msb_index48_lo[4-1:0];
-    if ((msb_index0_msb_index32_msb_index48_lo[8-1:4] != 0)) begin
-        msb_index0_msb_index32_msb_index48_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_msb_index56_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_msb_index48_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_msb_index56_lo_i};
-    end
-end
-
-
-always @(msb_index0_msb_index32_lo, msb_index0_msb_index32_msb_index48_lo_i, msb_index0_msb_index32_msb_index48_hi_i) begin: msb_index0_msb_index32_msb_index48_node
-    msb_index0_msb_index32_msb_index48_hi = msb_index0_msb_index32_lo[16-1:8];
-    msb_index0_msb_index32_msb_index48_lo = msb_index0_msb_index32_lo[8-1:0];
-    if ((msb_index0_msb_index32_lo[16-1:8] != 0)) begin
-        msb_index0_msb_index32_lo_i = {(1 != 0), msb_index0_msb_index32_msb_index48_hi_i};
-    end
-    else begin
-        msb_index0_msb_index32_lo_i = {(0 != 0), msb_index0_msb_index32_msb_index48_lo_i};
-    end
-end
-
-
-always @(msb_index0_lo, msb_index0_msb_index32_lo_i, msb_index0_msb_index32_hi_i) begin: msb_index0_msb_index32_node
-    msb_index0_msb_index32_hi = msb_index0_lo[32-1:16];
-    msb_index0_msb_index32_lo = msb_index0_lo[16-1:0];
+always @(msb_index0_lo, msb_index0_msb_index1_lo_i, msb_index0_msb_index1_hi_i) begin: msb_index0_msb_index1_node
+    msb_index0_msb_index1_hi = msb_index0_lo[32-1:16];
+    msb_index0_msb_index1_lo = msb_index0_lo[16-1:0];
     if ((msb_index0_lo[32-1:16] != 0)) begin
-        msb_index0_lo_i = {(1 != 0), msb_index0_msb_index32_hi_i};
+        msb_index0_lo_i = {(1 != 0), msb_index0_msb_index1_hi_i};
     end
     else begin
-        msb_index0_lo_i = {(0 != 0), msb_index0_msb_index32_lo_i};
+        msb_index0_lo_i = {(0 != 0), msb_index0_msb_index1_lo_i};
     end
 end
 
 
-always @(padded, msb_index0_lo_i, msb_index0_hi_i) begin: msb_index0_node
-    msb_index0_hi = padded[64-1:32];
-    msb_index0_lo = padded[32-1:0];
-    if ((padded[64-1:32] != 0)) begin
-        lop = {(1 != 0), msb_index0_hi_i};
+
+assign msb_index0_msb_index32_lo_i = msb_index0_msb_index32_lo[1];
+assign msb_index0_msb_index32_msb_index33_unused_lsb = msb_index0_msb_index32_lo[0];
+
+
+
+assign msb_index0_msb_index32_hi_i = msb_index0_msb_index32_hi[1];
+assign msb_index0_msb_index32_msb_index34_unused_lsb = msb_index0_msb_index32_hi[0];
+
+
+always @(msb_index0_hi, msb_index0_msb_index32_lo_i, msb_index0_msb_index32_hi_i) begin: msb_index0_msb_index32_node
+    msb_index0_msb_index32_hi = msb_index0_hi[4-1:2];
+    msb_index0_msb_index32_lo = msb_index0_hi[2-1:0];
+    if ((msb_index0_hi[4-1:2] != 0)) begin
+        msb_index0_hi_i = {(1 != 0), msb_index0_msb_index32_hi_i};
+    end
+    else begin
+        msb_index0_hi_i = {(0 != 0), msb_index0_msb_index32_lo_i};
+    end
+end
+
+
+always @(absmax, msb_index0_lo_i, msb_index0_hi_i) begin: msb_index0_node_short
+    msb_index0_hi = absmax[36-1:32];
+    msb_index0_lo = absmax[32-1:0];
+    if ((absmax[36-1:32] != 0)) begin
+        lop = {(1 != 0), 3'h0, msb_index0_hi_i};
     end
     else begin
         lop = {(0 != 0), msb_index0_lo_i};
@@ -2779,537 +2407,340 @@ end
 
 
 
-assign hpad = {23'h0, hi};
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo_i = msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo[1];
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_msb_index40_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo[0];
 
 
 
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi_i = msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi[1];
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_msb_index68_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi[0];
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi_i = msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi[1];
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_msb_index41_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi[0];
 
 
-
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo_i = msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo[1];
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_msb_index69_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo[0];
-
-
-always @(msb_index63_msb_index64_msb_index65_msb_index66_hi, msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo_i, msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi_i) begin: msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_node
-    msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi = msb_index63_msb_index64_msb_index65_msb_index66_hi[4-1:2];
-    msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo = msb_index63_msb_index64_msb_index65_msb_index66_hi[2-1:0];
-    if ((msb_index63_msb_index64_msb_index65_msb_index66_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index65_msb_index66_hi_i = {(1 != 0), msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_hi_i};
+always @(msb_index35_msb_index36_msb_index37_msb_index38_lo, msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo_i, msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi_i) begin: msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_node
+    msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi = msb_index35_msb_index36_msb_index37_msb_index38_lo[4-1:2];
+    msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo = msb_index35_msb_index36_msb_index37_msb_index38_lo[2-1:0];
+    if ((msb_index35_msb_index36_msb_index37_msb_index38_lo[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index37_msb_index38_lo_i = {(1 != 0), msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index65_msb_index66_hi_i = {(0 != 0), msb_index63_msb_index64_msb_index65_msb_index66_msb_index67_lo_i};
+        msb_index35_msb_index36_msb_index37_msb_index38_lo_i = {(0 != 0), msb_index35_msb_index36_msb_index37_msb_index38_msb_index39_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi_i = msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi[1];
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_msb_index71_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi[0];
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo_i = msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo[1];
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_msb_index43_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo[0];
 
 
 
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo_i = msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo[1];
-assign msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_msb_index72_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo[0];
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi_i = msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi[1];
+assign msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_msb_index44_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi[0];
 
 
-always @(msb_index63_msb_index64_msb_index65_msb_index66_lo, msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo_i, msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi_i) begin: msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_node
-    msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi = msb_index63_msb_index64_msb_index65_msb_index66_lo[4-1:2];
-    msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo = msb_index63_msb_index64_msb_index65_msb_index66_lo[2-1:0];
-    if ((msb_index63_msb_index64_msb_index65_msb_index66_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index65_msb_index66_lo_i = {(1 != 0), msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_hi_i};
+always @(msb_index35_msb_index36_msb_index37_msb_index38_hi, msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo_i, msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi_i) begin: msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_node
+    msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi = msb_index35_msb_index36_msb_index37_msb_index38_hi[4-1:2];
+    msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo = msb_index35_msb_index36_msb_index37_msb_index38_hi[2-1:0];
+    if ((msb_index35_msb_index36_msb_index37_msb_index38_hi[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index37_msb_index38_hi_i = {(1 != 0), msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index65_msb_index66_lo_i = {(0 != 0), msb_index63_msb_index64_msb_index65_msb_index66_msb_index70_lo_i};
+        msb_index35_msb_index36_msb_index37_msb_index38_hi_i = {(0 != 0), msb_index35_msb_index36_msb_index37_msb_index38_msb_index42_lo_i};
     end
 end
 
 
-always @(msb_index63_msb_index64_msb_index65_hi, msb_index63_msb_index64_msb_index65_msb_index66_lo_i, msb_index63_msb_index64_msb_index65_msb_index66_hi_i) begin: msb_index63_msb_index64_msb_index65_msb_index66_node
-    msb_index63_msb_index64_msb_index65_msb_index66_hi = msb_index63_msb_index64_msb_index65_hi[8-1:4];
-    msb_index63_msb_index64_msb_index65_msb_index66_lo = msb_index63_msb_index64_msb_index65_hi[4-1:0];
-    if ((msb_index63_msb_index64_msb_index65_hi[8-1:4] != 0)) begin
-        msb_index63_msb_index64_msb_index65_hi_i = {(1 != 0), msb_index63_msb_index64_msb_index65_msb_index66_hi_i};
+always @(msb_index35_msb_index36_msb_index37_lo, msb_index35_msb_index36_msb_index37_msb_index38_lo_i, msb_index35_msb_index36_msb_index37_msb_index38_hi_i) begin: msb_index35_msb_index36_msb_index37_msb_index38_node
+    msb_index35_msb_index36_msb_index37_msb_index38_hi = msb_index35_msb_index36_msb_index37_lo[8-1:4];
+    msb_index35_msb_index36_msb_index37_msb_index38_lo = msb_index35_msb_index36_msb_index37_lo[4-1:0];
+    if ((msb_index35_msb_index36_msb_index37_lo[8-1:4] != 0)) begin
+        msb_index35_msb_index36_msb_index37_lo_i = {(1 != 0), msb_index35_msb_index36_msb_index37_msb_index38_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index65_hi_i = {(0 != 0), msb_index63_msb_index64_msb_index65_msb_index66_lo_i};
-    end
-end
-
-
-
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi_i = msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi[1];
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_msb_index75_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi[0];
-
-
-
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo_i = msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo[1];
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_msb_index76_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo[0];
-
-
-always @(msb_index63_msb_index64_msb_index65_msb_index73_hi, msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo_i, msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi_i) begin: msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_node
-    msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi = msb_index63_msb_index64_msb_index65_msb_index73_hi[4-1:2];
-    msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo = msb_index63_msb_index64_msb_index65_msb_index73_hi[2-1:0];
-    if ((msb_index63_msb_index64_msb_index65_msb_index73_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index65_msb_index73_hi_i = {(1 != 0), msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_hi_i};
-    end
-    else begin
-        msb_index63_msb_index64_msb_index65_msb_index73_hi_i = {(0 != 0), msb_index63_msb_index64_msb_index65_msb_index73_msb_index74_lo_i};
+        msb_index35_msb_index36_msb_index37_lo_i = {(0 != 0), msb_index35_msb_index36_msb_index37_msb_index38_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi_i = msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi[1];
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_msb_index78_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi[0];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo_i = msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo[1];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_msb_index47_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo[0];
 
 
 
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo_i = msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo[1];
-assign msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_msb_index79_unused_lsb = msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo[0];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi_i = msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi[1];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_msb_index48_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi[0];
 
 
-always @(msb_index63_msb_index64_msb_index65_msb_index73_lo, msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo_i, msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi_i) begin: msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_node
-    msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi = msb_index63_msb_index64_msb_index65_msb_index73_lo[4-1:2];
-    msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo = msb_index63_msb_index64_msb_index65_msb_index73_lo[2-1:0];
-    if ((msb_index63_msb_index64_msb_index65_msb_index73_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index65_msb_index73_lo_i = {(1 != 0), msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_hi_i};
+always @(msb_index35_msb_index36_msb_index37_msb_index45_lo, msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo_i, msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi_i) begin: msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_node
+    msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi = msb_index35_msb_index36_msb_index37_msb_index45_lo[4-1:2];
+    msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo = msb_index35_msb_index36_msb_index37_msb_index45_lo[2-1:0];
+    if ((msb_index35_msb_index36_msb_index37_msb_index45_lo[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index37_msb_index45_lo_i = {(1 != 0), msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index65_msb_index73_lo_i = {(0 != 0), msb_index63_msb_index64_msb_index65_msb_index73_msb_index77_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index64_msb_index65_lo, msb_index63_msb_index64_msb_index65_msb_index73_lo_i, msb_index63_msb_index64_msb_index65_msb_index73_hi_i) begin: msb_index63_msb_index64_msb_index65_msb_index73_node
-    msb_index63_msb_index64_msb_index65_msb_index73_hi = msb_index63_msb_index64_msb_index65_lo[8-1:4];
-    msb_index63_msb_index64_msb_index65_msb_index73_lo = msb_index63_msb_index64_msb_index65_lo[4-1:0];
-    if ((msb_index63_msb_index64_msb_index65_lo[8-1:4] != 0)) begin
-        msb_index63_msb_index64_msb_index65_lo_i = {(1 != 0), msb_index63_msb_index64_msb_index65_msb_index73_hi_i};
-    end
-    else begin
-        msb_index63_msb_index64_msb_index65_lo_i = {(0 != 0), msb_index63_msb_index64_msb_index65_msb_index73_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index64_hi, msb_index63_msb_index64_msb_index65_lo_i, msb_index63_msb_index64_msb_index65_hi_i) begin: msb_index63_msb_index64_msb_index65_node
-    msb_index63_msb_index64_msb_index65_hi = msb_index63_msb_index64_hi[16-1:8];
-    msb_index63_msb_index64_msb_index65_lo = msb_index63_msb_index64_hi[8-1:0];
-    if ((msb_index63_msb_index64_hi[16-1:8] != 0)) begin
-        msb_index63_msb_index64_hi_i = {(1 != 0), msb_index63_msb_index64_msb_index65_hi_i};
-    end
-    else begin
-        msb_index63_msb_index64_hi_i = {(0 != 0), msb_index63_msb_index64_msb_index65_lo_i};
+        msb_index35_msb_index36_msb_index37_msb_index45_lo_i = {(0 != 0), msb_index35_msb_index36_msb_index37_msb_index45_msb_index46_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi_i = msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi[1];
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_msb_index83_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi[0];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo_i = msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo[1];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_msb_index50_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo[0];
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo_i = msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo[1];
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_msb_index84_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo[0];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi_i = msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi[1];
+assign msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_msb_index51_unused_lsb = msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi[0];
 
 
-always @(msb_index63_msb_index64_msb_index80_msb_index81_hi, msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo_i, msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi_i) begin: msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_node
-    msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi = msb_index63_msb_index64_msb_index80_msb_index81_hi[4-1:2];
-    msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo = msb_index63_msb_index64_msb_index80_msb_index81_hi[2-1:0];
-    if ((msb_index63_msb_index64_msb_index80_msb_index81_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index80_msb_index81_hi_i = {(1 != 0), msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_hi_i};
+always @(msb_index35_msb_index36_msb_index37_msb_index45_hi, msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo_i, msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi_i) begin: msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_node
+    msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi = msb_index35_msb_index36_msb_index37_msb_index45_hi[4-1:2];
+    msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo = msb_index35_msb_index36_msb_index37_msb_index45_hi[2-1:0];
+    if ((msb_index35_msb_index36_msb_index37_msb_index45_hi[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index37_msb_index45_hi_i = {(1 != 0), msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index80_msb_index81_hi_i = {(0 != 0), msb_index63_msb_index64_msb_index80_msb_index81_msb_index82_lo_i};
+        msb_index35_msb_index36_msb_index37_msb_index45_hi_i = {(0 != 0), msb_index35_msb_index36_msb_index37_msb_index45_msb_index49_lo_i};
+    end
+end
+
+
+always @(msb_index35_msb_index36_msb_index37_hi, msb_index35_msb_index36_msb_index37_msb_index45_lo_i, msb_index35_msb_index36_msb_index37_msb_index45_hi_i) begin: msb_index35_msb_index36_msb_index37_msb_index45_node
+    msb_index35_msb_index36_msb_index37_msb_index45_hi = msb_index35_msb_index36_msb_index37_hi[8-1:4];
+    msb_index35_msb_index36_msb_index37_msb_index45_lo = msb_index35_msb_index36_msb_index37_hi[4-1:0];
+    if ((msb_index35_msb_index36_msb_index37_hi[8-1:4] != 0)) begin
+        msb_index35_msb_index36_msb_index37_hi_i = {(1 != 0), msb_index35_msb_index36_msb_index37_msb_index45_hi_i};
+    end
+    else begin
+        msb_index35_msb_index36_msb_index37_hi_i = {(0 != 0), msb_index35_msb_index36_msb_index37_msb_index45_lo_i};
+    end
+end
+
+
+always @(msb_index35_msb_index36_lo, msb_index35_msb_index36_msb_index37_lo_i, msb_index35_msb_index36_msb_index37_hi_i) begin: msb_index35_msb_index36_msb_index37_node
+    msb_index35_msb_index36_msb_index37_hi = msb_index35_msb_index36_lo[16-1:8];
+    msb_index35_msb_index36_msb_index37_lo = msb_index35_msb_index36_lo[8-1:0];
+    if ((msb_index35_msb_index36_lo[16-1:8] != 0)) begin
+        msb_index35_msb_index36_lo_i = {(1 != 0), msb_index35_msb_index36_msb_index37_hi_i};
+    end
+    else begin
+        msb_index35_msb_index36_lo_i = {(0 != 0), msb_index35_msb_index36_msb_index37_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi_i = msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi[1];
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_msb_index86_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi[0];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo_i = msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo[1];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_msb_index55_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo[0];
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo_i = msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo[1];
-assign msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_msb_index87_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo[0];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi_i = msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi[1];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_msb_index56_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi[0];
 
 
-always @(msb_index63_msb_index64_msb_index80_msb_index81_lo, msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo_i, msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi_i) begin: msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_node
-    msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi = msb_index63_msb_index64_msb_index80_msb_index81_lo[4-1:2];
-    msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo = msb_index63_msb_index64_msb_index80_msb_index81_lo[2-1:0];
-    if ((msb_index63_msb_index64_msb_index80_msb_index81_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index80_msb_index81_lo_i = {(1 != 0), msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_hi_i};
+always @(msb_index35_msb_index36_msb_index52_msb_index53_lo, msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo_i, msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi_i) begin: msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_node
+    msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi = msb_index35_msb_index36_msb_index52_msb_index53_lo[4-1:2];
+    msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo = msb_index35_msb_index36_msb_index52_msb_index53_lo[2-1:0];
+    if ((msb_index35_msb_index36_msb_index52_msb_index53_lo[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index52_msb_index53_lo_i = {(1 != 0), msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index80_msb_index81_lo_i = {(0 != 0), msb_index63_msb_index64_msb_index80_msb_index81_msb_index85_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index64_msb_index80_hi, msb_index63_msb_index64_msb_index80_msb_index81_lo_i, msb_index63_msb_index64_msb_index80_msb_index81_hi_i) begin: msb_index63_msb_index64_msb_index80_msb_index81_node
-    msb_index63_msb_index64_msb_index80_msb_index81_hi = msb_index63_msb_index64_msb_index80_hi[8-1:4];
-    msb_index63_msb_index64_msb_index80_msb_index81_lo = msb_index63_msb_index64_msb_index80_hi[4-1:0];
-    if ((msb_index63_msb_index64_msb_index80_hi[8-1:4] != 0)) begin
-        msb_index63_msb_index64_msb_index80_hi_i = {(1 != 0), msb_index63_msb_index64_msb_index80_msb_index81_hi_i};
-    end
-    else begin
-        msb_index63_msb_index64_msb_index80_hi_i = {(0 != 0), msb_index63_msb_index64_msb_index80_msb_index81_lo_i};
+        msb_index35_msb_index36_msb_index52_msb_index53_lo_i = {(0 != 0), msb_index35_msb_index36_msb_index52_msb_index53_msb_index54_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi_i = msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi[1];
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_msb_index90_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi[0];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo_i = msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo[1];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_msb_index58_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo[0];
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo_i = msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo[1];
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_msb_index91_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo[0];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi_i = msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi[1];
+assign msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_msb_index59_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi[0];
 
 
-always @(msb_index63_msb_index64_msb_index80_msb_index88_hi, msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo_i, msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi_i) begin: msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_node
-    msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi = msb_index63_msb_index64_msb_index80_msb_index88_hi[4-1:2];
-    msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo = msb_index63_msb_index64_msb_index80_msb_index88_hi[2-1:0];
-    if ((msb_index63_msb_index64_msb_index80_msb_index88_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index80_msb_index88_hi_i = {(1 != 0), msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_hi_i};
+always @(msb_index35_msb_index36_msb_index52_msb_index53_hi, msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo_i, msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi_i) begin: msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_node
+    msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi = msb_index35_msb_index36_msb_index52_msb_index53_hi[4-1:2];
+    msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo = msb_index35_msb_index36_msb_index52_msb_index53_hi[2-1:0];
+    if ((msb_index35_msb_index36_msb_index52_msb_index53_hi[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index52_msb_index53_hi_i = {(1 != 0), msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index80_msb_index88_hi_i = {(0 != 0), msb_index63_msb_index64_msb_index80_msb_index88_msb_index89_lo_i};
+        msb_index35_msb_index36_msb_index52_msb_index53_hi_i = {(0 != 0), msb_index35_msb_index36_msb_index52_msb_index53_msb_index57_lo_i};
+    end
+end
+
+
+always @(msb_index35_msb_index36_msb_index52_lo, msb_index35_msb_index36_msb_index52_msb_index53_lo_i, msb_index35_msb_index36_msb_index52_msb_index53_hi_i) begin: msb_index35_msb_index36_msb_index52_msb_index53_node
+    msb_index35_msb_index36_msb_index52_msb_index53_hi = msb_index35_msb_index36_msb_index52_lo[8-1:4];
+    msb_index35_msb_index36_msb_index52_msb_index53_lo = msb_index35_msb_index36_msb_index52_lo[4-1:0];
+    if ((msb_index35_msb_index36_msb_index52_lo[8-1:4] != 0)) begin
+        msb_index35_msb_index36_msb_index52_lo_i = {(1 != 0), msb_index35_msb_index36_msb_index52_msb_index53_hi_i};
+    end
+    else begin
+        msb_index35_msb_index36_msb_index52_lo_i = {(0 != 0), msb_index35_msb_index36_msb_index52_msb_index53_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi_i = msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi[1];
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_msb_index93_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi[0];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo_i = msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo[1];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_msb_index62_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo[0];
 
 
 
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo_i = msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo[1];
-assign msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_msb_index94_unused_lsb = msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo[0];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi_i = msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi[1];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_msb_index63_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi[0];
 
 
-always @(msb_index63_msb_index64_msb_index80_msb_index88_lo, msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo_i, msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi_i) begin: msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_node
-    msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi = msb_index63_msb_index64_msb_index80_msb_index88_lo[4-1:2];
-    msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo = msb_index63_msb_index64_msb_index80_msb_index88_lo[2-1:0];
-    if ((msb_index63_msb_index64_msb_index80_msb_index88_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index64_msb_index80_msb_index88_lo_i = {(1 != 0), msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_hi_i};
+always @(msb_index35_msb_index36_msb_index52_msb_index60_lo, msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo_i, msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi_i) begin: msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_node
+    msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi = msb_index35_msb_index36_msb_index52_msb_index60_lo[4-1:2];
+    msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo = msb_index35_msb_index36_msb_index52_msb_index60_lo[2-1:0];
+    if ((msb_index35_msb_index36_msb_index52_msb_index60_lo[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index52_msb_index60_lo_i = {(1 != 0), msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_hi_i};
     end
     else begin
-        msb_index63_msb_index64_msb_index80_msb_index88_lo_i = {(0 != 0), msb_index63_msb_index64_msb_index80_msb_index88_msb_index92_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index64_msb_index80_lo, msb_index63_msb_index64_msb_index80_msb_index88_lo_i, msb_index63_msb_index64_msb_index80_msb_index88_hi_i) begin: msb_index63_msb_index64_msb_index80_msb_index88_node
-    msb_index63_msb_index64_msb_index80_msb_index88_hi = msb_index63_msb_index64_msb_index80_lo[8-1:4];
-    msb_index63_msb_index64_msb_index80_msb_index88_lo = msb_index63_msb_index64_msb_index80_lo[4-1:0];
-    if ((msb_index63_msb_index64_msb_index80_lo[8-1:4] != 0)) begin
-        msb_index63_msb_index64_msb_index80_lo_i = {(1 != 0), msb_index63_msb_index64_msb_index80_msb_index88_hi_i};
-    end
-    else begin
-        msb_index63_msb_index64_msb_index80_lo_i = {(0 != 0), msb_index63_msb_index64_msb_index80_msb_index88_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index64_lo, msb_index63_msb_index64_msb_index80_lo_i, msb_index63_msb_index64_msb_index80_hi_i) begin: msb_index63_msb_index64_msb_index80_node
-    msb_index63_msb_index64_msb_index80_hi = msb_index63_msb_index64_lo[16-1:8];
-    msb_index63_msb_index64_msb_index80_lo = msb_index63_msb_index64_lo[8-1:0];
-    if ((msb_index63_msb_index64_lo[16-1:8] != 0)) begin
-        msb_index63_msb_index64_lo_i = {(1 != 0), msb_index63_msb_index64_msb_index80_hi_i};
-    end
-    else begin
-        msb_index63_msb_index64_lo_i = {(0 != 0), msb_index63_msb_index64_msb_index80_lo_i};
-    end
-end
-
-
-always @(msb_index63_hi, msb_index63_msb_index64_lo_i, msb_index63_msb_index64_hi_i) begin: msb_index63_msb_index64_node
-    msb_index63_msb_index64_hi = msb_index63_hi[32-1:16];
-    msb_index63_msb_index64_lo = msb_index63_hi[16-1:0];
-    if ((msb_index63_hi[32-1:16] != 0)) begin
-        msb_index63_hi_i = {(1 != 0), msb_index63_msb_index64_hi_i};
-    end
-    else begin
-        msb_index63_hi_i = {(0 != 0), msb_index63_msb_index64_lo_i};
+        msb_index35_msb_index36_msb_index52_msb_index60_lo_i = {(0 != 0), msb_index35_msb_index36_msb_index52_msb_index60_msb_index61_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi_i = msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi[1];
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_msb_index99_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi[0];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo_i = msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo[1];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_msb_index65_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo[0];
 
 
 
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo_i = msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo[1];
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_msb_index100_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo[0];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi_i = msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi[1];
+assign msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_msb_index66_unused_lsb = msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi[0];
 
 
-always @(msb_index63_msb_index95_msb_index96_msb_index97_hi, msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo_i, msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi_i) begin: msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_node
-    msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi = msb_index63_msb_index95_msb_index96_msb_index97_hi[4-1:2];
-    msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo = msb_index63_msb_index95_msb_index96_msb_index97_hi[2-1:0];
-    if ((msb_index63_msb_index95_msb_index96_msb_index97_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index96_msb_index97_hi_i = {(1 != 0), msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_hi_i};
+always @(msb_index35_msb_index36_msb_index52_msb_index60_hi, msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo_i, msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi_i) begin: msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_node
+    msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi = msb_index35_msb_index36_msb_index52_msb_index60_hi[4-1:2];
+    msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo = msb_index35_msb_index36_msb_index52_msb_index60_hi[2-1:0];
+    if ((msb_index35_msb_index36_msb_index52_msb_index60_hi[4-1:2] != 0)) begin
+        msb_index35_msb_index36_msb_index52_msb_index60_hi_i = {(1 != 0), msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_hi_i};
     end
     else begin
-        msb_index63_msb_index95_msb_index96_msb_index97_hi_i = {(0 != 0), msb_index63_msb_index95_msb_index96_msb_index97_msb_index98_lo_i};
+        msb_index35_msb_index36_msb_index52_msb_index60_hi_i = {(0 != 0), msb_index35_msb_index36_msb_index52_msb_index60_msb_index64_lo_i};
+    end
+end
+
+
+always @(msb_index35_msb_index36_msb_index52_hi, msb_index35_msb_index36_msb_index52_msb_index60_lo_i, msb_index35_msb_index36_msb_index52_msb_index60_hi_i) begin: msb_index35_msb_index36_msb_index52_msb_index60_node
+    msb_index35_msb_index36_msb_index52_msb_index60_hi = msb_index35_msb_index36_msb_index52_hi[8-1:4];
+    msb_index35_msb_index36_msb_index52_msb_index60_lo = msb_index35_msb_index36_msb_index52_hi[4-1:0];
+    if ((msb_index35_msb_index36_msb_index52_hi[8-1:4] != 0)) begin
+        msb_index35_msb_index36_msb_index52_hi_i = {(1 != 0), msb_index35_msb_index36_msb_index52_msb_index60_hi_i};
+    end
+    else begin
+        msb_index35_msb_index36_msb_index52_hi_i = {(0 != 0), msb_index35_msb_index36_msb_index52_msb_index60_lo_i};
+    end
+end
+
+
+always @(msb_index35_msb_index36_hi, msb_index35_msb_index36_msb_index52_lo_i, msb_index35_msb_index36_msb_index52_hi_i) begin: msb_index35_msb_index36_msb_index52_node
+    msb_index35_msb_index36_msb_index52_hi = msb_index35_msb_index36_hi[16-1:8];
+    msb_index35_msb_index36_msb_index52_lo = msb_index35_msb_index36_hi[8-1:0];
+    if ((msb_index35_msb_index36_hi[16-1:8] != 0)) begin
+        msb_index35_msb_index36_hi_i = {(1 != 0), msb_index35_msb_index36_msb_index52_hi_i};
+    end
+    else begin
+        msb_index35_msb_index36_hi_i = {(0 != 0), msb_index35_msb_index36_msb_index52_lo_i};
+    end
+end
+
+
+always @(msb_index35_lo, msb_index35_msb_index36_lo_i, msb_index35_msb_index36_hi_i) begin: msb_index35_msb_index36_node
+    msb_index35_msb_index36_hi = msb_index35_lo[32-1:16];
+    msb_index35_msb_index36_lo = msb_index35_lo[16-1:0];
+    if ((msb_index35_lo[32-1:16] != 0)) begin
+        msb_index35_lo_i = {(1 != 0), msb_index35_msb_index36_hi_i};
+    end
+    else begin
+        msb_index35_lo_i = {(0 != 0), msb_index35_msb_index36_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi_i = msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi[1];
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_msb_index102_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi[0];
+assign msb_index35_msb_index67_msb_index68_msb_index69_lo_i = msb_index35_msb_index67_msb_index68_msb_index69_lo[1];
+assign msb_index35_msb_index67_msb_index68_msb_index69_msb_index70_unused_lsb = msb_index35_msb_index67_msb_index68_msb_index69_lo[0];
 
 
 
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo_i = msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo[1];
-assign msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_msb_index103_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo[0];
+assign msb_index35_msb_index67_msb_index68_msb_index69_hi_i = msb_index35_msb_index67_msb_index68_msb_index69_hi[1];
+assign msb_index35_msb_index67_msb_index68_msb_index69_msb_index71_unused_lsb = msb_index35_msb_index67_msb_index68_msb_index69_hi[0];
 
 
-always @(msb_index63_msb_index95_msb_index96_msb_index97_lo, msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo_i, msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi_i) begin: msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_node
-    msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi = msb_index63_msb_index95_msb_index96_msb_index97_lo[4-1:2];
-    msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo = msb_index63_msb_index95_msb_index96_msb_index97_lo[2-1:0];
-    if ((msb_index63_msb_index95_msb_index96_msb_index97_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index96_msb_index97_lo_i = {(1 != 0), msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_hi_i};
+always @(msb_index35_msb_index67_msb_index68_lo, msb_index35_msb_index67_msb_index68_msb_index69_lo_i, msb_index35_msb_index67_msb_index68_msb_index69_hi_i) begin: msb_index35_msb_index67_msb_index68_msb_index69_node
+    msb_index35_msb_index67_msb_index68_msb_index69_hi = msb_index35_msb_index67_msb_index68_lo[4-1:2];
+    msb_index35_msb_index67_msb_index68_msb_index69_lo = msb_index35_msb_index67_msb_index68_lo[2-1:0];
+    if ((msb_index35_msb_index67_msb_index68_lo[4-1:2] != 0)) begin
+        msb_index35_msb_index67_msb_index68_lo_i = {(1 != 0), msb_index35_msb_index67_msb_index68_msb_index69_hi_i};
     end
     else begin
-        msb_index63_msb_index95_msb_index96_msb_index97_lo_i = {(0 != 0), msb_index63_msb_index95_msb_index96_msb_index97_msb_index101_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index95_msb_index96_hi, msb_index63_msb_index95_msb_index96_msb_index97_lo_i, msb_index63_msb_index95_msb_index96_msb_index97_hi_i) begin: msb_index63_msb_index95_msb_index96_msb_index97_node
-    msb_index63_msb_index95_msb_index96_msb_index97_hi = msb_index63_msb_index95_msb_index96_hi[8-1:4];
-    msb_index63_msb_index95_msb_index96_msb_index97_lo = msb_index63_msb_index95_msb_index96_hi[4-1:0];
-    if ((msb_index63_msb_index95_msb_index96_hi[8-1:4] != 0)) begin
-        msb_index63_msb_index95_msb_index96_hi_i = {(1 != 0), msb_index63_msb_index95_msb_index96_msb_index97_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_msb_index96_hi_i = {(0 != 0), msb_index63_msb_index95_msb_index96_msb_index97_lo_i};
+        msb_index35_msb_index67_msb_index68_lo_i = {(0 != 0), msb_index35_msb_index67_msb_index68_msb_index69_lo_i};
     end
 end
 
 
 
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi_i = msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi[1];
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_msb_index106_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi[0];
+assign msb_index35_msb_index67_msb_index68_msb_index72_lo_i = msb_index35_msb_index67_msb_index68_msb_index72_lo[1];
+assign msb_index35_msb_index67_msb_index68_msb_index72_msb_index73_unused_lsb = msb_index35_msb_index67_msb_index68_msb_index72_lo[0];
 
 
 
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo_i = msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo[1];
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_msb_index107_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo[0];
+assign msb_index35_msb_index67_msb_index68_msb_index72_hi_i = msb_index35_msb_index67_msb_index68_msb_index72_hi[1];
+assign msb_index35_msb_index67_msb_index68_msb_index72_msb_index74_unused_lsb = msb_index35_msb_index67_msb_index68_msb_index72_hi[0];
 
 
-always @(msb_index63_msb_index95_msb_index96_msb_index104_hi, msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo_i, msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi_i) begin: msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_node
-    msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi = msb_index63_msb_index95_msb_index96_msb_index104_hi[4-1:2];
-    msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo = msb_index63_msb_index95_msb_index96_msb_index104_hi[2-1:0];
-    if ((msb_index63_msb_index95_msb_index96_msb_index104_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index96_msb_index104_hi_i = {(1 != 0), msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_hi_i};
+always @(msb_index35_msb_index67_msb_index68_hi, msb_index35_msb_index67_msb_index68_msb_index72_lo_i, msb_index35_msb_index67_msb_index68_msb_index72_hi_i) begin: msb_index35_msb_index67_msb_index68_msb_index72_node
+    msb_index35_msb_index67_msb_index68_msb_index72_hi = msb_index35_msb_index67_msb_index68_hi[4-1:2];
+    msb_index35_msb_index67_msb_index68_msb_index72_lo = msb_index35_msb_index67_msb_index68_hi[2-1:0];
+    if ((msb_index35_msb_index67_msb_index68_hi[4-1:2] != 0)) begin
+        msb_index35_msb_index67_msb_index68_hi_i = {(1 != 0), msb_index35_msb_index67_msb_index68_msb_index72_hi_i};
     end
     else begin
-        msb_index63_msb_index95_msb_index96_msb_index104_hi_i = {(0 != 0), msb_index63_msb_index95_msb_index96_msb_index104_msb_index105_lo_i};
+        msb_index35_msb_index67_msb_index68_hi_i = {(0 != 0), msb_index35_msb_index67_msb_index68_msb_index72_lo_i};
     end
 end
 
 
-
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi_i = msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi[1];
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_msb_index109_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi[0];
-
-
-
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo_i = msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo[1];
-assign msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_msb_index110_unused_lsb = msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo[0];
-
-
-always @(msb_index63_msb_index95_msb_index96_msb_index104_lo, msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo_i, msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi_i) begin: msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_node
-    msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi = msb_index63_msb_index95_msb_index96_msb_index104_lo[4-1:2];
-    msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo = msb_index63_msb_index95_msb_index96_msb_index104_lo[2-1:0];
-    if ((msb_index63_msb_index95_msb_index96_msb_index104_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index96_msb_index104_lo_i = {(1 != 0), msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_hi_i};
+always @(msb_index35_msb_index67_lo, msb_index35_msb_index67_msb_index68_lo_i, msb_index35_msb_index67_msb_index68_hi_i) begin: msb_index35_msb_index67_msb_index68_node
+    msb_index35_msb_index67_msb_index68_hi = msb_index35_msb_index67_lo[8-1:4];
+    msb_index35_msb_index67_msb_index68_lo = msb_index35_msb_index67_lo[4-1:0];
+    if ((msb_index35_msb_index67_lo[8-1:4] != 0)) begin
+        msb_index35_msb_index67_lo_i = {(1 != 0), msb_index35_msb_index67_msb_index68_hi_i};
     end
     else begin
-        msb_index63_msb_index95_msb_index96_msb_index104_lo_i = {(0 != 0), msb_index63_msb_index95_msb_index96_msb_index104_msb_index108_lo_i};
+        msb_index35_msb_index67_lo_i = {(0 != 0), msb_index35_msb_index67_msb_index68_lo_i};
     end
 end
 
 
-always @(msb_index63_msb_index95_msb_index96_lo, msb_index63_msb_index95_msb_index96_msb_index104_lo_i, msb_index63_msb_index95_msb_index96_msb_index104_hi_i) begin: msb_index63_msb_index95_msb_index96_msb_index104_node
-    msb_index63_msb_index95_msb_index96_msb_index104_hi = msb_index63_msb_index95_msb_index96_lo[8-1:4];
-    msb_index63_msb_index95_msb_index96_msb_index104_lo = msb_index63_msb_index95_msb_index96_lo[4-1:0];
-    if ((msb_index63_msb_index95_msb_index96_lo[8-1:4] != 0)) begin
-        msb_index63_msb_index95_msb_index96_lo_i = {(1 != 0), msb_index63_msb_index95_msb_index96_msb_index104_hi_i};
+always @(msb_index35_hi, msb_index35_msb_index67_lo_i) begin: msb_index35_msb_index67_top
+    msb_index35_msb_index67_lo = msb_index35_hi[8-1:0];
+    if (msb_index35_hi[(9 - 1)]) begin
+        msb_index35_hi_i = {(1 != 0), 3'h0};
     end
     else begin
-        msb_index63_msb_index95_msb_index96_lo_i = {(0 != 0), msb_index63_msb_index95_msb_index96_msb_index104_lo_i};
+        msb_index35_hi_i = {(0 != 0), msb_index35_msb_index67_lo_i};
     end
 end
 
 
-always @(msb_index63_msb_index95_hi, msb_index63_msb_index95_msb_index96_lo_i, msb_index63_msb_index95_msb_index96_hi_i) begin: msb_index63_msb_index95_msb_index96_node
-    msb_index63_msb_index95_msb_index96_hi = msb_index63_msb_index95_hi[16-1:8];
-    msb_index63_msb_index95_msb_index96_lo = msb_index63_msb_index95_hi[8-1:0];
-    if ((msb_index63_msb_index95_hi[16-1:8] != 0)) begin
-        msb_index63_msb_index95_hi_i = {(1 != 0), msb_index63_msb_index95_msb_index96_hi_i};
+always @(hi, msb_index35_lo_i, msb_index35_hi_i) begin: msb_index35_node_short
+    msb_index35_hi = hi[41-1:32];
+    msb_index35_lo = hi[32-1:0];
+    if ((hi[41-1:32] != 0)) begin
+        hlop = {(1 != 0), 1'h0, msb_index35_hi_i};
     end
     else begin
-        msb_index63_msb_index95_hi_i = {(0 != 0), msb_index63_msb_index95_msb_index96_lo_i};
-    end
-end
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi_i = msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi[1];
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_msb_index114_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi[0];
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo_i = msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo[1];
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_msb_index115_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo[0];
-
-
-always @(msb_index63_msb_index95_msb_index111_msb_index112_hi, msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo_i, msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi_i) begin: msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_node
-    msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi = msb_index63_msb_index95_msb_index111_msb_index112_hi[4-1:2];
-    msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo = msb_index63_msb_index95_msb_index111_msb_index112_hi[2-1:0];
-    if ((msb_index63_msb_index95_msb_index111_msb_index112_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index111_msb_index112_hi_i = {(1 != 0), msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_msb_index111_msb_index112_hi_i = {(0 != 0), msb_index63_msb_index95_msb_index111_msb_index112_msb_index113_lo_i};
-    end
-end
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi_i = msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi[1];
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_msb_index117_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi[0];
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo_i = msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo[1];
-assign msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_msb_index118_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo[0];
-
-
-always @(msb_index63_msb_index95_msb_index111_msb_index112_lo, msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo_i, msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi_i) begin: msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_node
-    msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi = msb_index63_msb_index95_msb_index111_msb_index112_lo[4-1:2];
-    msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo = msb_index63_msb_index95_msb_index111_msb_index112_lo[2-1:0];
-    if ((msb_index63_msb_index95_msb_index111_msb_index112_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index111_msb_index112_lo_i = {(1 != 0), msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_msb_index111_msb_index112_lo_i = {(0 != 0), msb_index63_msb_index95_msb_index111_msb_index112_msb_index116_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index95_msb_index111_hi, msb_index63_msb_index95_msb_index111_msb_index112_lo_i, msb_index63_msb_index95_msb_index111_msb_index112_hi_i) begin: msb_index63_msb_index95_msb_index111_msb_index112_node
-    msb_index63_msb_index95_msb_index111_msb_index112_hi = msb_index63_msb_index95_msb_index111_hi[8-1:4];
-    msb_index63_msb_index95_msb_index111_msb_index112_lo = msb_index63_msb_index95_msb_index111_hi[4-1:0];
-    if ((msb_index63_msb_index95_msb_index111_hi[8-1:4] != 0)) begin
-        msb_index63_msb_index95_msb_index111_hi_i = {(1 != 0), msb_index63_msb_index95_msb_index111_msb_index112_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_msb_index111_hi_i = {(0 != 0), msb_index63_msb_index95_msb_index111_msb_index112_lo_i};
-    end
-end
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi_i = msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi[1];
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_msb_index121_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi[0];
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo_i = msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo[1];
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_msb_index122_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo[0];
-
-
-always @(msb_index63_msb_index95_msb_index111_msb_index119_hi, msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo_i, msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi_i) begin: msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_node
-    msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi = msb_index63_msb_index95_msb_index111_msb_index119_hi[4-1:2];
-    msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo = msb_index63_msb_index95_msb_index111_msb_index119_hi[2-1:0];
-    if ((msb_index63_msb_index95_msb_index111_msb_index119_hi[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index111_msb_index119_hi_i = {(1 != 0), msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_msb_index111_msb_index119_hi_i = {(0 != 0), msb_index63_msb_index95_msb_index111_msb_index119_msb_index120_lo_i};
-    end
-end
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi_i = msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi[1];
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_msb_index124_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi[0];
-
-
-
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo_i = msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo[1];
-assign msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_msb_index125_unused_lsb = msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo[0];
-
-
-always @(msb_index63_msb_index95_msb_index111_msb_index119_lo, msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo_i, msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi_i) begin: msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_node
-    msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi = msb_index63_msb_index95_msb_index111_msb_index119_lo[4-1:2];
-    msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo = msb_index63_msb_index95_msb_index111_msb_index119_lo[2-1:0];
-    if ((msb_index63_msb_index95_msb_index111_msb_index119_lo[4-1:2] != 0)) begin
-        msb_index63_msb_index95_msb_index111_msb_index119_lo_i = {(1 != 0), msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_msb_index111_msb_index119_lo_i = {(0 != 0), msb_index63_msb_index95_msb_index111_msb_index119_msb_index123_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index95_msb_index111_lo, msb_index63_msb_index95_msb_index111_msb_index119_lo_i, msb_index63_msb_index95_msb_index111_msb_index119_hi_i) begin: msb_index63_msb_index95_msb_index111_msb_index119_node
-    msb_index63_msb_index95_msb_index111_msb_index119_hi = msb_index63_msb_index95_msb_index111_lo[8-1:4];
-    msb_index63_msb_index95_msb_index111_msb_index119_lo = msb_index63_msb_index95_msb_index111_lo[4-1:0];
-    if ((msb_index63_msb_index95_msb_index111_lo[8-1:4] != 0)) begin
-        msb_index63_msb_index95_msb_index111_lo_i = {(1 != 0), msb_index63_msb_index95_msb_index111_msb_index119_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_msb_index111_lo_i = {(0 != 0), msb_index63_msb_index95_msb_index111_msb_index119_lo_i};
-    end
-end
-
-
-always @(msb_index63_msb_index95_lo, msb_index63_msb_index95_msb_index111_lo_i, msb_index63_msb_index95_msb_index111_hi_i) begin: msb_index63_msb_index95_msb_index111_node
-    msb_index63_msb_index95_msb_index111_hi = msb_index63_msb_index95_lo[16-1:8];
-    msb_index63_msb_index95_msb_index111_lo = msb_index63_msb_index95_lo[8-1:0];
-    if ((msb_index63_msb_index95_lo[16-1:8] != 0)) begin
-        msb_index63_msb_index95_lo_i = {(1 != 0), msb_index63_msb_index95_msb_index111_hi_i};
-    end
-    else begin
-        msb_index63_msb_index95_lo_i = {(0 != 0), msb_index63_msb_index95_msb_index111_lo_i};
-    end
-end
-
-
-always @(msb_index63_lo, msb_index63_msb_index95_lo_i, msb_index63_msb_index95_hi_i) begin: msb_index63_msb_index95_node
-    msb_index63_msb_index95_hi = msb_index63_lo[32-1:16];
-    msb_index63_msb_index95_lo = msb_index63_lo[16-1:0];
-    if ((msb_index63_lo[32-1:16] != 0)) begin
-        msb_index63_lo_i = {(1 != 0), msb_index63_msb_index95_hi_i};
-    end
-    else begin
-        msb_index63_lo_i = {(0 != 0), msb_index63_msb_index95_lo_i};
-    end
-end
-
-
-always @(hpad, msb_index63_lo_i, msb_index63_hi_i) begin: msb_index63_node
-    msb_index63_hi = hpad[64-1:32];
-    msb_index63_lo = hpad[32-1:0];
-    if ((hpad[64-1:32] != 0)) begin
-        hlop = {(1 != 0), msb_index63_hi_i};
-    end
-    else begin
-        hlop = {(0 != 0), msb_index63_lo_i};
+        hlop = {(0 != 0), msb_index35_lo_i};
     end
 end
 

@@ -52,1345 +52,721 @@ reg [31:0] _tofloat_lane0_f_out;
 reg _tofloat_lane0_f_ovf;
 reg _tofloat_lane0_f_unf;
 reg _tofloat_lane0_f_inx;
-reg [4:0] _tofloat_lane0_lidx;
+reg [3:0] _tofloat_lane0_lidx;
+reg [15:0] _tofloat_lane0_mag;
 reg [31:0] _tofloat_lane0_magp;
 reg [32:0] _tofloat_lane0_res_unused;
-reg [15:0] _tofloat_lane0_msb_index0_hi;
-reg [3:0] _tofloat_lane0_msb_index0_hi_i;
-reg [15:0] _tofloat_lane0_msb_index0_lo;
-reg [3:0] _tofloat_lane0_msb_index0_lo_i;
-reg [7:0] _tofloat_lane0_msb_index0_msb_index1_hi;
-reg [2:0] _tofloat_lane0_msb_index0_msb_index1_hi_i;
-reg [7:0] _tofloat_lane0_msb_index0_msb_index1_lo;
-reg [2:0] _tofloat_lane0_msb_index0_msb_index1_lo_i;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index7_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi_i;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index11_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index14_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb;
-reg [7:0] _tofloat_lane0_msb_index0_msb_index16_hi;
-reg [2:0] _tofloat_lane0_msb_index0_msb_index16_hi_i;
-reg [7:0] _tofloat_lane0_msb_index0_msb_index16_lo;
-reg [2:0] _tofloat_lane0_msb_index0_msb_index16_lo_i;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi_i;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index19_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index20_unused_lsb;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index22_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index23_unused_lsb;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi_i;
-reg [3:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index26_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index27_unused_lsb;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i;
-reg [1:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo;
-wire [0:0] _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index29_unused_lsb;
-wire _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index30_unused_lsb;
+reg [7:0] _tofloat_lane0_msb_index0_lo;
+reg [2:0] _tofloat_lane0_msb_index0_lo_i;
+reg [7:0] _tofloat_lane0_msb_index0_hi;
+reg [2:0] _tofloat_lane0_msb_index0_hi_i;
+reg [3:0] _tofloat_lane0_msb_index0_msb_index1_lo;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index1_lo_i;
+reg [3:0] _tofloat_lane0_msb_index0_msb_index1_hi;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index1_hi_i;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i;
+wire _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_unused_lsb;
+wire _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index4_unused_lsb;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo_i;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi_i;
+wire _tofloat_lane0_msb_index0_msb_index1_msb_index5_msb_index6_unused_lsb;
+wire _tofloat_lane0_msb_index0_msb_index1_msb_index5_msb_index7_unused_lsb;
+reg [3:0] _tofloat_lane0_msb_index0_msb_index8_lo;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index8_lo_i;
+reg [3:0] _tofloat_lane0_msb_index0_msb_index8_hi;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index8_hi_i;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo_i;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi_i;
+wire _tofloat_lane0_msb_index0_msb_index8_msb_index9_msb_index10_unused_lsb;
+wire _tofloat_lane0_msb_index0_msb_index8_msb_index9_msb_index11_unused_lsb;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo_i;
+reg [1:0] _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi;
+wire [0:0] _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi_i;
+wire _tofloat_lane0_msb_index0_msb_index8_msb_index12_msb_index13_unused_lsb;
+wire _tofloat_lane0_msb_index0_msb_index8_msb_index12_msb_index14_unused_lsb;
 wire [15:0] _lane_slice1_m_i;
 reg [31:0] _tofloat_lane1_f_out;
 reg _tofloat_lane1_f_ovf;
 reg _tofloat_lane1_f_unf;
 reg _tofloat_lane1_f_inx;
-reg [4:0] _tofloat_lane1_lidx;
+reg [3:0] _tofloat_lane1_lidx;
+reg [15:0] _tofloat_lane1_mag;
 reg [31:0] _tofloat_lane1_magp;
 reg [32:0] _tofloat_lane1_res_unused;
-reg [15:0] _tofloat_lane1_msb_index31_hi;
-reg [3:0] _tofloat_lane1_msb_index31_hi_i;
-reg [15:0] _tofloat_lane1_msb_index31_lo;
-reg [3:0] _tofloat_lane1_msb_index31_lo_i;
-reg [7:0] _tofloat_lane1_msb_index31_msb_index32_hi;
-reg [2:0] _tofloat_lane1_msb_index31_msb_index32_hi_i;
-reg [7:0] _tofloat_lane1_msb_index31_msb_index32_lo;
-reg [2:0] _tofloat_lane1_msb_index31_msb_index32_lo_i;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi_i;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_msb_index35_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_msb_index36_unused_lsb;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_msb_index38_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_msb_index39_unused_lsb;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi_i;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_msb_index42_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_msb_index43_unused_lsb;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_msb_index45_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_msb_index46_unused_lsb;
-reg [7:0] _tofloat_lane1_msb_index31_msb_index47_hi;
-reg [2:0] _tofloat_lane1_msb_index31_msb_index47_hi_i;
-reg [7:0] _tofloat_lane1_msb_index31_msb_index47_lo;
-reg [2:0] _tofloat_lane1_msb_index31_msb_index47_lo_i;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi_i;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_msb_index50_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_msb_index51_unused_lsb;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_msb_index53_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_msb_index54_unused_lsb;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi_i;
-reg [3:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_msb_index57_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_msb_index58_unused_lsb;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi_i;
-reg [1:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo;
-wire [0:0] _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo_i;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_msb_index60_unused_lsb;
-wire _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_msb_index61_unused_lsb;
+reg [7:0] _tofloat_lane1_msb_index15_lo;
+reg [2:0] _tofloat_lane1_msb_index15_lo_i;
+reg [7:0] _tofloat_lane1_msb_index15_hi;
+reg [2:0] _tofloat_lane1_msb_index15_hi_i;
+reg [3:0] _tofloat_lane1_msb_index15_msb_index16_lo;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index16_lo_i;
+reg [3:0] _tofloat_lane1_msb_index15_msb_index16_hi;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index16_hi_i;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo_i;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi_i;
+wire _tofloat_lane1_msb_index15_msb_index16_msb_index17_msb_index18_unused_lsb;
+wire _tofloat_lane1_msb_index15_msb_index16_msb_index17_msb_index19_unused_lsb;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo_i;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi_i;
+wire _tofloat_lane1_msb_index15_msb_index16_msb_index20_msb_index21_unused_lsb;
+wire _tofloat_lane1_msb_index15_msb_index16_msb_index20_msb_index22_unused_lsb;
+reg [3:0] _tofloat_lane1_msb_index15_msb_index23_lo;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index23_lo_i;
+reg [3:0] _tofloat_lane1_msb_index15_msb_index23_hi;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index23_hi_i;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo_i;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi_i;
+wire _tofloat_lane1_msb_index15_msb_index23_msb_index24_msb_index25_unused_lsb;
+wire _tofloat_lane1_msb_index15_msb_index23_msb_index24_msb_index26_unused_lsb;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo_i;
+reg [1:0] _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi;
+wire [0:0] _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi_i;
+wire _tofloat_lane1_msb_index15_msb_index23_msb_index27_msb_index28_unused_lsb;
+wire _tofloat_lane1_msb_index15_msb_index23_msb_index27_msb_index29_unused_lsb;
 wire [15:0] _lane_slice2_m_i;
 reg [31:0] _tofloat_lane2_f_out;
 reg _tofloat_lane2_f_ovf;
 reg _tofloat_lane2_f_unf;
 reg _tofloat_lane2_f_inx;
-reg [4:0] _tofloat_lane2_lidx;
+reg [3:0] _tofloat_lane2_lidx;
+reg [15:0] _tofloat_lane2_mag;
 reg [31:0] _tofloat_lane2_magp;
 reg [32:0] _tofloat_lane2_res_unused;
-reg [15:0] _tofloat_lane2_msb_index62_hi;
-reg [3:0] _tofloat_lane2_msb_index62_hi_i;
-reg [15:0] _tofloat_lane2_msb_index62_lo;
-reg [3:0] _tofloat_lane2_msb_index62_lo_i;
-reg [7:0] _tofloat_lane2_msb_index62_msb_index63_hi;
-reg [2:0] _tofloat_lane2_msb_index62_msb_index63_hi_i;
-reg [7:0] _tofloat_lane2_msb_index62_msb_index63_lo;
-reg [2:0] _tofloat_lane2_msb_index62_msb_index63_lo_i;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi_i;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_msb_index66_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_msb_index67_unused_lsb;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_msb_index69_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_msb_index70_unused_lsb;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi_i;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_msb_index73_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_msb_index74_unused_lsb;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_msb_index76_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_msb_index77_unused_lsb;
-reg [7:0] _tofloat_lane2_msb_index62_msb_index78_hi;
-reg [2:0] _tofloat_lane2_msb_index62_msb_index78_hi_i;
-reg [7:0] _tofloat_lane2_msb_index62_msb_index78_lo;
-reg [2:0] _tofloat_lane2_msb_index62_msb_index78_lo_i;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi_i;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_msb_index81_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_msb_index82_unused_lsb;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_msb_index84_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_msb_index85_unused_lsb;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi_i;
-reg [3:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_msb_index88_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_msb_index89_unused_lsb;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi_i;
-reg [1:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo;
-wire [0:0] _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo_i;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_msb_index91_unused_lsb;
-wire _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_msb_index92_unused_lsb;
+reg [7:0] _tofloat_lane2_msb_index30_lo;
+reg [2:0] _tofloat_lane2_msb_index30_lo_i;
+reg [7:0] _tofloat_lane2_msb_index30_hi;
+reg [2:0] _tofloat_lane2_msb_index30_hi_i;
+reg [3:0] _tofloat_lane2_msb_index30_msb_index31_lo;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index31_lo_i;
+reg [3:0] _tofloat_lane2_msb_index30_msb_index31_hi;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index31_hi_i;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo_i;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi_i;
+wire _tofloat_lane2_msb_index30_msb_index31_msb_index32_msb_index33_unused_lsb;
+wire _tofloat_lane2_msb_index30_msb_index31_msb_index32_msb_index34_unused_lsb;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo_i;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi_i;
+wire _tofloat_lane2_msb_index30_msb_index31_msb_index35_msb_index36_unused_lsb;
+wire _tofloat_lane2_msb_index30_msb_index31_msb_index35_msb_index37_unused_lsb;
+reg [3:0] _tofloat_lane2_msb_index30_msb_index38_lo;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index38_lo_i;
+reg [3:0] _tofloat_lane2_msb_index30_msb_index38_hi;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index38_hi_i;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo_i;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi_i;
+wire _tofloat_lane2_msb_index30_msb_index38_msb_index39_msb_index40_unused_lsb;
+wire _tofloat_lane2_msb_index30_msb_index38_msb_index39_msb_index41_unused_lsb;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo_i;
+reg [1:0] _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi;
+wire [0:0] _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi_i;
+wire _tofloat_lane2_msb_index30_msb_index38_msb_index42_msb_index43_unused_lsb;
+wire _tofloat_lane2_msb_index30_msb_index38_msb_index42_msb_index44_unused_lsb;
 wire [15:0] _lane_slice3_m_i;
 reg [31:0] _tofloat_lane3_f_out;
 reg _tofloat_lane3_f_ovf;
 reg _tofloat_lane3_f_unf;
 reg _tofloat_lane3_f_inx;
-reg [4:0] _tofloat_lane3_lidx;
+reg [3:0] _tofloat_lane3_lidx;
+reg [15:0] _tofloat_lane3_mag;
 reg [31:0] _tofloat_lane3_magp;
 reg [32:0] _tofloat_lane3_res_unused;
-reg [15:0] _tofloat_lane3_msb_index93_hi;
-reg [3:0] _tofloat_lane3_msb_index93_hi_i;
-reg [15:0] _tofloat_lane3_msb_index93_lo;
-reg [3:0] _tofloat_lane3_msb_index93_lo_i;
-reg [7:0] _tofloat_lane3_msb_index93_msb_index94_hi;
-reg [2:0] _tofloat_lane3_msb_index93_msb_index94_hi_i;
-reg [7:0] _tofloat_lane3_msb_index93_msb_index94_lo;
-reg [2:0] _tofloat_lane3_msb_index93_msb_index94_lo_i;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi_i;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_msb_index97_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_msb_index98_unused_lsb;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_msb_index100_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_msb_index101_unused_lsb;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi_i;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_msb_index104_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_msb_index105_unused_lsb;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_msb_index107_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_msb_index108_unused_lsb;
-reg [7:0] _tofloat_lane3_msb_index93_msb_index109_hi;
-reg [2:0] _tofloat_lane3_msb_index93_msb_index109_hi_i;
-reg [7:0] _tofloat_lane3_msb_index93_msb_index109_lo;
-reg [2:0] _tofloat_lane3_msb_index93_msb_index109_lo_i;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi_i;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_msb_index112_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_msb_index113_unused_lsb;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_msb_index115_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_msb_index116_unused_lsb;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi_i;
-reg [3:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_msb_index119_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_msb_index120_unused_lsb;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi_i;
-reg [1:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo;
-wire [0:0] _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo_i;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_msb_index122_unused_lsb;
-wire _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_msb_index123_unused_lsb;
+reg [7:0] _tofloat_lane3_msb_index45_lo;
+reg [2:0] _tofloat_lane3_msb_index45_lo_i;
+reg [7:0] _tofloat_lane3_msb_index45_hi;
+reg [2:0] _tofloat_lane3_msb_index45_hi_i;
+reg [3:0] _tofloat_lane3_msb_index45_msb_index46_lo;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index46_lo_i;
+reg [3:0] _tofloat_lane3_msb_index45_msb_index46_hi;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index46_hi_i;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo_i;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi_i;
+wire _tofloat_lane3_msb_index45_msb_index46_msb_index47_msb_index48_unused_lsb;
+wire _tofloat_lane3_msb_index45_msb_index46_msb_index47_msb_index49_unused_lsb;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo_i;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi_i;
+wire _tofloat_lane3_msb_index45_msb_index46_msb_index50_msb_index51_unused_lsb;
+wire _tofloat_lane3_msb_index45_msb_index46_msb_index50_msb_index52_unused_lsb;
+reg [3:0] _tofloat_lane3_msb_index45_msb_index53_lo;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index53_lo_i;
+reg [3:0] _tofloat_lane3_msb_index45_msb_index53_hi;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index53_hi_i;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo_i;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi_i;
+wire _tofloat_lane3_msb_index45_msb_index53_msb_index54_msb_index55_unused_lsb;
+wire _tofloat_lane3_msb_index45_msb_index53_msb_index54_msb_index56_unused_lsb;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo_i;
+reg [1:0] _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi;
+wire [0:0] _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi_i;
+wire _tofloat_lane3_msb_index45_msb_index53_msb_index57_msb_index58_unused_lsb;
+wire _tofloat_lane3_msb_index45_msb_index53_msb_index57_msb_index59_unused_lsb;
 wire [15:0] _lane_slice4_m_i;
 reg [31:0] _tofloat_lane4_f_out;
 reg _tofloat_lane4_f_ovf;
 reg _tofloat_lane4_f_unf;
 reg _tofloat_lane4_f_inx;
-reg [4:0] _tofloat_lane4_lidx;
+reg [3:0] _tofloat_lane4_lidx;
+reg [15:0] _tofloat_lane4_mag;
 reg [31:0] _tofloat_lane4_magp;
 reg [32:0] _tofloat_lane4_res_unused;
-reg [15:0] _tofloat_lane4_msb_index124_hi;
-reg [3:0] _tofloat_lane4_msb_index124_hi_i;
-reg [15:0] _tofloat_lane4_msb_index124_lo;
-reg [3:0] _tofloat_lane4_msb_index124_lo_i;
-reg [7:0] _tofloat_lane4_msb_index124_msb_index125_hi;
-reg [2:0] _tofloat_lane4_msb_index124_msb_index125_hi_i;
-reg [7:0] _tofloat_lane4_msb_index124_msb_index125_lo;
-reg [2:0] _tofloat_lane4_msb_index124_msb_index125_lo_i;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi_i;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_msb_index128_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_msb_index129_unused_lsb;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_msb_index131_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_msb_index132_unused_lsb;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi_i;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_msb_index135_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_msb_index136_unused_lsb;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_msb_index138_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_msb_index139_unused_lsb;
-reg [7:0] _tofloat_lane4_msb_index124_msb_index140_hi;
-reg [2:0] _tofloat_lane4_msb_index124_msb_index140_hi_i;
-reg [7:0] _tofloat_lane4_msb_index124_msb_index140_lo;
-reg [2:0] _tofloat_lane4_msb_index124_msb_index140_lo_i;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi_i;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_msb_index143_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_msb_index144_unused_lsb;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_msb_index146_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_msb_index147_unused_lsb;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi_i;
-reg [3:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_msb_index150_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_msb_index151_unused_lsb;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi_i;
-reg [1:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo;
-wire [0:0] _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo_i;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_msb_index153_unused_lsb;
-wire _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_msb_index154_unused_lsb;
+reg [7:0] _tofloat_lane4_msb_index60_lo;
+reg [2:0] _tofloat_lane4_msb_index60_lo_i;
+reg [7:0] _tofloat_lane4_msb_index60_hi;
+reg [2:0] _tofloat_lane4_msb_index60_hi_i;
+reg [3:0] _tofloat_lane4_msb_index60_msb_index61_lo;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index61_lo_i;
+reg [3:0] _tofloat_lane4_msb_index60_msb_index61_hi;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index61_hi_i;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo_i;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi_i;
+wire _tofloat_lane4_msb_index60_msb_index61_msb_index62_msb_index63_unused_lsb;
+wire _tofloat_lane4_msb_index60_msb_index61_msb_index62_msb_index64_unused_lsb;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo_i;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi_i;
+wire _tofloat_lane4_msb_index60_msb_index61_msb_index65_msb_index66_unused_lsb;
+wire _tofloat_lane4_msb_index60_msb_index61_msb_index65_msb_index67_unused_lsb;
+reg [3:0] _tofloat_lane4_msb_index60_msb_index68_lo;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index68_lo_i;
+reg [3:0] _tofloat_lane4_msb_index60_msb_index68_hi;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index68_hi_i;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo_i;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi_i;
+wire _tofloat_lane4_msb_index60_msb_index68_msb_index69_msb_index70_unused_lsb;
+wire _tofloat_lane4_msb_index60_msb_index68_msb_index69_msb_index71_unused_lsb;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo_i;
+reg [1:0] _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi;
+wire [0:0] _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi_i;
+wire _tofloat_lane4_msb_index60_msb_index68_msb_index72_msb_index73_unused_lsb;
+wire _tofloat_lane4_msb_index60_msb_index68_msb_index72_msb_index74_unused_lsb;
 wire [15:0] _lane_slice5_m_i;
 reg [31:0] _tofloat_lane5_f_out;
 reg _tofloat_lane5_f_ovf;
 reg _tofloat_lane5_f_unf;
 reg _tofloat_lane5_f_inx;
-reg [4:0] _tofloat_lane5_lidx;
+reg [3:0] _tofloat_lane5_lidx;
+reg [15:0] _tofloat_lane5_mag;
 reg [31:0] _tofloat_lane5_magp;
 reg [32:0] _tofloat_lane5_res_unused;
-reg [15:0] _tofloat_lane5_msb_index155_hi;
-reg [3:0] _tofloat_lane5_msb_index155_hi_i;
-reg [15:0] _tofloat_lane5_msb_index155_lo;
-reg [3:0] _tofloat_lane5_msb_index155_lo_i;
-reg [7:0] _tofloat_lane5_msb_index155_msb_index156_hi;
-reg [2:0] _tofloat_lane5_msb_index155_msb_index156_hi_i;
-reg [7:0] _tofloat_lane5_msb_index155_msb_index156_lo;
-reg [2:0] _tofloat_lane5_msb_index155_msb_index156_lo_i;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi_i;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_msb_index159_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_msb_index160_unused_lsb;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_msb_index162_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_msb_index163_unused_lsb;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi_i;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_msb_index166_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_msb_index167_unused_lsb;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_msb_index169_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_msb_index170_unused_lsb;
-reg [7:0] _tofloat_lane5_msb_index155_msb_index171_hi;
-reg [2:0] _tofloat_lane5_msb_index155_msb_index171_hi_i;
-reg [7:0] _tofloat_lane5_msb_index155_msb_index171_lo;
-reg [2:0] _tofloat_lane5_msb_index155_msb_index171_lo_i;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi_i;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_msb_index174_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_msb_index175_unused_lsb;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_msb_index177_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_msb_index178_unused_lsb;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi_i;
-reg [3:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_msb_index181_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_msb_index182_unused_lsb;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi_i;
-reg [1:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo;
-wire [0:0] _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo_i;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_msb_index184_unused_lsb;
-wire _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_msb_index185_unused_lsb;
+reg [7:0] _tofloat_lane5_msb_index75_lo;
+reg [2:0] _tofloat_lane5_msb_index75_lo_i;
+reg [7:0] _tofloat_lane5_msb_index75_hi;
+reg [2:0] _tofloat_lane5_msb_index75_hi_i;
+reg [3:0] _tofloat_lane5_msb_index75_msb_index76_lo;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index76_lo_i;
+reg [3:0] _tofloat_lane5_msb_index75_msb_index76_hi;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index76_hi_i;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo_i;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi_i;
+wire _tofloat_lane5_msb_index75_msb_index76_msb_index77_msb_index78_unused_lsb;
+wire _tofloat_lane5_msb_index75_msb_index76_msb_index77_msb_index79_unused_lsb;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo_i;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi_i;
+wire _tofloat_lane5_msb_index75_msb_index76_msb_index80_msb_index81_unused_lsb;
+wire _tofloat_lane5_msb_index75_msb_index76_msb_index80_msb_index82_unused_lsb;
+reg [3:0] _tofloat_lane5_msb_index75_msb_index83_lo;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index83_lo_i;
+reg [3:0] _tofloat_lane5_msb_index75_msb_index83_hi;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index83_hi_i;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo_i;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi_i;
+wire _tofloat_lane5_msb_index75_msb_index83_msb_index84_msb_index85_unused_lsb;
+wire _tofloat_lane5_msb_index75_msb_index83_msb_index84_msb_index86_unused_lsb;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo_i;
+reg [1:0] _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi;
+wire [0:0] _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi_i;
+wire _tofloat_lane5_msb_index75_msb_index83_msb_index87_msb_index88_unused_lsb;
+wire _tofloat_lane5_msb_index75_msb_index83_msb_index87_msb_index89_unused_lsb;
 wire [15:0] _lane_slice6_m_i;
 reg [31:0] _tofloat_lane6_f_out;
 reg _tofloat_lane6_f_ovf;
 reg _tofloat_lane6_f_unf;
 reg _tofloat_lane6_f_inx;
-reg [4:0] _tofloat_lane6_lidx;
+reg [3:0] _tofloat_lane6_lidx;
+reg [15:0] _tofloat_lane6_mag;
 reg [31:0] _tofloat_lane6_magp;
 reg [32:0] _tofloat_lane6_res_unused;
-reg [15:0] _tofloat_lane6_msb_index186_hi;
-reg [3:0] _tofloat_lane6_msb_index186_hi_i;
-reg [15:0] _tofloat_lane6_msb_index186_lo;
-reg [3:0] _tofloat_lane6_msb_index186_lo_i;
-reg [7:0] _tofloat_lane6_msb_index186_msb_index187_hi;
-reg [2:0] _tofloat_lane6_msb_index186_msb_index187_hi_i;
-reg [7:0] _tofloat_lane6_msb_index186_msb_index187_lo;
-reg [2:0] _tofloat_lane6_msb_index186_msb_index187_lo_i;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi_i;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_msb_index190_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_msb_index191_unused_lsb;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_msb_index193_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_msb_index194_unused_lsb;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi_i;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_msb_index197_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_msb_index198_unused_lsb;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_msb_index200_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_msb_index201_unused_lsb;
-reg [7:0] _tofloat_lane6_msb_index186_msb_index202_hi;
-reg [2:0] _tofloat_lane6_msb_index186_msb_index202_hi_i;
-reg [7:0] _tofloat_lane6_msb_index186_msb_index202_lo;
-reg [2:0] _tofloat_lane6_msb_index186_msb_index202_lo_i;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi_i;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_msb_index205_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_msb_index206_unused_lsb;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_msb_index208_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_msb_index209_unused_lsb;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi_i;
-reg [3:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_msb_index212_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_msb_index213_unused_lsb;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi_i;
-reg [1:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo;
-wire [0:0] _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo_i;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_msb_index215_unused_lsb;
-wire _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_msb_index216_unused_lsb;
+reg [7:0] _tofloat_lane6_msb_index90_lo;
+reg [2:0] _tofloat_lane6_msb_index90_lo_i;
+reg [7:0] _tofloat_lane6_msb_index90_hi;
+reg [2:0] _tofloat_lane6_msb_index90_hi_i;
+reg [3:0] _tofloat_lane6_msb_index90_msb_index91_lo;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index91_lo_i;
+reg [3:0] _tofloat_lane6_msb_index90_msb_index91_hi;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index91_hi_i;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo_i;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi_i;
+wire _tofloat_lane6_msb_index90_msb_index91_msb_index92_msb_index93_unused_lsb;
+wire _tofloat_lane6_msb_index90_msb_index91_msb_index92_msb_index94_unused_lsb;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo_i;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi_i;
+wire _tofloat_lane6_msb_index90_msb_index91_msb_index95_msb_index96_unused_lsb;
+wire _tofloat_lane6_msb_index90_msb_index91_msb_index95_msb_index97_unused_lsb;
+reg [3:0] _tofloat_lane6_msb_index90_msb_index98_lo;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index98_lo_i;
+reg [3:0] _tofloat_lane6_msb_index90_msb_index98_hi;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index98_hi_i;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo_i;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi_i;
+wire _tofloat_lane6_msb_index90_msb_index98_msb_index99_msb_index100_unused_lsb;
+wire _tofloat_lane6_msb_index90_msb_index98_msb_index99_msb_index101_unused_lsb;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo_i;
+reg [1:0] _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi;
+wire [0:0] _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi_i;
+wire _tofloat_lane6_msb_index90_msb_index98_msb_index102_msb_index103_unused_lsb;
+wire _tofloat_lane6_msb_index90_msb_index98_msb_index102_msb_index104_unused_lsb;
 wire [15:0] _lane_slice7_m_i;
 reg [31:0] _tofloat_lane7_f_out;
 reg _tofloat_lane7_f_ovf;
 reg _tofloat_lane7_f_unf;
 reg _tofloat_lane7_f_inx;
-reg [4:0] _tofloat_lane7_lidx;
+reg [3:0] _tofloat_lane7_lidx;
+reg [15:0] _tofloat_lane7_mag;
 reg [31:0] _tofloat_lane7_magp;
 reg [32:0] _tofloat_lane7_res_unused;
-reg [15:0] _tofloat_lane7_msb_index217_hi;
-reg [3:0] _tofloat_lane7_msb_index217_hi_i;
-reg [15:0] _tofloat_lane7_msb_index217_lo;
-reg [3:0] _tofloat_lane7_msb_index217_lo_i;
-reg [7:0] _tofloat_lane7_msb_index217_msb_index218_hi;
-reg [2:0] _tofloat_lane7_msb_index217_msb_index218_hi_i;
-reg [7:0] _tofloat_lane7_msb_index217_msb_index218_lo;
-reg [2:0] _tofloat_lane7_msb_index217_msb_index218_lo_i;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi_i;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_msb_index221_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_msb_index222_unused_lsb;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_msb_index224_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_msb_index225_unused_lsb;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi_i;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_msb_index228_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_msb_index229_unused_lsb;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_msb_index231_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_msb_index232_unused_lsb;
-reg [7:0] _tofloat_lane7_msb_index217_msb_index233_hi;
-reg [2:0] _tofloat_lane7_msb_index217_msb_index233_hi_i;
-reg [7:0] _tofloat_lane7_msb_index217_msb_index233_lo;
-reg [2:0] _tofloat_lane7_msb_index217_msb_index233_lo_i;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi_i;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_msb_index236_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_msb_index237_unused_lsb;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_msb_index239_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_msb_index240_unused_lsb;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi_i;
-reg [3:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_msb_index243_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_msb_index244_unused_lsb;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi_i;
-reg [1:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo;
-wire [0:0] _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo_i;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_msb_index246_unused_lsb;
-wire _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_msb_index247_unused_lsb;
+reg [7:0] _tofloat_lane7_msb_index105_lo;
+reg [2:0] _tofloat_lane7_msb_index105_lo_i;
+reg [7:0] _tofloat_lane7_msb_index105_hi;
+reg [2:0] _tofloat_lane7_msb_index105_hi_i;
+reg [3:0] _tofloat_lane7_msb_index105_msb_index106_lo;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index106_lo_i;
+reg [3:0] _tofloat_lane7_msb_index105_msb_index106_hi;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index106_hi_i;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo_i;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi_i;
+wire _tofloat_lane7_msb_index105_msb_index106_msb_index107_msb_index108_unused_lsb;
+wire _tofloat_lane7_msb_index105_msb_index106_msb_index107_msb_index109_unused_lsb;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo_i;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi_i;
+wire _tofloat_lane7_msb_index105_msb_index106_msb_index110_msb_index111_unused_lsb;
+wire _tofloat_lane7_msb_index105_msb_index106_msb_index110_msb_index112_unused_lsb;
+reg [3:0] _tofloat_lane7_msb_index105_msb_index113_lo;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index113_lo_i;
+reg [3:0] _tofloat_lane7_msb_index105_msb_index113_hi;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index113_hi_i;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo_i;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi_i;
+wire _tofloat_lane7_msb_index105_msb_index113_msb_index114_msb_index115_unused_lsb;
+wire _tofloat_lane7_msb_index105_msb_index113_msb_index114_msb_index116_unused_lsb;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo_i;
+reg [1:0] _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi;
+wire [0:0] _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi_i;
+wire _tofloat_lane7_msb_index105_msb_index113_msb_index117_msb_index118_unused_lsb;
+wire _tofloat_lane7_msb_index105_msb_index113_msb_index117_msb_index119_unused_lsb;
 wire [15:0] _lane_slice8_m_i;
 reg [31:0] _tofloat_lane8_f_out;
 reg _tofloat_lane8_f_ovf;
 reg _tofloat_lane8_f_unf;
 reg _tofloat_lane8_f_inx;
-reg [4:0] _tofloat_lane8_lidx;
+reg [3:0] _tofloat_lane8_lidx;
+reg [15:0] _tofloat_lane8_mag;
 reg [31:0] _tofloat_lane8_magp;
 reg [32:0] _tofloat_lane8_res_unused;
-reg [15:0] _tofloat_lane8_msb_index248_hi;
-reg [3:0] _tofloat_lane8_msb_index248_hi_i;
-reg [15:0] _tofloat_lane8_msb_index248_lo;
-reg [3:0] _tofloat_lane8_msb_index248_lo_i;
-reg [7:0] _tofloat_lane8_msb_index248_msb_index249_hi;
-reg [2:0] _tofloat_lane8_msb_index248_msb_index249_hi_i;
-reg [7:0] _tofloat_lane8_msb_index248_msb_index249_lo;
-reg [2:0] _tofloat_lane8_msb_index248_msb_index249_lo_i;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi_i;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_msb_index252_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_msb_index253_unused_lsb;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_msb_index255_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_msb_index256_unused_lsb;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi_i;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_msb_index259_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_msb_index260_unused_lsb;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_msb_index262_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_msb_index263_unused_lsb;
-reg [7:0] _tofloat_lane8_msb_index248_msb_index264_hi;
-reg [2:0] _tofloat_lane8_msb_index248_msb_index264_hi_i;
-reg [7:0] _tofloat_lane8_msb_index248_msb_index264_lo;
-reg [2:0] _tofloat_lane8_msb_index248_msb_index264_lo_i;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi_i;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_msb_index267_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_msb_index268_unused_lsb;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_msb_index270_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_msb_index271_unused_lsb;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi_i;
-reg [3:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_msb_index274_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_msb_index275_unused_lsb;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi_i;
-reg [1:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo;
-wire [0:0] _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo_i;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_msb_index277_unused_lsb;
-wire _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_msb_index278_unused_lsb;
+reg [7:0] _tofloat_lane8_msb_index120_lo;
+reg [2:0] _tofloat_lane8_msb_index120_lo_i;
+reg [7:0] _tofloat_lane8_msb_index120_hi;
+reg [2:0] _tofloat_lane8_msb_index120_hi_i;
+reg [3:0] _tofloat_lane8_msb_index120_msb_index121_lo;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index121_lo_i;
+reg [3:0] _tofloat_lane8_msb_index120_msb_index121_hi;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index121_hi_i;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo_i;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi_i;
+wire _tofloat_lane8_msb_index120_msb_index121_msb_index122_msb_index123_unused_lsb;
+wire _tofloat_lane8_msb_index120_msb_index121_msb_index122_msb_index124_unused_lsb;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo_i;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi_i;
+wire _tofloat_lane8_msb_index120_msb_index121_msb_index125_msb_index126_unused_lsb;
+wire _tofloat_lane8_msb_index120_msb_index121_msb_index125_msb_index127_unused_lsb;
+reg [3:0] _tofloat_lane8_msb_index120_msb_index128_lo;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index128_lo_i;
+reg [3:0] _tofloat_lane8_msb_index120_msb_index128_hi;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index128_hi_i;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo_i;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi_i;
+wire _tofloat_lane8_msb_index120_msb_index128_msb_index129_msb_index130_unused_lsb;
+wire _tofloat_lane8_msb_index120_msb_index128_msb_index129_msb_index131_unused_lsb;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo_i;
+reg [1:0] _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi;
+wire [0:0] _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi_i;
+wire _tofloat_lane8_msb_index120_msb_index128_msb_index132_msb_index133_unused_lsb;
+wire _tofloat_lane8_msb_index120_msb_index128_msb_index132_msb_index134_unused_lsb;
 wire [15:0] _lane_slice9_m_i;
 reg [31:0] _tofloat_lane9_f_out;
 reg _tofloat_lane9_f_ovf;
 reg _tofloat_lane9_f_unf;
 reg _tofloat_lane9_f_inx;
-reg [4:0] _tofloat_lane9_lidx;
+reg [3:0] _tofloat_lane9_lidx;
+reg [15:0] _tofloat_lane9_mag;
 reg [31:0] _tofloat_lane9_magp;
 reg [32:0] _tofloat_lane9_res_unused;
-reg [15:0] _tofloat_lane9_msb_index279_hi;
-reg [3:0] _tofloat_lane9_msb_index279_hi_i;
-reg [15:0] _tofloat_lane9_msb_index279_lo;
-reg [3:0] _tofloat_lane9_msb_index279_lo_i;
-reg [7:0] _tofloat_lane9_msb_index279_msb_index280_hi;
-reg [2:0] _tofloat_lane9_msb_index279_msb_index280_hi_i;
-reg [7:0] _tofloat_lane9_msb_index279_msb_index280_lo;
-reg [2:0] _tofloat_lane9_msb_index279_msb_index280_lo_i;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi_i;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_msb_index283_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_msb_index284_unused_lsb;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_msb_index286_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_msb_index287_unused_lsb;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi_i;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_msb_index290_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_msb_index291_unused_lsb;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_msb_index293_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_msb_index294_unused_lsb;
-reg [7:0] _tofloat_lane9_msb_index279_msb_index295_hi;
-reg [2:0] _tofloat_lane9_msb_index279_msb_index295_hi_i;
-reg [7:0] _tofloat_lane9_msb_index279_msb_index295_lo;
-reg [2:0] _tofloat_lane9_msb_index279_msb_index295_lo_i;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi_i;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_msb_index298_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_msb_index299_unused_lsb;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_msb_index301_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_msb_index302_unused_lsb;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi_i;
-reg [3:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_msb_index305_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_msb_index306_unused_lsb;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi_i;
-reg [1:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo;
-wire [0:0] _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo_i;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_msb_index308_unused_lsb;
-wire _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_msb_index309_unused_lsb;
+reg [7:0] _tofloat_lane9_msb_index135_lo;
+reg [2:0] _tofloat_lane9_msb_index135_lo_i;
+reg [7:0] _tofloat_lane9_msb_index135_hi;
+reg [2:0] _tofloat_lane9_msb_index135_hi_i;
+reg [3:0] _tofloat_lane9_msb_index135_msb_index136_lo;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index136_lo_i;
+reg [3:0] _tofloat_lane9_msb_index135_msb_index136_hi;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index136_hi_i;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo_i;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi_i;
+wire _tofloat_lane9_msb_index135_msb_index136_msb_index137_msb_index138_unused_lsb;
+wire _tofloat_lane9_msb_index135_msb_index136_msb_index137_msb_index139_unused_lsb;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo_i;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi_i;
+wire _tofloat_lane9_msb_index135_msb_index136_msb_index140_msb_index141_unused_lsb;
+wire _tofloat_lane9_msb_index135_msb_index136_msb_index140_msb_index142_unused_lsb;
+reg [3:0] _tofloat_lane9_msb_index135_msb_index143_lo;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index143_lo_i;
+reg [3:0] _tofloat_lane9_msb_index135_msb_index143_hi;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index143_hi_i;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo_i;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi_i;
+wire _tofloat_lane9_msb_index135_msb_index143_msb_index144_msb_index145_unused_lsb;
+wire _tofloat_lane9_msb_index135_msb_index143_msb_index144_msb_index146_unused_lsb;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo_i;
+reg [1:0] _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi;
+wire [0:0] _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi_i;
+wire _tofloat_lane9_msb_index135_msb_index143_msb_index147_msb_index148_unused_lsb;
+wire _tofloat_lane9_msb_index135_msb_index143_msb_index147_msb_index149_unused_lsb;
 wire [15:0] _lane_slice10_m_i;
 reg [31:0] _tofloat_lane10_f_out;
 reg _tofloat_lane10_f_ovf;
 reg _tofloat_lane10_f_unf;
 reg _tofloat_lane10_f_inx;
-reg [4:0] _tofloat_lane10_lidx;
+reg [3:0] _tofloat_lane10_lidx;
+reg [15:0] _tofloat_lane10_mag;
 reg [31:0] _tofloat_lane10_magp;
 reg [32:0] _tofloat_lane10_res_unused;
-reg [15:0] _tofloat_lane10_msb_index310_hi;
-reg [3:0] _tofloat_lane10_msb_index310_hi_i;
-reg [15:0] _tofloat_lane10_msb_index310_lo;
-reg [3:0] _tofloat_lane10_msb_index310_lo_i;
-reg [7:0] _tofloat_lane10_msb_index310_msb_index311_hi;
-reg [2:0] _tofloat_lane10_msb_index310_msb_index311_hi_i;
-reg [7:0] _tofloat_lane10_msb_index310_msb_index311_lo;
-reg [2:0] _tofloat_lane10_msb_index310_msb_index311_lo_i;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi_i;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_msb_index314_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_msb_index315_unused_lsb;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_msb_index317_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_msb_index318_unused_lsb;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi_i;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_msb_index321_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_msb_index322_unused_lsb;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_msb_index324_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_msb_index325_unused_lsb;
-reg [7:0] _tofloat_lane10_msb_index310_msb_index326_hi;
-reg [2:0] _tofloat_lane10_msb_index310_msb_index326_hi_i;
-reg [7:0] _tofloat_lane10_msb_index310_msb_index326_lo;
-reg [2:0] _tofloat_lane10_msb_index310_msb_index326_lo_i;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi_i;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_msb_index329_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_msb_index330_unused_lsb;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_msb_index332_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_msb_index333_unused_lsb;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi_i;
-reg [3:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_msb_index336_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_msb_index337_unused_lsb;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi_i;
-reg [1:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo;
-wire [0:0] _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo_i;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_msb_index339_unused_lsb;
-wire _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_msb_index340_unused_lsb;
+reg [7:0] _tofloat_lane10_msb_index150_lo;
+reg [2:0] _tofloat_lane10_msb_index150_lo_i;
+reg [7:0] _tofloat_lane10_msb_index150_hi;
+reg [2:0] _tofloat_lane10_msb_index150_hi_i;
+reg [3:0] _tofloat_lane10_msb_index150_msb_index151_lo;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index151_lo_i;
+reg [3:0] _tofloat_lane10_msb_index150_msb_index151_hi;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index151_hi_i;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo_i;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi_i;
+wire _tofloat_lane10_msb_index150_msb_index151_msb_index152_msb_index153_unused_lsb;
+wire _tofloat_lane10_msb_index150_msb_index151_msb_index152_msb_index154_unused_lsb;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo_i;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi_i;
+wire _tofloat_lane10_msb_index150_msb_index151_msb_index155_msb_index156_unused_lsb;
+wire _tofloat_lane10_msb_index150_msb_index151_msb_index155_msb_index157_unused_lsb;
+reg [3:0] _tofloat_lane10_msb_index150_msb_index158_lo;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index158_lo_i;
+reg [3:0] _tofloat_lane10_msb_index150_msb_index158_hi;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index158_hi_i;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo_i;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi_i;
+wire _tofloat_lane10_msb_index150_msb_index158_msb_index159_msb_index160_unused_lsb;
+wire _tofloat_lane10_msb_index150_msb_index158_msb_index159_msb_index161_unused_lsb;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo_i;
+reg [1:0] _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi;
+wire [0:0] _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi_i;
+wire _tofloat_lane10_msb_index150_msb_index158_msb_index162_msb_index163_unused_lsb;
+wire _tofloat_lane10_msb_index150_msb_index158_msb_index162_msb_index164_unused_lsb;
 wire [15:0] _lane_slice11_m_i;
 reg [31:0] _tofloat_lane11_f_out;
 reg _tofloat_lane11_f_ovf;
 reg _tofloat_lane11_f_unf;
 reg _tofloat_lane11_f_inx;
-reg [4:0] _tofloat_lane11_lidx;
+reg [3:0] _tofloat_lane11_lidx;
+reg [15:0] _tofloat_lane11_mag;
 reg [31:0] _tofloat_lane11_magp;
 reg [32:0] _tofloat_lane11_res_unused;
-reg [15:0] _tofloat_lane11_msb_index341_hi;
-reg [3:0] _tofloat_lane11_msb_index341_hi_i;
-reg [15:0] _tofloat_lane11_msb_index341_lo;
-reg [3:0] _tofloat_lane11_msb_index341_lo_i;
-reg [7:0] _tofloat_lane11_msb_index341_msb_index342_hi;
-reg [2:0] _tofloat_lane11_msb_index341_msb_index342_hi_i;
-reg [7:0] _tofloat_lane11_msb_index341_msb_index342_lo;
-reg [2:0] _tofloat_lane11_msb_index341_msb_index342_lo_i;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi_i;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_msb_index345_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_msb_index346_unused_lsb;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_msb_index348_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_msb_index349_unused_lsb;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi_i;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_msb_index352_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_msb_index353_unused_lsb;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_msb_index355_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_msb_index356_unused_lsb;
-reg [7:0] _tofloat_lane11_msb_index341_msb_index357_hi;
-reg [2:0] _tofloat_lane11_msb_index341_msb_index357_hi_i;
-reg [7:0] _tofloat_lane11_msb_index341_msb_index357_lo;
-reg [2:0] _tofloat_lane11_msb_index341_msb_index357_lo_i;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi_i;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_msb_index360_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_msb_index361_unused_lsb;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_msb_index363_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_msb_index364_unused_lsb;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi_i;
-reg [3:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_msb_index367_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_msb_index368_unused_lsb;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi_i;
-reg [1:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo;
-wire [0:0] _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo_i;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_msb_index370_unused_lsb;
-wire _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_msb_index371_unused_lsb;
+reg [7:0] _tofloat_lane11_msb_index165_lo;
+reg [2:0] _tofloat_lane11_msb_index165_lo_i;
+reg [7:0] _tofloat_lane11_msb_index165_hi;
+reg [2:0] _tofloat_lane11_msb_index165_hi_i;
+reg [3:0] _tofloat_lane11_msb_index165_msb_index166_lo;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index166_lo_i;
+reg [3:0] _tofloat_lane11_msb_index165_msb_index166_hi;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index166_hi_i;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo_i;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi_i;
+wire _tofloat_lane11_msb_index165_msb_index166_msb_index167_msb_index168_unused_lsb;
+wire _tofloat_lane11_msb_index165_msb_index166_msb_index167_msb_index169_unused_lsb;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo_i;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi_i;
+wire _tofloat_lane11_msb_index165_msb_index166_msb_index170_msb_index171_unused_lsb;
+wire _tofloat_lane11_msb_index165_msb_index166_msb_index170_msb_index172_unused_lsb;
+reg [3:0] _tofloat_lane11_msb_index165_msb_index173_lo;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index173_lo_i;
+reg [3:0] _tofloat_lane11_msb_index165_msb_index173_hi;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index173_hi_i;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo_i;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi_i;
+wire _tofloat_lane11_msb_index165_msb_index173_msb_index174_msb_index175_unused_lsb;
+wire _tofloat_lane11_msb_index165_msb_index173_msb_index174_msb_index176_unused_lsb;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo_i;
+reg [1:0] _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi;
+wire [0:0] _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi_i;
+wire _tofloat_lane11_msb_index165_msb_index173_msb_index177_msb_index178_unused_lsb;
+wire _tofloat_lane11_msb_index165_msb_index173_msb_index177_msb_index179_unused_lsb;
 wire [15:0] _lane_slice12_m_i;
 reg [31:0] _tofloat_lane12_f_out;
 reg _tofloat_lane12_f_ovf;
 reg _tofloat_lane12_f_unf;
 reg _tofloat_lane12_f_inx;
-reg [4:0] _tofloat_lane12_lidx;
+reg [3:0] _tofloat_lane12_lidx;
+reg [15:0] _tofloat_lane12_mag;
 reg [31:0] _tofloat_lane12_magp;
 reg [32:0] _tofloat_lane12_res_unused;
-reg [15:0] _tofloat_lane12_msb_index372_hi;
-reg [3:0] _tofloat_lane12_msb_index372_hi_i;
-reg [15:0] _tofloat_lane12_msb_index372_lo;
-reg [3:0] _tofloat_lane12_msb_index372_lo_i;
-reg [7:0] _tofloat_lane12_msb_index372_msb_index373_hi;
-reg [2:0] _tofloat_lane12_msb_index372_msb_index373_hi_i;
-reg [7:0] _tofloat_lane12_msb_index372_msb_index373_lo;
-reg [2:0] _tofloat_lane12_msb_index372_msb_index373_lo_i;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi_i;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_msb_index376_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_msb_index377_unused_lsb;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_msb_index379_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_msb_index380_unused_lsb;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi_i;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_msb_index383_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_msb_index384_unused_lsb;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_msb_index386_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_msb_index387_unused_lsb;
-reg [7:0] _tofloat_lane12_msb_index372_msb_index388_hi;
-reg [2:0] _tofloat_lane12_msb_index372_msb_index388_hi_i;
-reg [7:0] _tofloat_lane12_msb_index372_msb_index388_lo;
-reg [2:0] _tofloat_lane12_msb_index372_msb_index388_lo_i;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi_i;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_msb_index391_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_msb_index392_unused_lsb;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_msb_index394_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_msb_index395_unused_lsb;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi_i;
-reg [3:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_msb_index398_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_msb_index399_unused_lsb;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi_i;
-reg [1:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo;
-wire [0:0] _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo_i;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_msb_index401_unused_lsb;
-wire _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_msb_index402_unused_lsb;
+reg [7:0] _tofloat_lane12_msb_index180_lo;
+reg [2:0] _tofloat_lane12_msb_index180_lo_i;
+reg [7:0] _tofloat_lane12_msb_index180_hi;
+reg [2:0] _tofloat_lane12_msb_index180_hi_i;
+reg [3:0] _tofloat_lane12_msb_index180_msb_index181_lo;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index181_lo_i;
+reg [3:0] _tofloat_lane12_msb_index180_msb_index181_hi;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index181_hi_i;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo_i;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi_i;
+wire _tofloat_lane12_msb_index180_msb_index181_msb_index182_msb_index183_unused_lsb;
+wire _tofloat_lane12_msb_index180_msb_index181_msb_index182_msb_index184_unused_lsb;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo_i;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi_i;
+wire _tofloat_lane12_msb_index180_msb_index181_msb_index185_msb_index186_unused_lsb;
+wire _tofloat_lane12_msb_index180_msb_index181_msb_index185_msb_index187_unused_lsb;
+reg [3:0] _tofloat_lane12_msb_index180_msb_index188_lo;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index188_lo_i;
+reg [3:0] _tofloat_lane12_msb_index180_msb_index188_hi;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index188_hi_i;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo_i;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi_i;
+wire _tofloat_lane12_msb_index180_msb_index188_msb_index189_msb_index190_unused_lsb;
+wire _tofloat_lane12_msb_index180_msb_index188_msb_index189_msb_index191_unused_lsb;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo_i;
+reg [1:0] _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi;
+wire [0:0] _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi_i;
+wire _tofloat_lane12_msb_index180_msb_index188_msb_index192_msb_index193_unused_lsb;
+wire _tofloat_lane12_msb_index180_msb_index188_msb_index192_msb_index194_unused_lsb;
 wire [15:0] _lane_slice13_m_i;
 reg [31:0] _tofloat_lane13_f_out;
 reg _tofloat_lane13_f_ovf;
 reg _tofloat_lane13_f_unf;
 reg _tofloat_lane13_f_inx;
-reg [4:0] _tofloat_lane13_lidx;
+reg [3:0] _tofloat_lane13_lidx;
+reg [15:0] _tofloat_lane13_mag;
 reg [31:0] _tofloat_lane13_magp;
 reg [32:0] _tofloat_lane13_res_unused;
-reg [15:0] _tofloat_lane13_msb_index403_hi;
-reg [3:0] _tofloat_lane13_msb_index403_hi_i;
-reg [15:0] _tofloat_lane13_msb_index403_lo;
-reg [3:0] _tofloat_lane13_msb_index403_lo_i;
-reg [7:0] _tofloat_lane13_msb_index403_msb_index404_hi;
-reg [2:0] _tofloat_lane13_msb_index403_msb_index404_hi_i;
-reg [7:0] _tofloat_lane13_msb_index403_msb_index404_lo;
-reg [2:0] _tofloat_lane13_msb_index403_msb_index404_lo_i;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi_i;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_msb_index407_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_msb_index408_unused_lsb;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_msb_index410_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_msb_index411_unused_lsb;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi_i;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_msb_index414_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_msb_index415_unused_lsb;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_msb_index417_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_msb_index418_unused_lsb;
-reg [7:0] _tofloat_lane13_msb_index403_msb_index419_hi;
-reg [2:0] _tofloat_lane13_msb_index403_msb_index419_hi_i;
-reg [7:0] _tofloat_lane13_msb_index403_msb_index419_lo;
-reg [2:0] _tofloat_lane13_msb_index403_msb_index419_lo_i;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi_i;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_msb_index422_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_msb_index423_unused_lsb;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_msb_index425_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_msb_index426_unused_lsb;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi_i;
-reg [3:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_msb_index429_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_msb_index430_unused_lsb;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi_i;
-reg [1:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo;
-wire [0:0] _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo_i;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_msb_index432_unused_lsb;
-wire _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_msb_index433_unused_lsb;
+reg [7:0] _tofloat_lane13_msb_index195_lo;
+reg [2:0] _tofloat_lane13_msb_index195_lo_i;
+reg [7:0] _tofloat_lane13_msb_index195_hi;
+reg [2:0] _tofloat_lane13_msb_index195_hi_i;
+reg [3:0] _tofloat_lane13_msb_index195_msb_index196_lo;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index196_lo_i;
+reg [3:0] _tofloat_lane13_msb_index195_msb_index196_hi;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index196_hi_i;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo_i;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi_i;
+wire _tofloat_lane13_msb_index195_msb_index196_msb_index197_msb_index198_unused_lsb;
+wire _tofloat_lane13_msb_index195_msb_index196_msb_index197_msb_index199_unused_lsb;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo_i;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi_i;
+wire _tofloat_lane13_msb_index195_msb_index196_msb_index200_msb_index201_unused_lsb;
+wire _tofloat_lane13_msb_index195_msb_index196_msb_index200_msb_index202_unused_lsb;
+reg [3:0] _tofloat_lane13_msb_index195_msb_index203_lo;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index203_lo_i;
+reg [3:0] _tofloat_lane13_msb_index195_msb_index203_hi;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index203_hi_i;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo_i;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi_i;
+wire _tofloat_lane13_msb_index195_msb_index203_msb_index204_msb_index205_unused_lsb;
+wire _tofloat_lane13_msb_index195_msb_index203_msb_index204_msb_index206_unused_lsb;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo_i;
+reg [1:0] _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi;
+wire [0:0] _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi_i;
+wire _tofloat_lane13_msb_index195_msb_index203_msb_index207_msb_index208_unused_lsb;
+wire _tofloat_lane13_msb_index195_msb_index203_msb_index207_msb_index209_unused_lsb;
 wire [15:0] _lane_slice14_m_i;
 reg [31:0] _tofloat_lane14_f_out;
 reg _tofloat_lane14_f_ovf;
 reg _tofloat_lane14_f_unf;
 reg _tofloat_lane14_f_inx;
-reg [4:0] _tofloat_lane14_lidx;
+reg [3:0] _tofloat_lane14_lidx;
+reg [15:0] _tofloat_lane14_mag;
 reg [31:0] _tofloat_lane14_magp;
 reg [32:0] _tofloat_lane14_res_unused;
-reg [15:0] _tofloat_lane14_msb_index434_hi;
-reg [3:0] _tofloat_lane14_msb_index434_hi_i;
-reg [15:0] _tofloat_lane14_msb_index434_lo;
-reg [3:0] _tofloat_lane14_msb_index434_lo_i;
-reg [7:0] _tofloat_lane14_msb_index434_msb_index435_hi;
-reg [2:0] _tofloat_lane14_msb_index434_msb_index435_hi_i;
-reg [7:0] _tofloat_lane14_msb_index434_msb_index435_lo;
-reg [2:0] _tofloat_lane14_msb_index434_msb_index435_lo_i;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi_i;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_msb_index438_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_msb_index439_unused_lsb;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_msb_index441_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_msb_index442_unused_lsb;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi_i;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_msb_index445_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_msb_index446_unused_lsb;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_msb_index448_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_msb_index449_unused_lsb;
-reg [7:0] _tofloat_lane14_msb_index434_msb_index450_hi;
-reg [2:0] _tofloat_lane14_msb_index434_msb_index450_hi_i;
-reg [7:0] _tofloat_lane14_msb_index434_msb_index450_lo;
-reg [2:0] _tofloat_lane14_msb_index434_msb_index450_lo_i;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi_i;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_msb_index453_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_msb_index454_unused_lsb;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_msb_index456_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_msb_index457_unused_lsb;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi_i;
-reg [3:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_msb_index460_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_msb_index461_unused_lsb;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi_i;
-reg [1:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo;
-wire [0:0] _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo_i;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_msb_index463_unused_lsb;
-wire _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_msb_index464_unused_lsb;
+reg [7:0] _tofloat_lane14_msb_index210_lo;
+reg [2:0] _tofloat_lane14_msb_index210_lo_i;
+reg [7:0] _tofloat_lane14_msb_index210_hi;
+reg [2:0] _tofloat_lane14_msb_index210_hi_i;
+reg [3:0] _tofloat_lane14_msb_index210_msb_index211_lo;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index211_lo_i;
+reg [3:0] _tofloat_lane14_msb_index210_msb_index211_hi;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index211_hi_i;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo_i;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi_i;
+wire _tofloat_lane14_msb_index210_msb_index211_msb_index212_msb_index213_unused_lsb;
+wire _tofloat_lane14_msb_index210_msb_index211_msb_index212_msb_index214_unused_lsb;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo_i;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi_i;
+wire _tofloat_lane14_msb_index210_msb_index211_msb_index215_msb_index216_unused_lsb;
+wire _tofloat_lane14_msb_index210_msb_index211_msb_index215_msb_index217_unused_lsb;
+reg [3:0] _tofloat_lane14_msb_index210_msb_index218_lo;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index218_lo_i;
+reg [3:0] _tofloat_lane14_msb_index210_msb_index218_hi;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index218_hi_i;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo_i;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi_i;
+wire _tofloat_lane14_msb_index210_msb_index218_msb_index219_msb_index220_unused_lsb;
+wire _tofloat_lane14_msb_index210_msb_index218_msb_index219_msb_index221_unused_lsb;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo_i;
+reg [1:0] _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi;
+wire [0:0] _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi_i;
+wire _tofloat_lane14_msb_index210_msb_index218_msb_index222_msb_index223_unused_lsb;
+wire _tofloat_lane14_msb_index210_msb_index218_msb_index222_msb_index224_unused_lsb;
 wire [15:0] _lane_slice15_m_i;
 reg [31:0] _tofloat_lane15_f_out;
 reg _tofloat_lane15_f_ovf;
 reg _tofloat_lane15_f_unf;
 reg _tofloat_lane15_f_inx;
-reg [4:0] _tofloat_lane15_lidx;
+reg [3:0] _tofloat_lane15_lidx;
+reg [15:0] _tofloat_lane15_mag;
 reg [31:0] _tofloat_lane15_magp;
 reg [32:0] _tofloat_lane15_res_unused;
-reg [15:0] _tofloat_lane15_msb_index465_hi;
-reg [3:0] _tofloat_lane15_msb_index465_hi_i;
-reg [15:0] _tofloat_lane15_msb_index465_lo;
-reg [3:0] _tofloat_lane15_msb_index465_lo_i;
-reg [7:0] _tofloat_lane15_msb_index465_msb_index466_hi;
-reg [2:0] _tofloat_lane15_msb_index465_msb_index466_hi_i;
-reg [7:0] _tofloat_lane15_msb_index465_msb_index466_lo;
-reg [2:0] _tofloat_lane15_msb_index465_msb_index466_lo_i;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi_i;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_msb_index469_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_msb_index470_unused_lsb;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_msb_index472_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_msb_index473_unused_lsb;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi_i;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_msb_index476_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_msb_index477_unused_lsb;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_msb_index479_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_msb_index480_unused_lsb;
-reg [7:0] _tofloat_lane15_msb_index465_msb_index481_hi;
-reg [2:0] _tofloat_lane15_msb_index465_msb_index481_hi_i;
-reg [7:0] _tofloat_lane15_msb_index465_msb_index481_lo;
-reg [2:0] _tofloat_lane15_msb_index465_msb_index481_lo_i;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi_i;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_msb_index484_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_msb_index485_unused_lsb;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_msb_index487_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_msb_index488_unused_lsb;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi_i;
-reg [3:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_msb_index491_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_msb_index492_unused_lsb;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi_i;
-reg [1:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo;
-wire [0:0] _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo_i;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_msb_index494_unused_lsb;
-wire _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_msb_index495_unused_lsb;
+reg [7:0] _tofloat_lane15_msb_index225_lo;
+reg [2:0] _tofloat_lane15_msb_index225_lo_i;
+reg [7:0] _tofloat_lane15_msb_index225_hi;
+reg [2:0] _tofloat_lane15_msb_index225_hi_i;
+reg [3:0] _tofloat_lane15_msb_index225_msb_index226_lo;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index226_lo_i;
+reg [3:0] _tofloat_lane15_msb_index225_msb_index226_hi;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index226_hi_i;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo_i;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi_i;
+wire _tofloat_lane15_msb_index225_msb_index226_msb_index227_msb_index228_unused_lsb;
+wire _tofloat_lane15_msb_index225_msb_index226_msb_index227_msb_index229_unused_lsb;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo_i;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi_i;
+wire _tofloat_lane15_msb_index225_msb_index226_msb_index230_msb_index231_unused_lsb;
+wire _tofloat_lane15_msb_index225_msb_index226_msb_index230_msb_index232_unused_lsb;
+reg [3:0] _tofloat_lane15_msb_index225_msb_index233_lo;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index233_lo_i;
+reg [3:0] _tofloat_lane15_msb_index225_msb_index233_hi;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index233_hi_i;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo_i;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi_i;
+wire _tofloat_lane15_msb_index225_msb_index233_msb_index234_msb_index235_unused_lsb;
+wire _tofloat_lane15_msb_index225_msb_index233_msb_index234_msb_index236_unused_lsb;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo_i;
+reg [1:0] _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi;
+wire [0:0] _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi_i;
+wire _tofloat_lane15_msb_index225_msb_index233_msb_index237_msb_index238_unused_lsb;
+wire _tofloat_lane15_msb_index225_msb_index233_msb_index237_msb_index239_unused_lsb;
 wire any_of0_out;
 wire [15:0] any_of0_vec;
 wire any_of1_out;
@@ -1484,262 +860,127 @@ always @(_lane_slice0_m_i) begin: _tofloat_lane0_magnitude
     else begin
         a = _lane_slice0_m_i;
     end
+    _tofloat_lane0_mag = a;
     _tofloat_lane0_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index4_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi[0];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i = _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo[1];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo[0];
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_msb_index5_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo[0];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i = _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi[1];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index4_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi[0];
 
 
-always @(_tofloat_lane0_msb_index0_msb_index1_msb_index2_hi, _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_node
-    _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi = _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo = _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index1_msb_index2_hi[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_hi_i};
+always @(_tofloat_lane0_msb_index0_msb_index1_lo, _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index2_node
+    _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi = _tofloat_lane0_msb_index0_msb_index1_lo[4-1:2];
+    _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo = _tofloat_lane0_msb_index0_msb_index1_lo[2-1:0];
+    if ((_tofloat_lane0_msb_index0_msb_index1_lo[4-1:2] != 0)) begin
+        _tofloat_lane0_msb_index0_msb_index1_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i};
     end
     else begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index3_lo_i};
+        _tofloat_lane0_msb_index0_msb_index1_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index7_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi[0];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo_i = _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo[1];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index5_msb_index6_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo[0];
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_msb_index8_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo[0];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi_i = _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi[1];
+assign _tofloat_lane0_msb_index0_msb_index1_msb_index5_msb_index7_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi[0];
 
 
-always @(_tofloat_lane0_msb_index0_msb_index1_msb_index2_lo, _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_node
-    _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi = _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo = _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index1_msb_index2_lo[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_hi_i};
+always @(_tofloat_lane0_msb_index0_msb_index1_hi, _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index5_node
+    _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi = _tofloat_lane0_msb_index0_msb_index1_hi[4-1:2];
+    _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo = _tofloat_lane0_msb_index0_msb_index1_hi[2-1:0];
+    if ((_tofloat_lane0_msb_index0_msb_index1_hi[4-1:2] != 0)) begin
+        _tofloat_lane0_msb_index0_msb_index1_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index5_hi_i};
     end
     else begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_msb_index6_lo_i};
+        _tofloat_lane0_msb_index0_msb_index1_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index5_lo_i};
     end
 end
 
 
-always @(_tofloat_lane0_msb_index0_msb_index1_hi, _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index2_node
-    _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi = _tofloat_lane0_msb_index0_msb_index1_hi[8-1:4];
-    _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo = _tofloat_lane0_msb_index0_msb_index1_hi[4-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index1_hi[8-1:4] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index1_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_hi_i};
+always @(_tofloat_lane0_msb_index0_lo, _tofloat_lane0_msb_index0_msb_index1_lo_i, _tofloat_lane0_msb_index0_msb_index1_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_node
+    _tofloat_lane0_msb_index0_msb_index1_hi = _tofloat_lane0_msb_index0_lo[8-1:4];
+    _tofloat_lane0_msb_index0_msb_index1_lo = _tofloat_lane0_msb_index0_lo[4-1:0];
+    if ((_tofloat_lane0_msb_index0_lo[8-1:4] != 0)) begin
+        _tofloat_lane0_msb_index0_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_hi_i};
     end
     else begin
-        _tofloat_lane0_msb_index0_msb_index1_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index2_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index11_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi[0];
-
-
-
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_msb_index12_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo[0];
-
-
-always @(_tofloat_lane0_msb_index0_msb_index1_msb_index9_hi, _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_node
-    _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi = _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo = _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index1_msb_index9_hi[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index10_lo_i};
+        _tofloat_lane0_msb_index0_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index14_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi[0];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo_i = _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo[1];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index9_msb_index10_unused_lsb = _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo[0];
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_msb_index15_unused_lsb = _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo[0];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi_i = _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi[1];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index9_msb_index11_unused_lsb = _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi[0];
 
 
-always @(_tofloat_lane0_msb_index0_msb_index1_msb_index9_lo, _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_node
-    _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi = _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo = _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index1_msb_index9_lo[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_hi_i};
+always @(_tofloat_lane0_msb_index0_msb_index8_lo, _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo_i, _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi_i) begin: _tofloat_lane0_msb_index0_msb_index8_msb_index9_node
+    _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi = _tofloat_lane0_msb_index0_msb_index8_lo[4-1:2];
+    _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo = _tofloat_lane0_msb_index0_msb_index8_lo[2-1:0];
+    if ((_tofloat_lane0_msb_index0_msb_index8_lo[4-1:2] != 0)) begin
+        _tofloat_lane0_msb_index0_msb_index8_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index8_msb_index9_hi_i};
     end
     else begin
-        _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index9_msb_index13_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane0_msb_index0_msb_index1_lo, _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo_i, _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_msb_index9_node
-    _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi = _tofloat_lane0_msb_index0_msb_index1_lo[8-1:4];
-    _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo = _tofloat_lane0_msb_index0_msb_index1_lo[4-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index1_lo[8-1:4] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index1_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index9_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_msb_index1_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_msb_index9_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane0_msb_index0_hi, _tofloat_lane0_msb_index0_msb_index1_lo_i, _tofloat_lane0_msb_index0_msb_index1_hi_i) begin: _tofloat_lane0_msb_index0_msb_index1_node
-    _tofloat_lane0_msb_index0_msb_index1_hi = _tofloat_lane0_msb_index0_hi[16-1:8];
-    _tofloat_lane0_msb_index0_msb_index1_lo = _tofloat_lane0_msb_index0_hi[8-1:0];
-    if ((_tofloat_lane0_msb_index0_hi[16-1:8] != 0)) begin
-        _tofloat_lane0_msb_index0_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index1_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index1_lo_i};
+        _tofloat_lane0_msb_index0_msb_index8_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index8_msb_index9_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index19_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi[0];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo_i = _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo[1];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index12_msb_index13_unused_lsb = _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo[0];
 
 
 
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_msb_index20_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo[0];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi_i = _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi[1];
+assign _tofloat_lane0_msb_index0_msb_index8_msb_index12_msb_index14_unused_lsb = _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi[0];
 
 
-always @(_tofloat_lane0_msb_index0_msb_index16_msb_index17_hi, _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i, _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i) begin: _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_node
-    _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi = _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo = _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index16_msb_index17_hi[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_hi_i};
+always @(_tofloat_lane0_msb_index0_msb_index8_hi, _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo_i, _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi_i) begin: _tofloat_lane0_msb_index0_msb_index8_msb_index12_node
+    _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi = _tofloat_lane0_msb_index0_msb_index8_hi[4-1:2];
+    _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo = _tofloat_lane0_msb_index0_msb_index8_hi[2-1:0];
+    if ((_tofloat_lane0_msb_index0_msb_index8_hi[4-1:2] != 0)) begin
+        _tofloat_lane0_msb_index0_msb_index8_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index8_msb_index12_hi_i};
     end
     else begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index18_lo_i};
+        _tofloat_lane0_msb_index0_msb_index8_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index8_msb_index12_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index22_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi[0];
-
-
-
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_msb_index23_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo[0];
-
-
-always @(_tofloat_lane0_msb_index0_msb_index16_msb_index17_lo, _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i, _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i) begin: _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_node
-    _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi = _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo = _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index16_msb_index17_lo[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_hi_i};
+always @(_tofloat_lane0_msb_index0_hi, _tofloat_lane0_msb_index0_msb_index8_lo_i, _tofloat_lane0_msb_index0_msb_index8_hi_i) begin: _tofloat_lane0_msb_index0_msb_index8_node
+    _tofloat_lane0_msb_index0_msb_index8_hi = _tofloat_lane0_msb_index0_hi[8-1:4];
+    _tofloat_lane0_msb_index0_msb_index8_lo = _tofloat_lane0_msb_index0_hi[4-1:0];
+    if ((_tofloat_lane0_msb_index0_hi[8-1:4] != 0)) begin
+        _tofloat_lane0_msb_index0_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index8_hi_i};
     end
     else begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index17_msb_index21_lo_i};
+        _tofloat_lane0_msb_index0_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index8_lo_i};
     end
 end
 
 
-always @(_tofloat_lane0_msb_index0_msb_index16_hi, _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo_i, _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi_i) begin: _tofloat_lane0_msb_index0_msb_index16_msb_index17_node
-    _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi = _tofloat_lane0_msb_index0_msb_index16_hi[8-1:4];
-    _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo = _tofloat_lane0_msb_index0_msb_index16_hi[4-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index16_hi[8-1:4] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index16_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index17_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_msb_index16_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index17_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index26_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi[0];
-
-
-
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_msb_index27_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo[0];
-
-
-always @(_tofloat_lane0_msb_index0_msb_index16_msb_index24_hi, _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i, _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i) begin: _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_node
-    _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi = _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo = _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index16_msb_index24_hi[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index25_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index29_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi[0];
-
-
-
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo[1];
-assign _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_msb_index30_unused_lsb = _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo[0];
-
-
-always @(_tofloat_lane0_msb_index0_msb_index16_msb_index24_lo, _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i, _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i) begin: _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_node
-    _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi = _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo[4-1:2];
-    _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo = _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo[2-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index16_msb_index24_lo[4-1:2] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index24_msb_index28_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane0_msb_index0_msb_index16_lo, _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo_i, _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi_i) begin: _tofloat_lane0_msb_index0_msb_index16_msb_index24_node
-    _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi = _tofloat_lane0_msb_index0_msb_index16_lo[8-1:4];
-    _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo = _tofloat_lane0_msb_index0_msb_index16_lo[4-1:0];
-    if ((_tofloat_lane0_msb_index0_msb_index16_lo[8-1:4] != 0)) begin
-        _tofloat_lane0_msb_index0_msb_index16_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index24_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_msb_index16_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index16_msb_index24_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane0_msb_index0_lo, _tofloat_lane0_msb_index0_msb_index16_lo_i, _tofloat_lane0_msb_index0_msb_index16_hi_i) begin: _tofloat_lane0_msb_index0_msb_index16_node
-    _tofloat_lane0_msb_index0_msb_index16_hi = _tofloat_lane0_msb_index0_lo[16-1:8];
-    _tofloat_lane0_msb_index0_msb_index16_lo = _tofloat_lane0_msb_index0_lo[8-1:0];
-    if ((_tofloat_lane0_msb_index0_lo[16-1:8] != 0)) begin
-        _tofloat_lane0_msb_index0_lo_i = {(1 != 0), _tofloat_lane0_msb_index0_msb_index16_hi_i};
-    end
-    else begin
-        _tofloat_lane0_msb_index0_lo_i = {(0 != 0), _tofloat_lane0_msb_index0_msb_index16_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane0_magp, _tofloat_lane0_msb_index0_lo_i, _tofloat_lane0_msb_index0_hi_i) begin: _tofloat_lane0_msb_index0_node
-    _tofloat_lane0_msb_index0_hi = _tofloat_lane0_magp[32-1:16];
-    _tofloat_lane0_msb_index0_lo = _tofloat_lane0_magp[16-1:0];
-    if ((_tofloat_lane0_magp[32-1:16] != 0)) begin
+always @(_tofloat_lane0_mag, _tofloat_lane0_msb_index0_lo_i, _tofloat_lane0_msb_index0_hi_i) begin: _tofloat_lane0_msb_index0_node
+    _tofloat_lane0_msb_index0_hi = _tofloat_lane0_mag[16-1:8];
+    _tofloat_lane0_msb_index0_lo = _tofloat_lane0_mag[8-1:0];
+    if ((_tofloat_lane0_mag[16-1:8] != 0)) begin
         _tofloat_lane0_lidx = {(1 != 0), _tofloat_lane0_msb_index0_hi_i};
     end
     else begin
@@ -1777,7 +1018,7 @@ always @(xs, _tofloat_lane0_magp, _lane_slice0_m_i, _tofloat_lane0_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane0_lidx};
+    ls = {5'h0, _tofloat_lane0_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -1839,266 +1080,131 @@ always @(_lane_slice1_m_i) begin: _tofloat_lane1_magnitude
     else begin
         a = _lane_slice1_m_i;
     end
+    _tofloat_lane1_mag = a;
     _tofloat_lane1_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi_i = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_msb_index35_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi[0];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo_i = _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo[1];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index17_msb_index18_unused_lsb = _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo[0];
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo_i = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_msb_index36_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo[0];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi_i = _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi[1];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index17_msb_index19_unused_lsb = _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi[0];
 
 
-always @(_tofloat_lane1_msb_index31_msb_index32_msb_index33_hi, _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo_i, _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi_i) begin: _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_node
-    _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi = _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo = _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index32_msb_index33_hi[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_hi_i};
+always @(_tofloat_lane1_msb_index15_msb_index16_lo, _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo_i, _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi_i) begin: _tofloat_lane1_msb_index15_msb_index16_msb_index17_node
+    _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi = _tofloat_lane1_msb_index15_msb_index16_lo[4-1:2];
+    _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo = _tofloat_lane1_msb_index15_msb_index16_lo[2-1:0];
+    if ((_tofloat_lane1_msb_index15_msb_index16_lo[4-1:2] != 0)) begin
+        _tofloat_lane1_msb_index15_msb_index16_lo_i = {(1 != 0), _tofloat_lane1_msb_index15_msb_index16_msb_index17_hi_i};
     end
     else begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index34_lo_i};
+        _tofloat_lane1_msb_index15_msb_index16_lo_i = {(0 != 0), _tofloat_lane1_msb_index15_msb_index16_msb_index17_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi_i = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_msb_index38_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi[0];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo_i = _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo[1];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index20_msb_index21_unused_lsb = _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo[0];
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo_i = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_msb_index39_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo[0];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi_i = _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi[1];
+assign _tofloat_lane1_msb_index15_msb_index16_msb_index20_msb_index22_unused_lsb = _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi[0];
 
 
-always @(_tofloat_lane1_msb_index31_msb_index32_msb_index33_lo, _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo_i, _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi_i) begin: _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_node
-    _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi = _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo = _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index32_msb_index33_lo[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_hi_i};
+always @(_tofloat_lane1_msb_index15_msb_index16_hi, _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo_i, _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi_i) begin: _tofloat_lane1_msb_index15_msb_index16_msb_index20_node
+    _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi = _tofloat_lane1_msb_index15_msb_index16_hi[4-1:2];
+    _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo = _tofloat_lane1_msb_index15_msb_index16_hi[2-1:0];
+    if ((_tofloat_lane1_msb_index15_msb_index16_hi[4-1:2] != 0)) begin
+        _tofloat_lane1_msb_index15_msb_index16_hi_i = {(1 != 0), _tofloat_lane1_msb_index15_msb_index16_msb_index20_hi_i};
     end
     else begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index33_msb_index37_lo_i};
+        _tofloat_lane1_msb_index15_msb_index16_hi_i = {(0 != 0), _tofloat_lane1_msb_index15_msb_index16_msb_index20_lo_i};
     end
 end
 
 
-always @(_tofloat_lane1_msb_index31_msb_index32_hi, _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo_i, _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi_i) begin: _tofloat_lane1_msb_index31_msb_index32_msb_index33_node
-    _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi = _tofloat_lane1_msb_index31_msb_index32_hi[8-1:4];
-    _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo = _tofloat_lane1_msb_index31_msb_index32_hi[4-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index32_hi[8-1:4] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index32_hi_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index33_hi_i};
+always @(_tofloat_lane1_msb_index15_lo, _tofloat_lane1_msb_index15_msb_index16_lo_i, _tofloat_lane1_msb_index15_msb_index16_hi_i) begin: _tofloat_lane1_msb_index15_msb_index16_node
+    _tofloat_lane1_msb_index15_msb_index16_hi = _tofloat_lane1_msb_index15_lo[8-1:4];
+    _tofloat_lane1_msb_index15_msb_index16_lo = _tofloat_lane1_msb_index15_lo[4-1:0];
+    if ((_tofloat_lane1_msb_index15_lo[8-1:4] != 0)) begin
+        _tofloat_lane1_msb_index15_lo_i = {(1 != 0), _tofloat_lane1_msb_index15_msb_index16_hi_i};
     end
     else begin
-        _tofloat_lane1_msb_index31_msb_index32_hi_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index33_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi_i = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_msb_index42_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi[0];
-
-
-
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo_i = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_msb_index43_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo[0];
-
-
-always @(_tofloat_lane1_msb_index31_msb_index32_msb_index40_hi, _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo_i, _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi_i) begin: _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_node
-    _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi = _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo = _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index32_msb_index40_hi[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_hi_i};
-    end
-    else begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index41_lo_i};
+        _tofloat_lane1_msb_index15_lo_i = {(0 != 0), _tofloat_lane1_msb_index15_msb_index16_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi_i = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_msb_index45_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi[0];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo_i = _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo[1];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index24_msb_index25_unused_lsb = _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo[0];
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo_i = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_msb_index46_unused_lsb = _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo[0];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi_i = _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi[1];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index24_msb_index26_unused_lsb = _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi[0];
 
 
-always @(_tofloat_lane1_msb_index31_msb_index32_msb_index40_lo, _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo_i, _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi_i) begin: _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_node
-    _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi = _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo = _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index32_msb_index40_lo[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_hi_i};
+always @(_tofloat_lane1_msb_index15_msb_index23_lo, _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo_i, _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi_i) begin: _tofloat_lane1_msb_index15_msb_index23_msb_index24_node
+    _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi = _tofloat_lane1_msb_index15_msb_index23_lo[4-1:2];
+    _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo = _tofloat_lane1_msb_index15_msb_index23_lo[2-1:0];
+    if ((_tofloat_lane1_msb_index15_msb_index23_lo[4-1:2] != 0)) begin
+        _tofloat_lane1_msb_index15_msb_index23_lo_i = {(1 != 0), _tofloat_lane1_msb_index15_msb_index23_msb_index24_hi_i};
     end
     else begin
-        _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index40_msb_index44_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane1_msb_index31_msb_index32_lo, _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo_i, _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi_i) begin: _tofloat_lane1_msb_index31_msb_index32_msb_index40_node
-    _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi = _tofloat_lane1_msb_index31_msb_index32_lo[8-1:4];
-    _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo = _tofloat_lane1_msb_index31_msb_index32_lo[4-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index32_lo[8-1:4] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index32_lo_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index40_hi_i};
-    end
-    else begin
-        _tofloat_lane1_msb_index31_msb_index32_lo_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index32_msb_index40_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane1_msb_index31_hi, _tofloat_lane1_msb_index31_msb_index32_lo_i, _tofloat_lane1_msb_index31_msb_index32_hi_i) begin: _tofloat_lane1_msb_index31_msb_index32_node
-    _tofloat_lane1_msb_index31_msb_index32_hi = _tofloat_lane1_msb_index31_hi[16-1:8];
-    _tofloat_lane1_msb_index31_msb_index32_lo = _tofloat_lane1_msb_index31_hi[8-1:0];
-    if ((_tofloat_lane1_msb_index31_hi[16-1:8] != 0)) begin
-        _tofloat_lane1_msb_index31_hi_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index32_hi_i};
-    end
-    else begin
-        _tofloat_lane1_msb_index31_hi_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index32_lo_i};
+        _tofloat_lane1_msb_index15_msb_index23_lo_i = {(0 != 0), _tofloat_lane1_msb_index15_msb_index23_msb_index24_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi_i = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_msb_index50_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi[0];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo_i = _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo[1];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index27_msb_index28_unused_lsb = _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo[0];
 
 
 
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo_i = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_msb_index51_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo[0];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi_i = _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi[1];
+assign _tofloat_lane1_msb_index15_msb_index23_msb_index27_msb_index29_unused_lsb = _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi[0];
 
 
-always @(_tofloat_lane1_msb_index31_msb_index47_msb_index48_hi, _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo_i, _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi_i) begin: _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_node
-    _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi = _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo = _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index47_msb_index48_hi[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_hi_i};
+always @(_tofloat_lane1_msb_index15_msb_index23_hi, _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo_i, _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi_i) begin: _tofloat_lane1_msb_index15_msb_index23_msb_index27_node
+    _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi = _tofloat_lane1_msb_index15_msb_index23_hi[4-1:2];
+    _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo = _tofloat_lane1_msb_index15_msb_index23_hi[2-1:0];
+    if ((_tofloat_lane1_msb_index15_msb_index23_hi[4-1:2] != 0)) begin
+        _tofloat_lane1_msb_index15_msb_index23_hi_i = {(1 != 0), _tofloat_lane1_msb_index15_msb_index23_msb_index27_hi_i};
     end
     else begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index49_lo_i};
+        _tofloat_lane1_msb_index15_msb_index23_hi_i = {(0 != 0), _tofloat_lane1_msb_index15_msb_index23_msb_index27_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi_i = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_msb_index53_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi[0];
-
-
-
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo_i = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_msb_index54_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo[0];
-
-
-always @(_tofloat_lane1_msb_index31_msb_index47_msb_index48_lo, _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo_i, _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi_i) begin: _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_node
-    _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi = _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo = _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index47_msb_index48_lo[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_hi_i};
+always @(_tofloat_lane1_msb_index15_hi, _tofloat_lane1_msb_index15_msb_index23_lo_i, _tofloat_lane1_msb_index15_msb_index23_hi_i) begin: _tofloat_lane1_msb_index15_msb_index23_node
+    _tofloat_lane1_msb_index15_msb_index23_hi = _tofloat_lane1_msb_index15_hi[8-1:4];
+    _tofloat_lane1_msb_index15_msb_index23_lo = _tofloat_lane1_msb_index15_hi[4-1:0];
+    if ((_tofloat_lane1_msb_index15_hi[8-1:4] != 0)) begin
+        _tofloat_lane1_msb_index15_hi_i = {(1 != 0), _tofloat_lane1_msb_index15_msb_index23_hi_i};
     end
     else begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index48_msb_index52_lo_i};
+        _tofloat_lane1_msb_index15_hi_i = {(0 != 0), _tofloat_lane1_msb_index15_msb_index23_lo_i};
     end
 end
 
 
-always @(_tofloat_lane1_msb_index31_msb_index47_hi, _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo_i, _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi_i) begin: _tofloat_lane1_msb_index31_msb_index47_msb_index48_node
-    _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi = _tofloat_lane1_msb_index31_msb_index47_hi[8-1:4];
-    _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo = _tofloat_lane1_msb_index31_msb_index47_hi[4-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index47_hi[8-1:4] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index47_hi_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index48_hi_i};
+always @(_tofloat_lane1_mag, _tofloat_lane1_msb_index15_lo_i, _tofloat_lane1_msb_index15_hi_i) begin: _tofloat_lane1_msb_index15_node
+    _tofloat_lane1_msb_index15_hi = _tofloat_lane1_mag[16-1:8];
+    _tofloat_lane1_msb_index15_lo = _tofloat_lane1_mag[8-1:0];
+    if ((_tofloat_lane1_mag[16-1:8] != 0)) begin
+        _tofloat_lane1_lidx = {(1 != 0), _tofloat_lane1_msb_index15_hi_i};
     end
     else begin
-        _tofloat_lane1_msb_index31_msb_index47_hi_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index48_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi_i = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_msb_index57_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi[0];
-
-
-
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo_i = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_msb_index58_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo[0];
-
-
-always @(_tofloat_lane1_msb_index31_msb_index47_msb_index55_hi, _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo_i, _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi_i) begin: _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_node
-    _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi = _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo = _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index47_msb_index55_hi[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_hi_i};
-    end
-    else begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index56_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi_i = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_msb_index60_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi[0];
-
-
-
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo_i = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo[1];
-assign _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_msb_index61_unused_lsb = _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo[0];
-
-
-always @(_tofloat_lane1_msb_index31_msb_index47_msb_index55_lo, _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo_i, _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi_i) begin: _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_node
-    _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi = _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo[4-1:2];
-    _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo = _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo[2-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index47_msb_index55_lo[4-1:2] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_hi_i};
-    end
-    else begin
-        _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index55_msb_index59_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane1_msb_index31_msb_index47_lo, _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo_i, _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi_i) begin: _tofloat_lane1_msb_index31_msb_index47_msb_index55_node
-    _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi = _tofloat_lane1_msb_index31_msb_index47_lo[8-1:4];
-    _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo = _tofloat_lane1_msb_index31_msb_index47_lo[4-1:0];
-    if ((_tofloat_lane1_msb_index31_msb_index47_lo[8-1:4] != 0)) begin
-        _tofloat_lane1_msb_index31_msb_index47_lo_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index55_hi_i};
-    end
-    else begin
-        _tofloat_lane1_msb_index31_msb_index47_lo_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index47_msb_index55_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane1_msb_index31_lo, _tofloat_lane1_msb_index31_msb_index47_lo_i, _tofloat_lane1_msb_index31_msb_index47_hi_i) begin: _tofloat_lane1_msb_index31_msb_index47_node
-    _tofloat_lane1_msb_index31_msb_index47_hi = _tofloat_lane1_msb_index31_lo[16-1:8];
-    _tofloat_lane1_msb_index31_msb_index47_lo = _tofloat_lane1_msb_index31_lo[8-1:0];
-    if ((_tofloat_lane1_msb_index31_lo[16-1:8] != 0)) begin
-        _tofloat_lane1_msb_index31_lo_i = {(1 != 0), _tofloat_lane1_msb_index31_msb_index47_hi_i};
-    end
-    else begin
-        _tofloat_lane1_msb_index31_lo_i = {(0 != 0), _tofloat_lane1_msb_index31_msb_index47_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane1_magp, _tofloat_lane1_msb_index31_lo_i, _tofloat_lane1_msb_index31_hi_i) begin: _tofloat_lane1_msb_index31_node
-    _tofloat_lane1_msb_index31_hi = _tofloat_lane1_magp[32-1:16];
-    _tofloat_lane1_msb_index31_lo = _tofloat_lane1_magp[16-1:0];
-    if ((_tofloat_lane1_magp[32-1:16] != 0)) begin
-        _tofloat_lane1_lidx = {(1 != 0), _tofloat_lane1_msb_index31_hi_i};
-    end
-    else begin
-        _tofloat_lane1_lidx = {(0 != 0), _tofloat_lane1_msb_index31_lo_i};
+        _tofloat_lane1_lidx = {(0 != 0), _tofloat_lane1_msb_index15_lo_i};
     end
 end
 
@@ -2132,7 +1238,7 @@ always @(xs, _tofloat_lane1_magp, _lane_slice1_m_i, _tofloat_lane1_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane1_lidx};
+    ls = {5'h0, _tofloat_lane1_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -2194,266 +1300,131 @@ always @(_lane_slice2_m_i) begin: _tofloat_lane2_magnitude
     else begin
         a = _lane_slice2_m_i;
     end
+    _tofloat_lane2_mag = a;
     _tofloat_lane2_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi_i = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_msb_index66_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi[0];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo_i = _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo[1];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index32_msb_index33_unused_lsb = _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo[0];
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo_i = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_msb_index67_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo[0];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi_i = _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi[1];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index32_msb_index34_unused_lsb = _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi[0];
 
 
-always @(_tofloat_lane2_msb_index62_msb_index63_msb_index64_hi, _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo_i, _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi_i) begin: _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_node
-    _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi = _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo = _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index63_msb_index64_hi[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_hi_i};
+always @(_tofloat_lane2_msb_index30_msb_index31_lo, _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo_i, _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi_i) begin: _tofloat_lane2_msb_index30_msb_index31_msb_index32_node
+    _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi = _tofloat_lane2_msb_index30_msb_index31_lo[4-1:2];
+    _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo = _tofloat_lane2_msb_index30_msb_index31_lo[2-1:0];
+    if ((_tofloat_lane2_msb_index30_msb_index31_lo[4-1:2] != 0)) begin
+        _tofloat_lane2_msb_index30_msb_index31_lo_i = {(1 != 0), _tofloat_lane2_msb_index30_msb_index31_msb_index32_hi_i};
     end
     else begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index65_lo_i};
+        _tofloat_lane2_msb_index30_msb_index31_lo_i = {(0 != 0), _tofloat_lane2_msb_index30_msb_index31_msb_index32_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi_i = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_msb_index69_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi[0];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo_i = _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo[1];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index35_msb_index36_unused_lsb = _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo[0];
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo_i = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_msb_index70_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo[0];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi_i = _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi[1];
+assign _tofloat_lane2_msb_index30_msb_index31_msb_index35_msb_index37_unused_lsb = _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi[0];
 
 
-always @(_tofloat_lane2_msb_index62_msb_index63_msb_index64_lo, _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo_i, _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi_i) begin: _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_node
-    _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi = _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo = _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index63_msb_index64_lo[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_hi_i};
+always @(_tofloat_lane2_msb_index30_msb_index31_hi, _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo_i, _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi_i) begin: _tofloat_lane2_msb_index30_msb_index31_msb_index35_node
+    _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi = _tofloat_lane2_msb_index30_msb_index31_hi[4-1:2];
+    _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo = _tofloat_lane2_msb_index30_msb_index31_hi[2-1:0];
+    if ((_tofloat_lane2_msb_index30_msb_index31_hi[4-1:2] != 0)) begin
+        _tofloat_lane2_msb_index30_msb_index31_hi_i = {(1 != 0), _tofloat_lane2_msb_index30_msb_index31_msb_index35_hi_i};
     end
     else begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index64_msb_index68_lo_i};
+        _tofloat_lane2_msb_index30_msb_index31_hi_i = {(0 != 0), _tofloat_lane2_msb_index30_msb_index31_msb_index35_lo_i};
     end
 end
 
 
-always @(_tofloat_lane2_msb_index62_msb_index63_hi, _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo_i, _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi_i) begin: _tofloat_lane2_msb_index62_msb_index63_msb_index64_node
-    _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi = _tofloat_lane2_msb_index62_msb_index63_hi[8-1:4];
-    _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo = _tofloat_lane2_msb_index62_msb_index63_hi[4-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index63_hi[8-1:4] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index63_hi_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index64_hi_i};
+always @(_tofloat_lane2_msb_index30_lo, _tofloat_lane2_msb_index30_msb_index31_lo_i, _tofloat_lane2_msb_index30_msb_index31_hi_i) begin: _tofloat_lane2_msb_index30_msb_index31_node
+    _tofloat_lane2_msb_index30_msb_index31_hi = _tofloat_lane2_msb_index30_lo[8-1:4];
+    _tofloat_lane2_msb_index30_msb_index31_lo = _tofloat_lane2_msb_index30_lo[4-1:0];
+    if ((_tofloat_lane2_msb_index30_lo[8-1:4] != 0)) begin
+        _tofloat_lane2_msb_index30_lo_i = {(1 != 0), _tofloat_lane2_msb_index30_msb_index31_hi_i};
     end
     else begin
-        _tofloat_lane2_msb_index62_msb_index63_hi_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index64_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi_i = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_msb_index73_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi[0];
-
-
-
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo_i = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_msb_index74_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo[0];
-
-
-always @(_tofloat_lane2_msb_index62_msb_index63_msb_index71_hi, _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo_i, _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi_i) begin: _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_node
-    _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi = _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo = _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index63_msb_index71_hi[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_hi_i};
-    end
-    else begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index72_lo_i};
+        _tofloat_lane2_msb_index30_lo_i = {(0 != 0), _tofloat_lane2_msb_index30_msb_index31_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi_i = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_msb_index76_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi[0];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo_i = _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo[1];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index39_msb_index40_unused_lsb = _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo[0];
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo_i = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_msb_index77_unused_lsb = _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo[0];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi_i = _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi[1];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index39_msb_index41_unused_lsb = _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi[0];
 
 
-always @(_tofloat_lane2_msb_index62_msb_index63_msb_index71_lo, _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo_i, _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi_i) begin: _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_node
-    _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi = _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo = _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index63_msb_index71_lo[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_hi_i};
+always @(_tofloat_lane2_msb_index30_msb_index38_lo, _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo_i, _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi_i) begin: _tofloat_lane2_msb_index30_msb_index38_msb_index39_node
+    _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi = _tofloat_lane2_msb_index30_msb_index38_lo[4-1:2];
+    _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo = _tofloat_lane2_msb_index30_msb_index38_lo[2-1:0];
+    if ((_tofloat_lane2_msb_index30_msb_index38_lo[4-1:2] != 0)) begin
+        _tofloat_lane2_msb_index30_msb_index38_lo_i = {(1 != 0), _tofloat_lane2_msb_index30_msb_index38_msb_index39_hi_i};
     end
     else begin
-        _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index71_msb_index75_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane2_msb_index62_msb_index63_lo, _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo_i, _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi_i) begin: _tofloat_lane2_msb_index62_msb_index63_msb_index71_node
-    _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi = _tofloat_lane2_msb_index62_msb_index63_lo[8-1:4];
-    _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo = _tofloat_lane2_msb_index62_msb_index63_lo[4-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index63_lo[8-1:4] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index63_lo_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index71_hi_i};
-    end
-    else begin
-        _tofloat_lane2_msb_index62_msb_index63_lo_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index63_msb_index71_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane2_msb_index62_hi, _tofloat_lane2_msb_index62_msb_index63_lo_i, _tofloat_lane2_msb_index62_msb_index63_hi_i) begin: _tofloat_lane2_msb_index62_msb_index63_node
-    _tofloat_lane2_msb_index62_msb_index63_hi = _tofloat_lane2_msb_index62_hi[16-1:8];
-    _tofloat_lane2_msb_index62_msb_index63_lo = _tofloat_lane2_msb_index62_hi[8-1:0];
-    if ((_tofloat_lane2_msb_index62_hi[16-1:8] != 0)) begin
-        _tofloat_lane2_msb_index62_hi_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index63_hi_i};
-    end
-    else begin
-        _tofloat_lane2_msb_index62_hi_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index63_lo_i};
+        _tofloat_lane2_msb_index30_msb_index38_lo_i = {(0 != 0), _tofloat_lane2_msb_index30_msb_index38_msb_index39_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi_i = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_msb_index81_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi[0];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo_i = _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo[1];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index42_msb_index43_unused_lsb = _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo[0];
 
 
 
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo_i = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_msb_index82_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo[0];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi_i = _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi[1];
+assign _tofloat_lane2_msb_index30_msb_index38_msb_index42_msb_index44_unused_lsb = _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi[0];
 
 
-always @(_tofloat_lane2_msb_index62_msb_index78_msb_index79_hi, _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo_i, _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi_i) begin: _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_node
-    _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi = _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo = _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index78_msb_index79_hi[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_hi_i};
+always @(_tofloat_lane2_msb_index30_msb_index38_hi, _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo_i, _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi_i) begin: _tofloat_lane2_msb_index30_msb_index38_msb_index42_node
+    _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi = _tofloat_lane2_msb_index30_msb_index38_hi[4-1:2];
+    _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo = _tofloat_lane2_msb_index30_msb_index38_hi[2-1:0];
+    if ((_tofloat_lane2_msb_index30_msb_index38_hi[4-1:2] != 0)) begin
+        _tofloat_lane2_msb_index30_msb_index38_hi_i = {(1 != 0), _tofloat_lane2_msb_index30_msb_index38_msb_index42_hi_i};
     end
     else begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index80_lo_i};
+        _tofloat_lane2_msb_index30_msb_index38_hi_i = {(0 != 0), _tofloat_lane2_msb_index30_msb_index38_msb_index42_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi_i = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_msb_index84_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi[0];
-
-
-
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo_i = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_msb_index85_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo[0];
-
-
-always @(_tofloat_lane2_msb_index62_msb_index78_msb_index79_lo, _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo_i, _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi_i) begin: _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_node
-    _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi = _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo = _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index78_msb_index79_lo[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_hi_i};
+always @(_tofloat_lane2_msb_index30_hi, _tofloat_lane2_msb_index30_msb_index38_lo_i, _tofloat_lane2_msb_index30_msb_index38_hi_i) begin: _tofloat_lane2_msb_index30_msb_index38_node
+    _tofloat_lane2_msb_index30_msb_index38_hi = _tofloat_lane2_msb_index30_hi[8-1:4];
+    _tofloat_lane2_msb_index30_msb_index38_lo = _tofloat_lane2_msb_index30_hi[4-1:0];
+    if ((_tofloat_lane2_msb_index30_hi[8-1:4] != 0)) begin
+        _tofloat_lane2_msb_index30_hi_i = {(1 != 0), _tofloat_lane2_msb_index30_msb_index38_hi_i};
     end
     else begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index79_msb_index83_lo_i};
+        _tofloat_lane2_msb_index30_hi_i = {(0 != 0), _tofloat_lane2_msb_index30_msb_index38_lo_i};
     end
 end
 
 
-always @(_tofloat_lane2_msb_index62_msb_index78_hi, _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo_i, _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi_i) begin: _tofloat_lane2_msb_index62_msb_index78_msb_index79_node
-    _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi = _tofloat_lane2_msb_index62_msb_index78_hi[8-1:4];
-    _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo = _tofloat_lane2_msb_index62_msb_index78_hi[4-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index78_hi[8-1:4] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index78_hi_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index79_hi_i};
+always @(_tofloat_lane2_mag, _tofloat_lane2_msb_index30_lo_i, _tofloat_lane2_msb_index30_hi_i) begin: _tofloat_lane2_msb_index30_node
+    _tofloat_lane2_msb_index30_hi = _tofloat_lane2_mag[16-1:8];
+    _tofloat_lane2_msb_index30_lo = _tofloat_lane2_mag[8-1:0];
+    if ((_tofloat_lane2_mag[16-1:8] != 0)) begin
+        _tofloat_lane2_lidx = {(1 != 0), _tofloat_lane2_msb_index30_hi_i};
     end
     else begin
-        _tofloat_lane2_msb_index62_msb_index78_hi_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index79_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi_i = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_msb_index88_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi[0];
-
-
-
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo_i = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_msb_index89_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo[0];
-
-
-always @(_tofloat_lane2_msb_index62_msb_index78_msb_index86_hi, _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo_i, _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi_i) begin: _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_node
-    _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi = _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo = _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index78_msb_index86_hi[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_hi_i};
-    end
-    else begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index87_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi_i = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_msb_index91_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi[0];
-
-
-
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo_i = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo[1];
-assign _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_msb_index92_unused_lsb = _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo[0];
-
-
-always @(_tofloat_lane2_msb_index62_msb_index78_msb_index86_lo, _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo_i, _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi_i) begin: _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_node
-    _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi = _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo[4-1:2];
-    _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo = _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo[2-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index78_msb_index86_lo[4-1:2] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_hi_i};
-    end
-    else begin
-        _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index86_msb_index90_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane2_msb_index62_msb_index78_lo, _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo_i, _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi_i) begin: _tofloat_lane2_msb_index62_msb_index78_msb_index86_node
-    _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi = _tofloat_lane2_msb_index62_msb_index78_lo[8-1:4];
-    _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo = _tofloat_lane2_msb_index62_msb_index78_lo[4-1:0];
-    if ((_tofloat_lane2_msb_index62_msb_index78_lo[8-1:4] != 0)) begin
-        _tofloat_lane2_msb_index62_msb_index78_lo_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index86_hi_i};
-    end
-    else begin
-        _tofloat_lane2_msb_index62_msb_index78_lo_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index78_msb_index86_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane2_msb_index62_lo, _tofloat_lane2_msb_index62_msb_index78_lo_i, _tofloat_lane2_msb_index62_msb_index78_hi_i) begin: _tofloat_lane2_msb_index62_msb_index78_node
-    _tofloat_lane2_msb_index62_msb_index78_hi = _tofloat_lane2_msb_index62_lo[16-1:8];
-    _tofloat_lane2_msb_index62_msb_index78_lo = _tofloat_lane2_msb_index62_lo[8-1:0];
-    if ((_tofloat_lane2_msb_index62_lo[16-1:8] != 0)) begin
-        _tofloat_lane2_msb_index62_lo_i = {(1 != 0), _tofloat_lane2_msb_index62_msb_index78_hi_i};
-    end
-    else begin
-        _tofloat_lane2_msb_index62_lo_i = {(0 != 0), _tofloat_lane2_msb_index62_msb_index78_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane2_magp, _tofloat_lane2_msb_index62_lo_i, _tofloat_lane2_msb_index62_hi_i) begin: _tofloat_lane2_msb_index62_node
-    _tofloat_lane2_msb_index62_hi = _tofloat_lane2_magp[32-1:16];
-    _tofloat_lane2_msb_index62_lo = _tofloat_lane2_magp[16-1:0];
-    if ((_tofloat_lane2_magp[32-1:16] != 0)) begin
-        _tofloat_lane2_lidx = {(1 != 0), _tofloat_lane2_msb_index62_hi_i};
-    end
-    else begin
-        _tofloat_lane2_lidx = {(0 != 0), _tofloat_lane2_msb_index62_lo_i};
+        _tofloat_lane2_lidx = {(0 != 0), _tofloat_lane2_msb_index30_lo_i};
     end
 end
 
@@ -2487,7 +1458,7 @@ always @(xs, _tofloat_lane2_magp, _lane_slice2_m_i, _tofloat_lane2_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane2_lidx};
+    ls = {5'h0, _tofloat_lane2_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -2549,266 +1520,131 @@ always @(_lane_slice3_m_i) begin: _tofloat_lane3_magnitude
     else begin
         a = _lane_slice3_m_i;
     end
+    _tofloat_lane3_mag = a;
     _tofloat_lane3_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi_i = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_msb_index97_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi[0];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo_i = _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo[1];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index47_msb_index48_unused_lsb = _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo[0];
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo_i = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_msb_index98_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo[0];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi_i = _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi[1];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index47_msb_index49_unused_lsb = _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi[0];
 
 
-always @(_tofloat_lane3_msb_index93_msb_index94_msb_index95_hi, _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo_i, _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi_i) begin: _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_node
-    _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi = _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo = _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index94_msb_index95_hi[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_hi_i};
+always @(_tofloat_lane3_msb_index45_msb_index46_lo, _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo_i, _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi_i) begin: _tofloat_lane3_msb_index45_msb_index46_msb_index47_node
+    _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi = _tofloat_lane3_msb_index45_msb_index46_lo[4-1:2];
+    _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo = _tofloat_lane3_msb_index45_msb_index46_lo[2-1:0];
+    if ((_tofloat_lane3_msb_index45_msb_index46_lo[4-1:2] != 0)) begin
+        _tofloat_lane3_msb_index45_msb_index46_lo_i = {(1 != 0), _tofloat_lane3_msb_index45_msb_index46_msb_index47_hi_i};
     end
     else begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index96_lo_i};
+        _tofloat_lane3_msb_index45_msb_index46_lo_i = {(0 != 0), _tofloat_lane3_msb_index45_msb_index46_msb_index47_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi_i = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_msb_index100_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi[0];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo_i = _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo[1];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index50_msb_index51_unused_lsb = _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo[0];
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo_i = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_msb_index101_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo[0];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi_i = _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi[1];
+assign _tofloat_lane3_msb_index45_msb_index46_msb_index50_msb_index52_unused_lsb = _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi[0];
 
 
-always @(_tofloat_lane3_msb_index93_msb_index94_msb_index95_lo, _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo_i, _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi_i) begin: _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_node
-    _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi = _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo = _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index94_msb_index95_lo[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_hi_i};
+always @(_tofloat_lane3_msb_index45_msb_index46_hi, _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo_i, _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi_i) begin: _tofloat_lane3_msb_index45_msb_index46_msb_index50_node
+    _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi = _tofloat_lane3_msb_index45_msb_index46_hi[4-1:2];
+    _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo = _tofloat_lane3_msb_index45_msb_index46_hi[2-1:0];
+    if ((_tofloat_lane3_msb_index45_msb_index46_hi[4-1:2] != 0)) begin
+        _tofloat_lane3_msb_index45_msb_index46_hi_i = {(1 != 0), _tofloat_lane3_msb_index45_msb_index46_msb_index50_hi_i};
     end
     else begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index95_msb_index99_lo_i};
+        _tofloat_lane3_msb_index45_msb_index46_hi_i = {(0 != 0), _tofloat_lane3_msb_index45_msb_index46_msb_index50_lo_i};
     end
 end
 
 
-always @(_tofloat_lane3_msb_index93_msb_index94_hi, _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo_i, _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi_i) begin: _tofloat_lane3_msb_index93_msb_index94_msb_index95_node
-    _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi = _tofloat_lane3_msb_index93_msb_index94_hi[8-1:4];
-    _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo = _tofloat_lane3_msb_index93_msb_index94_hi[4-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index94_hi[8-1:4] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index94_hi_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index95_hi_i};
+always @(_tofloat_lane3_msb_index45_lo, _tofloat_lane3_msb_index45_msb_index46_lo_i, _tofloat_lane3_msb_index45_msb_index46_hi_i) begin: _tofloat_lane3_msb_index45_msb_index46_node
+    _tofloat_lane3_msb_index45_msb_index46_hi = _tofloat_lane3_msb_index45_lo[8-1:4];
+    _tofloat_lane3_msb_index45_msb_index46_lo = _tofloat_lane3_msb_index45_lo[4-1:0];
+    if ((_tofloat_lane3_msb_index45_lo[8-1:4] != 0)) begin
+        _tofloat_lane3_msb_index45_lo_i = {(1 != 0), _tofloat_lane3_msb_index45_msb_index46_hi_i};
     end
     else begin
-        _tofloat_lane3_msb_index93_msb_index94_hi_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index95_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi_i = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_msb_index104_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi[0];
-
-
-
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo_i = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_msb_index105_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo[0];
-
-
-always @(_tofloat_lane3_msb_index93_msb_index94_msb_index102_hi, _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo_i, _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi_i) begin: _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_node
-    _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi = _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo = _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index94_msb_index102_hi[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_hi_i};
-    end
-    else begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index103_lo_i};
+        _tofloat_lane3_msb_index45_lo_i = {(0 != 0), _tofloat_lane3_msb_index45_msb_index46_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi_i = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_msb_index107_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi[0];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo_i = _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo[1];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index54_msb_index55_unused_lsb = _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo[0];
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo_i = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_msb_index108_unused_lsb = _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo[0];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi_i = _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi[1];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index54_msb_index56_unused_lsb = _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi[0];
 
 
-always @(_tofloat_lane3_msb_index93_msb_index94_msb_index102_lo, _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo_i, _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi_i) begin: _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_node
-    _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi = _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo = _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index94_msb_index102_lo[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_hi_i};
+always @(_tofloat_lane3_msb_index45_msb_index53_lo, _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo_i, _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi_i) begin: _tofloat_lane3_msb_index45_msb_index53_msb_index54_node
+    _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi = _tofloat_lane3_msb_index45_msb_index53_lo[4-1:2];
+    _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo = _tofloat_lane3_msb_index45_msb_index53_lo[2-1:0];
+    if ((_tofloat_lane3_msb_index45_msb_index53_lo[4-1:2] != 0)) begin
+        _tofloat_lane3_msb_index45_msb_index53_lo_i = {(1 != 0), _tofloat_lane3_msb_index45_msb_index53_msb_index54_hi_i};
     end
     else begin
-        _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index102_msb_index106_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane3_msb_index93_msb_index94_lo, _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo_i, _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi_i) begin: _tofloat_lane3_msb_index93_msb_index94_msb_index102_node
-    _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi = _tofloat_lane3_msb_index93_msb_index94_lo[8-1:4];
-    _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo = _tofloat_lane3_msb_index93_msb_index94_lo[4-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index94_lo[8-1:4] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index94_lo_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index102_hi_i};
-    end
-    else begin
-        _tofloat_lane3_msb_index93_msb_index94_lo_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index94_msb_index102_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane3_msb_index93_hi, _tofloat_lane3_msb_index93_msb_index94_lo_i, _tofloat_lane3_msb_index93_msb_index94_hi_i) begin: _tofloat_lane3_msb_index93_msb_index94_node
-    _tofloat_lane3_msb_index93_msb_index94_hi = _tofloat_lane3_msb_index93_hi[16-1:8];
-    _tofloat_lane3_msb_index93_msb_index94_lo = _tofloat_lane3_msb_index93_hi[8-1:0];
-    if ((_tofloat_lane3_msb_index93_hi[16-1:8] != 0)) begin
-        _tofloat_lane3_msb_index93_hi_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index94_hi_i};
-    end
-    else begin
-        _tofloat_lane3_msb_index93_hi_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index94_lo_i};
+        _tofloat_lane3_msb_index45_msb_index53_lo_i = {(0 != 0), _tofloat_lane3_msb_index45_msb_index53_msb_index54_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi_i = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_msb_index112_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi[0];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo_i = _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo[1];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index57_msb_index58_unused_lsb = _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo[0];
 
 
 
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo_i = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_msb_index113_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo[0];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi_i = _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi[1];
+assign _tofloat_lane3_msb_index45_msb_index53_msb_index57_msb_index59_unused_lsb = _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi[0];
 
 
-always @(_tofloat_lane3_msb_index93_msb_index109_msb_index110_hi, _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo_i, _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi_i) begin: _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_node
-    _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi = _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo = _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index109_msb_index110_hi[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_hi_i};
+always @(_tofloat_lane3_msb_index45_msb_index53_hi, _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo_i, _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi_i) begin: _tofloat_lane3_msb_index45_msb_index53_msb_index57_node
+    _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi = _tofloat_lane3_msb_index45_msb_index53_hi[4-1:2];
+    _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo = _tofloat_lane3_msb_index45_msb_index53_hi[2-1:0];
+    if ((_tofloat_lane3_msb_index45_msb_index53_hi[4-1:2] != 0)) begin
+        _tofloat_lane3_msb_index45_msb_index53_hi_i = {(1 != 0), _tofloat_lane3_msb_index45_msb_index53_msb_index57_hi_i};
     end
     else begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index111_lo_i};
+        _tofloat_lane3_msb_index45_msb_index53_hi_i = {(0 != 0), _tofloat_lane3_msb_index45_msb_index53_msb_index57_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi_i = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_msb_index115_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi[0];
-
-
-
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo_i = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_msb_index116_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo[0];
-
-
-always @(_tofloat_lane3_msb_index93_msb_index109_msb_index110_lo, _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo_i, _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi_i) begin: _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_node
-    _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi = _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo = _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index109_msb_index110_lo[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_hi_i};
+always @(_tofloat_lane3_msb_index45_hi, _tofloat_lane3_msb_index45_msb_index53_lo_i, _tofloat_lane3_msb_index45_msb_index53_hi_i) begin: _tofloat_lane3_msb_index45_msb_index53_node
+    _tofloat_lane3_msb_index45_msb_index53_hi = _tofloat_lane3_msb_index45_hi[8-1:4];
+    _tofloat_lane3_msb_index45_msb_index53_lo = _tofloat_lane3_msb_index45_hi[4-1:0];
+    if ((_tofloat_lane3_msb_index45_hi[8-1:4] != 0)) begin
+        _tofloat_lane3_msb_index45_hi_i = {(1 != 0), _tofloat_lane3_msb_index45_msb_index53_hi_i};
     end
     else begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index110_msb_index114_lo_i};
+        _tofloat_lane3_msb_index45_hi_i = {(0 != 0), _tofloat_lane3_msb_index45_msb_index53_lo_i};
     end
 end
 
 
-always @(_tofloat_lane3_msb_index93_msb_index109_hi, _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo_i, _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi_i) begin: _tofloat_lane3_msb_index93_msb_index109_msb_index110_node
-    _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi = _tofloat_lane3_msb_index93_msb_index109_hi[8-1:4];
-    _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo = _tofloat_lane3_msb_index93_msb_index109_hi[4-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index109_hi[8-1:4] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index109_hi_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index110_hi_i};
+always @(_tofloat_lane3_mag, _tofloat_lane3_msb_index45_lo_i, _tofloat_lane3_msb_index45_hi_i) begin: _tofloat_lane3_msb_index45_node
+    _tofloat_lane3_msb_index45_hi = _tofloat_lane3_mag[16-1:8];
+    _tofloat_lane3_msb_index45_lo = _tofloat_lane3_mag[8-1:0];
+    if ((_tofloat_lane3_mag[16-1:8] != 0)) begin
+        _tofloat_lane3_lidx = {(1 != 0), _tofloat_lane3_msb_index45_hi_i};
     end
     else begin
-        _tofloat_lane3_msb_index93_msb_index109_hi_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index110_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi_i = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_msb_index119_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi[0];
-
-
-
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo_i = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_msb_index120_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo[0];
-
-
-always @(_tofloat_lane3_msb_index93_msb_index109_msb_index117_hi, _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo_i, _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi_i) begin: _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_node
-    _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi = _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo = _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index109_msb_index117_hi[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_hi_i};
-    end
-    else begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index118_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi_i = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_msb_index122_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi[0];
-
-
-
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo_i = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo[1];
-assign _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_msb_index123_unused_lsb = _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo[0];
-
-
-always @(_tofloat_lane3_msb_index93_msb_index109_msb_index117_lo, _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo_i, _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi_i) begin: _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_node
-    _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi = _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo[4-1:2];
-    _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo = _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo[2-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index109_msb_index117_lo[4-1:2] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_hi_i};
-    end
-    else begin
-        _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index117_msb_index121_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane3_msb_index93_msb_index109_lo, _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo_i, _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi_i) begin: _tofloat_lane3_msb_index93_msb_index109_msb_index117_node
-    _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi = _tofloat_lane3_msb_index93_msb_index109_lo[8-1:4];
-    _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo = _tofloat_lane3_msb_index93_msb_index109_lo[4-1:0];
-    if ((_tofloat_lane3_msb_index93_msb_index109_lo[8-1:4] != 0)) begin
-        _tofloat_lane3_msb_index93_msb_index109_lo_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index117_hi_i};
-    end
-    else begin
-        _tofloat_lane3_msb_index93_msb_index109_lo_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index109_msb_index117_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane3_msb_index93_lo, _tofloat_lane3_msb_index93_msb_index109_lo_i, _tofloat_lane3_msb_index93_msb_index109_hi_i) begin: _tofloat_lane3_msb_index93_msb_index109_node
-    _tofloat_lane3_msb_index93_msb_index109_hi = _tofloat_lane3_msb_index93_lo[16-1:8];
-    _tofloat_lane3_msb_index93_msb_index109_lo = _tofloat_lane3_msb_index93_lo[8-1:0];
-    if ((_tofloat_lane3_msb_index93_lo[16-1:8] != 0)) begin
-        _tofloat_lane3_msb_index93_lo_i = {(1 != 0), _tofloat_lane3_msb_index93_msb_index109_hi_i};
-    end
-    else begin
-        _tofloat_lane3_msb_index93_lo_i = {(0 != 0), _tofloat_lane3_msb_index93_msb_index109_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane3_magp, _tofloat_lane3_msb_index93_lo_i, _tofloat_lane3_msb_index93_hi_i) begin: _tofloat_lane3_msb_index93_node
-    _tofloat_lane3_msb_index93_hi = _tofloat_lane3_magp[32-1:16];
-    _tofloat_lane3_msb_index93_lo = _tofloat_lane3_magp[16-1:0];
-    if ((_tofloat_lane3_magp[32-1:16] != 0)) begin
-        _tofloat_lane3_lidx = {(1 != 0), _tofloat_lane3_msb_index93_hi_i};
-    end
-    else begin
-        _tofloat_lane3_lidx = {(0 != 0), _tofloat_lane3_msb_index93_lo_i};
+        _tofloat_lane3_lidx = {(0 != 0), _tofloat_lane3_msb_index45_lo_i};
     end
 end
 
@@ -2842,7 +1678,7 @@ always @(xs, _tofloat_lane3_magp, _lane_slice3_m_i, _tofloat_lane3_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane3_lidx};
+    ls = {5'h0, _tofloat_lane3_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -2904,266 +1740,131 @@ always @(_lane_slice4_m_i) begin: _tofloat_lane4_magnitude
     else begin
         a = _lane_slice4_m_i;
     end
+    _tofloat_lane4_mag = a;
     _tofloat_lane4_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi_i = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_msb_index128_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi[0];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo_i = _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo[1];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index62_msb_index63_unused_lsb = _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo[0];
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo_i = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_msb_index129_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo[0];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi_i = _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi[1];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index62_msb_index64_unused_lsb = _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi[0];
 
 
-always @(_tofloat_lane4_msb_index124_msb_index125_msb_index126_hi, _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo_i, _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi_i) begin: _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_node
-    _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi = _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo = _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index125_msb_index126_hi[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_hi_i};
+always @(_tofloat_lane4_msb_index60_msb_index61_lo, _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo_i, _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi_i) begin: _tofloat_lane4_msb_index60_msb_index61_msb_index62_node
+    _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi = _tofloat_lane4_msb_index60_msb_index61_lo[4-1:2];
+    _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo = _tofloat_lane4_msb_index60_msb_index61_lo[2-1:0];
+    if ((_tofloat_lane4_msb_index60_msb_index61_lo[4-1:2] != 0)) begin
+        _tofloat_lane4_msb_index60_msb_index61_lo_i = {(1 != 0), _tofloat_lane4_msb_index60_msb_index61_msb_index62_hi_i};
     end
     else begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index127_lo_i};
+        _tofloat_lane4_msb_index60_msb_index61_lo_i = {(0 != 0), _tofloat_lane4_msb_index60_msb_index61_msb_index62_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi_i = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_msb_index131_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi[0];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo_i = _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo[1];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index65_msb_index66_unused_lsb = _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo[0];
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo_i = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_msb_index132_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo[0];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi_i = _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi[1];
+assign _tofloat_lane4_msb_index60_msb_index61_msb_index65_msb_index67_unused_lsb = _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi[0];
 
 
-always @(_tofloat_lane4_msb_index124_msb_index125_msb_index126_lo, _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo_i, _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi_i) begin: _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_node
-    _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi = _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo = _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index125_msb_index126_lo[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_hi_i};
+always @(_tofloat_lane4_msb_index60_msb_index61_hi, _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo_i, _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi_i) begin: _tofloat_lane4_msb_index60_msb_index61_msb_index65_node
+    _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi = _tofloat_lane4_msb_index60_msb_index61_hi[4-1:2];
+    _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo = _tofloat_lane4_msb_index60_msb_index61_hi[2-1:0];
+    if ((_tofloat_lane4_msb_index60_msb_index61_hi[4-1:2] != 0)) begin
+        _tofloat_lane4_msb_index60_msb_index61_hi_i = {(1 != 0), _tofloat_lane4_msb_index60_msb_index61_msb_index65_hi_i};
     end
     else begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index126_msb_index130_lo_i};
+        _tofloat_lane4_msb_index60_msb_index61_hi_i = {(0 != 0), _tofloat_lane4_msb_index60_msb_index61_msb_index65_lo_i};
     end
 end
 
 
-always @(_tofloat_lane4_msb_index124_msb_index125_hi, _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo_i, _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi_i) begin: _tofloat_lane4_msb_index124_msb_index125_msb_index126_node
-    _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi = _tofloat_lane4_msb_index124_msb_index125_hi[8-1:4];
-    _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo = _tofloat_lane4_msb_index124_msb_index125_hi[4-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index125_hi[8-1:4] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index125_hi_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index126_hi_i};
+always @(_tofloat_lane4_msb_index60_lo, _tofloat_lane4_msb_index60_msb_index61_lo_i, _tofloat_lane4_msb_index60_msb_index61_hi_i) begin: _tofloat_lane4_msb_index60_msb_index61_node
+    _tofloat_lane4_msb_index60_msb_index61_hi = _tofloat_lane4_msb_index60_lo[8-1:4];
+    _tofloat_lane4_msb_index60_msb_index61_lo = _tofloat_lane4_msb_index60_lo[4-1:0];
+    if ((_tofloat_lane4_msb_index60_lo[8-1:4] != 0)) begin
+        _tofloat_lane4_msb_index60_lo_i = {(1 != 0), _tofloat_lane4_msb_index60_msb_index61_hi_i};
     end
     else begin
-        _tofloat_lane4_msb_index124_msb_index125_hi_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index126_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi_i = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_msb_index135_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi[0];
-
-
-
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo_i = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_msb_index136_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo[0];
-
-
-always @(_tofloat_lane4_msb_index124_msb_index125_msb_index133_hi, _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo_i, _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi_i) begin: _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_node
-    _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi = _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo = _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index125_msb_index133_hi[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_hi_i};
-    end
-    else begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index134_lo_i};
+        _tofloat_lane4_msb_index60_lo_i = {(0 != 0), _tofloat_lane4_msb_index60_msb_index61_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi_i = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_msb_index138_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi[0];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo_i = _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo[1];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index69_msb_index70_unused_lsb = _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo[0];
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo_i = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_msb_index139_unused_lsb = _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo[0];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi_i = _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi[1];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index69_msb_index71_unused_lsb = _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi[0];
 
 
-always @(_tofloat_lane4_msb_index124_msb_index125_msb_index133_lo, _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo_i, _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi_i) begin: _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_node
-    _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi = _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo = _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index125_msb_index133_lo[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_hi_i};
+always @(_tofloat_lane4_msb_index60_msb_index68_lo, _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo_i, _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi_i) begin: _tofloat_lane4_msb_index60_msb_index68_msb_index69_node
+    _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi = _tofloat_lane4_msb_index60_msb_index68_lo[4-1:2];
+    _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo = _tofloat_lane4_msb_index60_msb_index68_lo[2-1:0];
+    if ((_tofloat_lane4_msb_index60_msb_index68_lo[4-1:2] != 0)) begin
+        _tofloat_lane4_msb_index60_msb_index68_lo_i = {(1 != 0), _tofloat_lane4_msb_index60_msb_index68_msb_index69_hi_i};
     end
     else begin
-        _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index133_msb_index137_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane4_msb_index124_msb_index125_lo, _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo_i, _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi_i) begin: _tofloat_lane4_msb_index124_msb_index125_msb_index133_node
-    _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi = _tofloat_lane4_msb_index124_msb_index125_lo[8-1:4];
-    _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo = _tofloat_lane4_msb_index124_msb_index125_lo[4-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index125_lo[8-1:4] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index125_lo_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index133_hi_i};
-    end
-    else begin
-        _tofloat_lane4_msb_index124_msb_index125_lo_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index125_msb_index133_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane4_msb_index124_hi, _tofloat_lane4_msb_index124_msb_index125_lo_i, _tofloat_lane4_msb_index124_msb_index125_hi_i) begin: _tofloat_lane4_msb_index124_msb_index125_node
-    _tofloat_lane4_msb_index124_msb_index125_hi = _tofloat_lane4_msb_index124_hi[16-1:8];
-    _tofloat_lane4_msb_index124_msb_index125_lo = _tofloat_lane4_msb_index124_hi[8-1:0];
-    if ((_tofloat_lane4_msb_index124_hi[16-1:8] != 0)) begin
-        _tofloat_lane4_msb_index124_hi_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index125_hi_i};
-    end
-    else begin
-        _tofloat_lane4_msb_index124_hi_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index125_lo_i};
+        _tofloat_lane4_msb_index60_msb_index68_lo_i = {(0 != 0), _tofloat_lane4_msb_index60_msb_index68_msb_index69_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi_i = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_msb_index143_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi[0];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo_i = _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo[1];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index72_msb_index73_unused_lsb = _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo[0];
 
 
 
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo_i = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_msb_index144_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo[0];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi_i = _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi[1];
+assign _tofloat_lane4_msb_index60_msb_index68_msb_index72_msb_index74_unused_lsb = _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi[0];
 
 
-always @(_tofloat_lane4_msb_index124_msb_index140_msb_index141_hi, _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo_i, _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi_i) begin: _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_node
-    _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi = _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo = _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index140_msb_index141_hi[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_hi_i};
+always @(_tofloat_lane4_msb_index60_msb_index68_hi, _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo_i, _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi_i) begin: _tofloat_lane4_msb_index60_msb_index68_msb_index72_node
+    _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi = _tofloat_lane4_msb_index60_msb_index68_hi[4-1:2];
+    _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo = _tofloat_lane4_msb_index60_msb_index68_hi[2-1:0];
+    if ((_tofloat_lane4_msb_index60_msb_index68_hi[4-1:2] != 0)) begin
+        _tofloat_lane4_msb_index60_msb_index68_hi_i = {(1 != 0), _tofloat_lane4_msb_index60_msb_index68_msb_index72_hi_i};
     end
     else begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index142_lo_i};
+        _tofloat_lane4_msb_index60_msb_index68_hi_i = {(0 != 0), _tofloat_lane4_msb_index60_msb_index68_msb_index72_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi_i = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_msb_index146_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi[0];
-
-
-
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo_i = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_msb_index147_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo[0];
-
-
-always @(_tofloat_lane4_msb_index124_msb_index140_msb_index141_lo, _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo_i, _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi_i) begin: _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_node
-    _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi = _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo = _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index140_msb_index141_lo[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_hi_i};
+always @(_tofloat_lane4_msb_index60_hi, _tofloat_lane4_msb_index60_msb_index68_lo_i, _tofloat_lane4_msb_index60_msb_index68_hi_i) begin: _tofloat_lane4_msb_index60_msb_index68_node
+    _tofloat_lane4_msb_index60_msb_index68_hi = _tofloat_lane4_msb_index60_hi[8-1:4];
+    _tofloat_lane4_msb_index60_msb_index68_lo = _tofloat_lane4_msb_index60_hi[4-1:0];
+    if ((_tofloat_lane4_msb_index60_hi[8-1:4] != 0)) begin
+        _tofloat_lane4_msb_index60_hi_i = {(1 != 0), _tofloat_lane4_msb_index60_msb_index68_hi_i};
     end
     else begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index141_msb_index145_lo_i};
+        _tofloat_lane4_msb_index60_hi_i = {(0 != 0), _tofloat_lane4_msb_index60_msb_index68_lo_i};
     end
 end
 
 
-always @(_tofloat_lane4_msb_index124_msb_index140_hi, _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo_i, _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi_i) begin: _tofloat_lane4_msb_index124_msb_index140_msb_index141_node
-    _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi = _tofloat_lane4_msb_index124_msb_index140_hi[8-1:4];
-    _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo = _tofloat_lane4_msb_index124_msb_index140_hi[4-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index140_hi[8-1:4] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index140_hi_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index141_hi_i};
+always @(_tofloat_lane4_mag, _tofloat_lane4_msb_index60_lo_i, _tofloat_lane4_msb_index60_hi_i) begin: _tofloat_lane4_msb_index60_node
+    _tofloat_lane4_msb_index60_hi = _tofloat_lane4_mag[16-1:8];
+    _tofloat_lane4_msb_index60_lo = _tofloat_lane4_mag[8-1:0];
+    if ((_tofloat_lane4_mag[16-1:8] != 0)) begin
+        _tofloat_lane4_lidx = {(1 != 0), _tofloat_lane4_msb_index60_hi_i};
     end
     else begin
-        _tofloat_lane4_msb_index124_msb_index140_hi_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index141_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi_i = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_msb_index150_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi[0];
-
-
-
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo_i = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_msb_index151_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo[0];
-
-
-always @(_tofloat_lane4_msb_index124_msb_index140_msb_index148_hi, _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo_i, _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi_i) begin: _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_node
-    _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi = _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo = _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index140_msb_index148_hi[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_hi_i};
-    end
-    else begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index149_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi_i = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_msb_index153_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi[0];
-
-
-
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo_i = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo[1];
-assign _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_msb_index154_unused_lsb = _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo[0];
-
-
-always @(_tofloat_lane4_msb_index124_msb_index140_msb_index148_lo, _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo_i, _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi_i) begin: _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_node
-    _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi = _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo[4-1:2];
-    _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo = _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo[2-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index140_msb_index148_lo[4-1:2] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_hi_i};
-    end
-    else begin
-        _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index148_msb_index152_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane4_msb_index124_msb_index140_lo, _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo_i, _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi_i) begin: _tofloat_lane4_msb_index124_msb_index140_msb_index148_node
-    _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi = _tofloat_lane4_msb_index124_msb_index140_lo[8-1:4];
-    _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo = _tofloat_lane4_msb_index124_msb_index140_lo[4-1:0];
-    if ((_tofloat_lane4_msb_index124_msb_index140_lo[8-1:4] != 0)) begin
-        _tofloat_lane4_msb_index124_msb_index140_lo_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index148_hi_i};
-    end
-    else begin
-        _tofloat_lane4_msb_index124_msb_index140_lo_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index140_msb_index148_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane4_msb_index124_lo, _tofloat_lane4_msb_index124_msb_index140_lo_i, _tofloat_lane4_msb_index124_msb_index140_hi_i) begin: _tofloat_lane4_msb_index124_msb_index140_node
-    _tofloat_lane4_msb_index124_msb_index140_hi = _tofloat_lane4_msb_index124_lo[16-1:8];
-    _tofloat_lane4_msb_index124_msb_index140_lo = _tofloat_lane4_msb_index124_lo[8-1:0];
-    if ((_tofloat_lane4_msb_index124_lo[16-1:8] != 0)) begin
-        _tofloat_lane4_msb_index124_lo_i = {(1 != 0), _tofloat_lane4_msb_index124_msb_index140_hi_i};
-    end
-    else begin
-        _tofloat_lane4_msb_index124_lo_i = {(0 != 0), _tofloat_lane4_msb_index124_msb_index140_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane4_magp, _tofloat_lane4_msb_index124_lo_i, _tofloat_lane4_msb_index124_hi_i) begin: _tofloat_lane4_msb_index124_node
-    _tofloat_lane4_msb_index124_hi = _tofloat_lane4_magp[32-1:16];
-    _tofloat_lane4_msb_index124_lo = _tofloat_lane4_magp[16-1:0];
-    if ((_tofloat_lane4_magp[32-1:16] != 0)) begin
-        _tofloat_lane4_lidx = {(1 != 0), _tofloat_lane4_msb_index124_hi_i};
-    end
-    else begin
-        _tofloat_lane4_lidx = {(0 != 0), _tofloat_lane4_msb_index124_lo_i};
+        _tofloat_lane4_lidx = {(0 != 0), _tofloat_lane4_msb_index60_lo_i};
     end
 end
 
@@ -3197,7 +1898,7 @@ always @(xs, _tofloat_lane4_magp, _lane_slice4_m_i, _tofloat_lane4_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane4_lidx};
+    ls = {5'h0, _tofloat_lane4_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -3259,266 +1960,131 @@ always @(_lane_slice5_m_i) begin: _tofloat_lane5_magnitude
     else begin
         a = _lane_slice5_m_i;
     end
+    _tofloat_lane5_mag = a;
     _tofloat_lane5_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi_i = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_msb_index159_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi[0];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo_i = _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo[1];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index77_msb_index78_unused_lsb = _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo[0];
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo_i = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_msb_index160_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo[0];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi_i = _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi[1];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index77_msb_index79_unused_lsb = _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi[0];
 
 
-always @(_tofloat_lane5_msb_index155_msb_index156_msb_index157_hi, _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo_i, _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi_i) begin: _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_node
-    _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi = _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo = _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index156_msb_index157_hi[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_hi_i};
+always @(_tofloat_lane5_msb_index75_msb_index76_lo, _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo_i, _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi_i) begin: _tofloat_lane5_msb_index75_msb_index76_msb_index77_node
+    _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi = _tofloat_lane5_msb_index75_msb_index76_lo[4-1:2];
+    _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo = _tofloat_lane5_msb_index75_msb_index76_lo[2-1:0];
+    if ((_tofloat_lane5_msb_index75_msb_index76_lo[4-1:2] != 0)) begin
+        _tofloat_lane5_msb_index75_msb_index76_lo_i = {(1 != 0), _tofloat_lane5_msb_index75_msb_index76_msb_index77_hi_i};
     end
     else begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index158_lo_i};
+        _tofloat_lane5_msb_index75_msb_index76_lo_i = {(0 != 0), _tofloat_lane5_msb_index75_msb_index76_msb_index77_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi_i = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_msb_index162_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi[0];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo_i = _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo[1];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index80_msb_index81_unused_lsb = _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo[0];
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo_i = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_msb_index163_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo[0];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi_i = _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi[1];
+assign _tofloat_lane5_msb_index75_msb_index76_msb_index80_msb_index82_unused_lsb = _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi[0];
 
 
-always @(_tofloat_lane5_msb_index155_msb_index156_msb_index157_lo, _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo_i, _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi_i) begin: _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_node
-    _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi = _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo = _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index156_msb_index157_lo[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_hi_i};
+always @(_tofloat_lane5_msb_index75_msb_index76_hi, _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo_i, _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi_i) begin: _tofloat_lane5_msb_index75_msb_index76_msb_index80_node
+    _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi = _tofloat_lane5_msb_index75_msb_index76_hi[4-1:2];
+    _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo = _tofloat_lane5_msb_index75_msb_index76_hi[2-1:0];
+    if ((_tofloat_lane5_msb_index75_msb_index76_hi[4-1:2] != 0)) begin
+        _tofloat_lane5_msb_index75_msb_index76_hi_i = {(1 != 0), _tofloat_lane5_msb_index75_msb_index76_msb_index80_hi_i};
     end
     else begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index157_msb_index161_lo_i};
+        _tofloat_lane5_msb_index75_msb_index76_hi_i = {(0 != 0), _tofloat_lane5_msb_index75_msb_index76_msb_index80_lo_i};
     end
 end
 
 
-always @(_tofloat_lane5_msb_index155_msb_index156_hi, _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo_i, _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi_i) begin: _tofloat_lane5_msb_index155_msb_index156_msb_index157_node
-    _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi = _tofloat_lane5_msb_index155_msb_index156_hi[8-1:4];
-    _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo = _tofloat_lane5_msb_index155_msb_index156_hi[4-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index156_hi[8-1:4] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index156_hi_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index157_hi_i};
+always @(_tofloat_lane5_msb_index75_lo, _tofloat_lane5_msb_index75_msb_index76_lo_i, _tofloat_lane5_msb_index75_msb_index76_hi_i) begin: _tofloat_lane5_msb_index75_msb_index76_node
+    _tofloat_lane5_msb_index75_msb_index76_hi = _tofloat_lane5_msb_index75_lo[8-1:4];
+    _tofloat_lane5_msb_index75_msb_index76_lo = _tofloat_lane5_msb_index75_lo[4-1:0];
+    if ((_tofloat_lane5_msb_index75_lo[8-1:4] != 0)) begin
+        _tofloat_lane5_msb_index75_lo_i = {(1 != 0), _tofloat_lane5_msb_index75_msb_index76_hi_i};
     end
     else begin
-        _tofloat_lane5_msb_index155_msb_index156_hi_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index157_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi_i = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_msb_index166_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi[0];
-
-
-
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo_i = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_msb_index167_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo[0];
-
-
-always @(_tofloat_lane5_msb_index155_msb_index156_msb_index164_hi, _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo_i, _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi_i) begin: _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_node
-    _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi = _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo = _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index156_msb_index164_hi[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_hi_i};
-    end
-    else begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index165_lo_i};
+        _tofloat_lane5_msb_index75_lo_i = {(0 != 0), _tofloat_lane5_msb_index75_msb_index76_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi_i = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_msb_index169_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi[0];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo_i = _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo[1];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index84_msb_index85_unused_lsb = _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo[0];
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo_i = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_msb_index170_unused_lsb = _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo[0];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi_i = _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi[1];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index84_msb_index86_unused_lsb = _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi[0];
 
 
-always @(_tofloat_lane5_msb_index155_msb_index156_msb_index164_lo, _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo_i, _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi_i) begin: _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_node
-    _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi = _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo = _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index156_msb_index164_lo[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_hi_i};
+always @(_tofloat_lane5_msb_index75_msb_index83_lo, _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo_i, _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi_i) begin: _tofloat_lane5_msb_index75_msb_index83_msb_index84_node
+    _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi = _tofloat_lane5_msb_index75_msb_index83_lo[4-1:2];
+    _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo = _tofloat_lane5_msb_index75_msb_index83_lo[2-1:0];
+    if ((_tofloat_lane5_msb_index75_msb_index83_lo[4-1:2] != 0)) begin
+        _tofloat_lane5_msb_index75_msb_index83_lo_i = {(1 != 0), _tofloat_lane5_msb_index75_msb_index83_msb_index84_hi_i};
     end
     else begin
-        _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index164_msb_index168_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane5_msb_index155_msb_index156_lo, _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo_i, _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi_i) begin: _tofloat_lane5_msb_index155_msb_index156_msb_index164_node
-    _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi = _tofloat_lane5_msb_index155_msb_index156_lo[8-1:4];
-    _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo = _tofloat_lane5_msb_index155_msb_index156_lo[4-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index156_lo[8-1:4] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index156_lo_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index164_hi_i};
-    end
-    else begin
-        _tofloat_lane5_msb_index155_msb_index156_lo_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index156_msb_index164_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane5_msb_index155_hi, _tofloat_lane5_msb_index155_msb_index156_lo_i, _tofloat_lane5_msb_index155_msb_index156_hi_i) begin: _tofloat_lane5_msb_index155_msb_index156_node
-    _tofloat_lane5_msb_index155_msb_index156_hi = _tofloat_lane5_msb_index155_hi[16-1:8];
-    _tofloat_lane5_msb_index155_msb_index156_lo = _tofloat_lane5_msb_index155_hi[8-1:0];
-    if ((_tofloat_lane5_msb_index155_hi[16-1:8] != 0)) begin
-        _tofloat_lane5_msb_index155_hi_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index156_hi_i};
-    end
-    else begin
-        _tofloat_lane5_msb_index155_hi_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index156_lo_i};
+        _tofloat_lane5_msb_index75_msb_index83_lo_i = {(0 != 0), _tofloat_lane5_msb_index75_msb_index83_msb_index84_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi_i = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_msb_index174_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi[0];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo_i = _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo[1];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index87_msb_index88_unused_lsb = _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo[0];
 
 
 
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo_i = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_msb_index175_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo[0];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi_i = _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi[1];
+assign _tofloat_lane5_msb_index75_msb_index83_msb_index87_msb_index89_unused_lsb = _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi[0];
 
 
-always @(_tofloat_lane5_msb_index155_msb_index171_msb_index172_hi, _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo_i, _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi_i) begin: _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_node
-    _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi = _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo = _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index171_msb_index172_hi[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_hi_i};
+always @(_tofloat_lane5_msb_index75_msb_index83_hi, _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo_i, _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi_i) begin: _tofloat_lane5_msb_index75_msb_index83_msb_index87_node
+    _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi = _tofloat_lane5_msb_index75_msb_index83_hi[4-1:2];
+    _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo = _tofloat_lane5_msb_index75_msb_index83_hi[2-1:0];
+    if ((_tofloat_lane5_msb_index75_msb_index83_hi[4-1:2] != 0)) begin
+        _tofloat_lane5_msb_index75_msb_index83_hi_i = {(1 != 0), _tofloat_lane5_msb_index75_msb_index83_msb_index87_hi_i};
     end
     else begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index173_lo_i};
+        _tofloat_lane5_msb_index75_msb_index83_hi_i = {(0 != 0), _tofloat_lane5_msb_index75_msb_index83_msb_index87_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi_i = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_msb_index177_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi[0];
-
-
-
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo_i = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_msb_index178_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo[0];
-
-
-always @(_tofloat_lane5_msb_index155_msb_index171_msb_index172_lo, _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo_i, _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi_i) begin: _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_node
-    _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi = _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo = _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index171_msb_index172_lo[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_hi_i};
+always @(_tofloat_lane5_msb_index75_hi, _tofloat_lane5_msb_index75_msb_index83_lo_i, _tofloat_lane5_msb_index75_msb_index83_hi_i) begin: _tofloat_lane5_msb_index75_msb_index83_node
+    _tofloat_lane5_msb_index75_msb_index83_hi = _tofloat_lane5_msb_index75_hi[8-1:4];
+    _tofloat_lane5_msb_index75_msb_index83_lo = _tofloat_lane5_msb_index75_hi[4-1:0];
+    if ((_tofloat_lane5_msb_index75_hi[8-1:4] != 0)) begin
+        _tofloat_lane5_msb_index75_hi_i = {(1 != 0), _tofloat_lane5_msb_index75_msb_index83_hi_i};
     end
     else begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index172_msb_index176_lo_i};
+        _tofloat_lane5_msb_index75_hi_i = {(0 != 0), _tofloat_lane5_msb_index75_msb_index83_lo_i};
     end
 end
 
 
-always @(_tofloat_lane5_msb_index155_msb_index171_hi, _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo_i, _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi_i) begin: _tofloat_lane5_msb_index155_msb_index171_msb_index172_node
-    _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi = _tofloat_lane5_msb_index155_msb_index171_hi[8-1:4];
-    _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo = _tofloat_lane5_msb_index155_msb_index171_hi[4-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index171_hi[8-1:4] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index171_hi_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index172_hi_i};
+always @(_tofloat_lane5_mag, _tofloat_lane5_msb_index75_lo_i, _tofloat_lane5_msb_index75_hi_i) begin: _tofloat_lane5_msb_index75_node
+    _tofloat_lane5_msb_index75_hi = _tofloat_lane5_mag[16-1:8];
+    _tofloat_lane5_msb_index75_lo = _tofloat_lane5_mag[8-1:0];
+    if ((_tofloat_lane5_mag[16-1:8] != 0)) begin
+        _tofloat_lane5_lidx = {(1 != 0), _tofloat_lane5_msb_index75_hi_i};
     end
     else begin
-        _tofloat_lane5_msb_index155_msb_index171_hi_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index172_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi_i = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_msb_index181_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi[0];
-
-
-
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo_i = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_msb_index182_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo[0];
-
-
-always @(_tofloat_lane5_msb_index155_msb_index171_msb_index179_hi, _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo_i, _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi_i) begin: _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_node
-    _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi = _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo = _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index171_msb_index179_hi[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_hi_i};
-    end
-    else begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index180_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi_i = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_msb_index184_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi[0];
-
-
-
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo_i = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo[1];
-assign _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_msb_index185_unused_lsb = _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo[0];
-
-
-always @(_tofloat_lane5_msb_index155_msb_index171_msb_index179_lo, _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo_i, _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi_i) begin: _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_node
-    _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi = _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo[4-1:2];
-    _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo = _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo[2-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index171_msb_index179_lo[4-1:2] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_hi_i};
-    end
-    else begin
-        _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index179_msb_index183_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane5_msb_index155_msb_index171_lo, _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo_i, _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi_i) begin: _tofloat_lane5_msb_index155_msb_index171_msb_index179_node
-    _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi = _tofloat_lane5_msb_index155_msb_index171_lo[8-1:4];
-    _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo = _tofloat_lane5_msb_index155_msb_index171_lo[4-1:0];
-    if ((_tofloat_lane5_msb_index155_msb_index171_lo[8-1:4] != 0)) begin
-        _tofloat_lane5_msb_index155_msb_index171_lo_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index179_hi_i};
-    end
-    else begin
-        _tofloat_lane5_msb_index155_msb_index171_lo_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index171_msb_index179_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane5_msb_index155_lo, _tofloat_lane5_msb_index155_msb_index171_lo_i, _tofloat_lane5_msb_index155_msb_index171_hi_i) begin: _tofloat_lane5_msb_index155_msb_index171_node
-    _tofloat_lane5_msb_index155_msb_index171_hi = _tofloat_lane5_msb_index155_lo[16-1:8];
-    _tofloat_lane5_msb_index155_msb_index171_lo = _tofloat_lane5_msb_index155_lo[8-1:0];
-    if ((_tofloat_lane5_msb_index155_lo[16-1:8] != 0)) begin
-        _tofloat_lane5_msb_index155_lo_i = {(1 != 0), _tofloat_lane5_msb_index155_msb_index171_hi_i};
-    end
-    else begin
-        _tofloat_lane5_msb_index155_lo_i = {(0 != 0), _tofloat_lane5_msb_index155_msb_index171_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane5_magp, _tofloat_lane5_msb_index155_lo_i, _tofloat_lane5_msb_index155_hi_i) begin: _tofloat_lane5_msb_index155_node
-    _tofloat_lane5_msb_index155_hi = _tofloat_lane5_magp[32-1:16];
-    _tofloat_lane5_msb_index155_lo = _tofloat_lane5_magp[16-1:0];
-    if ((_tofloat_lane5_magp[32-1:16] != 0)) begin
-        _tofloat_lane5_lidx = {(1 != 0), _tofloat_lane5_msb_index155_hi_i};
-    end
-    else begin
-        _tofloat_lane5_lidx = {(0 != 0), _tofloat_lane5_msb_index155_lo_i};
+        _tofloat_lane5_lidx = {(0 != 0), _tofloat_lane5_msb_index75_lo_i};
     end
 end
 
@@ -3552,7 +2118,7 @@ always @(xs, _tofloat_lane5_magp, _lane_slice5_m_i, _tofloat_lane5_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane5_lidx};
+    ls = {5'h0, _tofloat_lane5_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -3614,266 +2180,131 @@ always @(_lane_slice6_m_i) begin: _tofloat_lane6_magnitude
     else begin
         a = _lane_slice6_m_i;
     end
+    _tofloat_lane6_mag = a;
     _tofloat_lane6_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi_i = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_msb_index190_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi[0];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo_i = _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo[1];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index92_msb_index93_unused_lsb = _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo[0];
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo_i = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_msb_index191_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo[0];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi_i = _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi[1];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index92_msb_index94_unused_lsb = _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi[0];
 
 
-always @(_tofloat_lane6_msb_index186_msb_index187_msb_index188_hi, _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo_i, _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi_i) begin: _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_node
-    _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi = _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo = _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index187_msb_index188_hi[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_hi_i};
+always @(_tofloat_lane6_msb_index90_msb_index91_lo, _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo_i, _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi_i) begin: _tofloat_lane6_msb_index90_msb_index91_msb_index92_node
+    _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi = _tofloat_lane6_msb_index90_msb_index91_lo[4-1:2];
+    _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo = _tofloat_lane6_msb_index90_msb_index91_lo[2-1:0];
+    if ((_tofloat_lane6_msb_index90_msb_index91_lo[4-1:2] != 0)) begin
+        _tofloat_lane6_msb_index90_msb_index91_lo_i = {(1 != 0), _tofloat_lane6_msb_index90_msb_index91_msb_index92_hi_i};
     end
     else begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index189_lo_i};
+        _tofloat_lane6_msb_index90_msb_index91_lo_i = {(0 != 0), _tofloat_lane6_msb_index90_msb_index91_msb_index92_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi_i = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_msb_index193_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi[0];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo_i = _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo[1];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index95_msb_index96_unused_lsb = _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo[0];
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo_i = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_msb_index194_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo[0];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi_i = _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi[1];
+assign _tofloat_lane6_msb_index90_msb_index91_msb_index95_msb_index97_unused_lsb = _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi[0];
 
 
-always @(_tofloat_lane6_msb_index186_msb_index187_msb_index188_lo, _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo_i, _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi_i) begin: _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_node
-    _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi = _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo = _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index187_msb_index188_lo[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_hi_i};
+always @(_tofloat_lane6_msb_index90_msb_index91_hi, _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo_i, _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi_i) begin: _tofloat_lane6_msb_index90_msb_index91_msb_index95_node
+    _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi = _tofloat_lane6_msb_index90_msb_index91_hi[4-1:2];
+    _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo = _tofloat_lane6_msb_index90_msb_index91_hi[2-1:0];
+    if ((_tofloat_lane6_msb_index90_msb_index91_hi[4-1:2] != 0)) begin
+        _tofloat_lane6_msb_index90_msb_index91_hi_i = {(1 != 0), _tofloat_lane6_msb_index90_msb_index91_msb_index95_hi_i};
     end
     else begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index188_msb_index192_lo_i};
+        _tofloat_lane6_msb_index90_msb_index91_hi_i = {(0 != 0), _tofloat_lane6_msb_index90_msb_index91_msb_index95_lo_i};
     end
 end
 
 
-always @(_tofloat_lane6_msb_index186_msb_index187_hi, _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo_i, _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi_i) begin: _tofloat_lane6_msb_index186_msb_index187_msb_index188_node
-    _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi = _tofloat_lane6_msb_index186_msb_index187_hi[8-1:4];
-    _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo = _tofloat_lane6_msb_index186_msb_index187_hi[4-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index187_hi[8-1:4] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index187_hi_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index188_hi_i};
+always @(_tofloat_lane6_msb_index90_lo, _tofloat_lane6_msb_index90_msb_index91_lo_i, _tofloat_lane6_msb_index90_msb_index91_hi_i) begin: _tofloat_lane6_msb_index90_msb_index91_node
+    _tofloat_lane6_msb_index90_msb_index91_hi = _tofloat_lane6_msb_index90_lo[8-1:4];
+    _tofloat_lane6_msb_index90_msb_index91_lo = _tofloat_lane6_msb_index90_lo[4-1:0];
+    if ((_tofloat_lane6_msb_index90_lo[8-1:4] != 0)) begin
+        _tofloat_lane6_msb_index90_lo_i = {(1 != 0), _tofloat_lane6_msb_index90_msb_index91_hi_i};
     end
     else begin
-        _tofloat_lane6_msb_index186_msb_index187_hi_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index188_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi_i = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_msb_index197_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi[0];
-
-
-
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo_i = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_msb_index198_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo[0];
-
-
-always @(_tofloat_lane6_msb_index186_msb_index187_msb_index195_hi, _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo_i, _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi_i) begin: _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_node
-    _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi = _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo = _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index187_msb_index195_hi[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_hi_i};
-    end
-    else begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index196_lo_i};
+        _tofloat_lane6_msb_index90_lo_i = {(0 != 0), _tofloat_lane6_msb_index90_msb_index91_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi_i = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_msb_index200_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi[0];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo_i = _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo[1];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index99_msb_index100_unused_lsb = _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo[0];
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo_i = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_msb_index201_unused_lsb = _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo[0];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi_i = _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi[1];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index99_msb_index101_unused_lsb = _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi[0];
 
 
-always @(_tofloat_lane6_msb_index186_msb_index187_msb_index195_lo, _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo_i, _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi_i) begin: _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_node
-    _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi = _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo = _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index187_msb_index195_lo[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_hi_i};
+always @(_tofloat_lane6_msb_index90_msb_index98_lo, _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo_i, _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi_i) begin: _tofloat_lane6_msb_index90_msb_index98_msb_index99_node
+    _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi = _tofloat_lane6_msb_index90_msb_index98_lo[4-1:2];
+    _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo = _tofloat_lane6_msb_index90_msb_index98_lo[2-1:0];
+    if ((_tofloat_lane6_msb_index90_msb_index98_lo[4-1:2] != 0)) begin
+        _tofloat_lane6_msb_index90_msb_index98_lo_i = {(1 != 0), _tofloat_lane6_msb_index90_msb_index98_msb_index99_hi_i};
     end
     else begin
-        _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index195_msb_index199_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane6_msb_index186_msb_index187_lo, _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo_i, _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi_i) begin: _tofloat_lane6_msb_index186_msb_index187_msb_index195_node
-    _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi = _tofloat_lane6_msb_index186_msb_index187_lo[8-1:4];
-    _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo = _tofloat_lane6_msb_index186_msb_index187_lo[4-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index187_lo[8-1:4] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index187_lo_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index195_hi_i};
-    end
-    else begin
-        _tofloat_lane6_msb_index186_msb_index187_lo_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index187_msb_index195_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane6_msb_index186_hi, _tofloat_lane6_msb_index186_msb_index187_lo_i, _tofloat_lane6_msb_index186_msb_index187_hi_i) begin: _tofloat_lane6_msb_index186_msb_index187_node
-    _tofloat_lane6_msb_index186_msb_index187_hi = _tofloat_lane6_msb_index186_hi[16-1:8];
-    _tofloat_lane6_msb_index186_msb_index187_lo = _tofloat_lane6_msb_index186_hi[8-1:0];
-    if ((_tofloat_lane6_msb_index186_hi[16-1:8] != 0)) begin
-        _tofloat_lane6_msb_index186_hi_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index187_hi_i};
-    end
-    else begin
-        _tofloat_lane6_msb_index186_hi_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index187_lo_i};
+        _tofloat_lane6_msb_index90_msb_index98_lo_i = {(0 != 0), _tofloat_lane6_msb_index90_msb_index98_msb_index99_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi_i = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_msb_index205_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi[0];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo_i = _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo[1];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index102_msb_index103_unused_lsb = _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo[0];
 
 
 
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo_i = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_msb_index206_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo[0];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi_i = _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi[1];
+assign _tofloat_lane6_msb_index90_msb_index98_msb_index102_msb_index104_unused_lsb = _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi[0];
 
 
-always @(_tofloat_lane6_msb_index186_msb_index202_msb_index203_hi, _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo_i, _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi_i) begin: _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_node
-    _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi = _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo = _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index202_msb_index203_hi[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_hi_i};
+always @(_tofloat_lane6_msb_index90_msb_index98_hi, _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo_i, _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi_i) begin: _tofloat_lane6_msb_index90_msb_index98_msb_index102_node
+    _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi = _tofloat_lane6_msb_index90_msb_index98_hi[4-1:2];
+    _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo = _tofloat_lane6_msb_index90_msb_index98_hi[2-1:0];
+    if ((_tofloat_lane6_msb_index90_msb_index98_hi[4-1:2] != 0)) begin
+        _tofloat_lane6_msb_index90_msb_index98_hi_i = {(1 != 0), _tofloat_lane6_msb_index90_msb_index98_msb_index102_hi_i};
     end
     else begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index204_lo_i};
+        _tofloat_lane6_msb_index90_msb_index98_hi_i = {(0 != 0), _tofloat_lane6_msb_index90_msb_index98_msb_index102_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi_i = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_msb_index208_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi[0];
-
-
-
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo_i = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_msb_index209_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo[0];
-
-
-always @(_tofloat_lane6_msb_index186_msb_index202_msb_index203_lo, _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo_i, _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi_i) begin: _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_node
-    _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi = _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo = _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index202_msb_index203_lo[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_hi_i};
+always @(_tofloat_lane6_msb_index90_hi, _tofloat_lane6_msb_index90_msb_index98_lo_i, _tofloat_lane6_msb_index90_msb_index98_hi_i) begin: _tofloat_lane6_msb_index90_msb_index98_node
+    _tofloat_lane6_msb_index90_msb_index98_hi = _tofloat_lane6_msb_index90_hi[8-1:4];
+    _tofloat_lane6_msb_index90_msb_index98_lo = _tofloat_lane6_msb_index90_hi[4-1:0];
+    if ((_tofloat_lane6_msb_index90_hi[8-1:4] != 0)) begin
+        _tofloat_lane6_msb_index90_hi_i = {(1 != 0), _tofloat_lane6_msb_index90_msb_index98_hi_i};
     end
     else begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index203_msb_index207_lo_i};
+        _tofloat_lane6_msb_index90_hi_i = {(0 != 0), _tofloat_lane6_msb_index90_msb_index98_lo_i};
     end
 end
 
 
-always @(_tofloat_lane6_msb_index186_msb_index202_hi, _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo_i, _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi_i) begin: _tofloat_lane6_msb_index186_msb_index202_msb_index203_node
-    _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi = _tofloat_lane6_msb_index186_msb_index202_hi[8-1:4];
-    _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo = _tofloat_lane6_msb_index186_msb_index202_hi[4-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index202_hi[8-1:4] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index202_hi_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index203_hi_i};
+always @(_tofloat_lane6_mag, _tofloat_lane6_msb_index90_lo_i, _tofloat_lane6_msb_index90_hi_i) begin: _tofloat_lane6_msb_index90_node
+    _tofloat_lane6_msb_index90_hi = _tofloat_lane6_mag[16-1:8];
+    _tofloat_lane6_msb_index90_lo = _tofloat_lane6_mag[8-1:0];
+    if ((_tofloat_lane6_mag[16-1:8] != 0)) begin
+        _tofloat_lane6_lidx = {(1 != 0), _tofloat_lane6_msb_index90_hi_i};
     end
     else begin
-        _tofloat_lane6_msb_index186_msb_index202_hi_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index203_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi_i = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_msb_index212_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi[0];
-
-
-
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo_i = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_msb_index213_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo[0];
-
-
-always @(_tofloat_lane6_msb_index186_msb_index202_msb_index210_hi, _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo_i, _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi_i) begin: _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_node
-    _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi = _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo = _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index202_msb_index210_hi[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_hi_i};
-    end
-    else begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index211_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi_i = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_msb_index215_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi[0];
-
-
-
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo_i = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo[1];
-assign _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_msb_index216_unused_lsb = _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo[0];
-
-
-always @(_tofloat_lane6_msb_index186_msb_index202_msb_index210_lo, _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo_i, _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi_i) begin: _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_node
-    _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi = _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo[4-1:2];
-    _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo = _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo[2-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index202_msb_index210_lo[4-1:2] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_hi_i};
-    end
-    else begin
-        _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index210_msb_index214_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane6_msb_index186_msb_index202_lo, _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo_i, _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi_i) begin: _tofloat_lane6_msb_index186_msb_index202_msb_index210_node
-    _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi = _tofloat_lane6_msb_index186_msb_index202_lo[8-1:4];
-    _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo = _tofloat_lane6_msb_index186_msb_index202_lo[4-1:0];
-    if ((_tofloat_lane6_msb_index186_msb_index202_lo[8-1:4] != 0)) begin
-        _tofloat_lane6_msb_index186_msb_index202_lo_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index210_hi_i};
-    end
-    else begin
-        _tofloat_lane6_msb_index186_msb_index202_lo_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index202_msb_index210_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane6_msb_index186_lo, _tofloat_lane6_msb_index186_msb_index202_lo_i, _tofloat_lane6_msb_index186_msb_index202_hi_i) begin: _tofloat_lane6_msb_index186_msb_index202_node
-    _tofloat_lane6_msb_index186_msb_index202_hi = _tofloat_lane6_msb_index186_lo[16-1:8];
-    _tofloat_lane6_msb_index186_msb_index202_lo = _tofloat_lane6_msb_index186_lo[8-1:0];
-    if ((_tofloat_lane6_msb_index186_lo[16-1:8] != 0)) begin
-        _tofloat_lane6_msb_index186_lo_i = {(1 != 0), _tofloat_lane6_msb_index186_msb_index202_hi_i};
-    end
-    else begin
-        _tofloat_lane6_msb_index186_lo_i = {(0 != 0), _tofloat_lane6_msb_index186_msb_index202_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane6_magp, _tofloat_lane6_msb_index186_lo_i, _tofloat_lane6_msb_index186_hi_i) begin: _tofloat_lane6_msb_index186_node
-    _tofloat_lane6_msb_index186_hi = _tofloat_lane6_magp[32-1:16];
-    _tofloat_lane6_msb_index186_lo = _tofloat_lane6_magp[16-1:0];
-    if ((_tofloat_lane6_magp[32-1:16] != 0)) begin
-        _tofloat_lane6_lidx = {(1 != 0), _tofloat_lane6_msb_index186_hi_i};
-    end
-    else begin
-        _tofloat_lane6_lidx = {(0 != 0), _tofloat_lane6_msb_index186_lo_i};
+        _tofloat_lane6_lidx = {(0 != 0), _tofloat_lane6_msb_index90_lo_i};
     end
 end
 
@@ -3907,7 +2338,7 @@ always @(xs, _tofloat_lane6_magp, _lane_slice6_m_i, _tofloat_lane6_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane6_lidx};
+    ls = {5'h0, _tofloat_lane6_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -3969,266 +2400,131 @@ always @(_lane_slice7_m_i) begin: _tofloat_lane7_magnitude
     else begin
         a = _lane_slice7_m_i;
     end
+    _tofloat_lane7_mag = a;
     _tofloat_lane7_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi_i = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_msb_index221_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi[0];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo_i = _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo[1];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index107_msb_index108_unused_lsb = _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo[0];
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo_i = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_msb_index222_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo[0];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi_i = _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi[1];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index107_msb_index109_unused_lsb = _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi[0];
 
 
-always @(_tofloat_lane7_msb_index217_msb_index218_msb_index219_hi, _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo_i, _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi_i) begin: _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_node
-    _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi = _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo = _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index218_msb_index219_hi[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_hi_i};
+always @(_tofloat_lane7_msb_index105_msb_index106_lo, _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo_i, _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi_i) begin: _tofloat_lane7_msb_index105_msb_index106_msb_index107_node
+    _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi = _tofloat_lane7_msb_index105_msb_index106_lo[4-1:2];
+    _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo = _tofloat_lane7_msb_index105_msb_index106_lo[2-1:0];
+    if ((_tofloat_lane7_msb_index105_msb_index106_lo[4-1:2] != 0)) begin
+        _tofloat_lane7_msb_index105_msb_index106_lo_i = {(1 != 0), _tofloat_lane7_msb_index105_msb_index106_msb_index107_hi_i};
     end
     else begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index220_lo_i};
+        _tofloat_lane7_msb_index105_msb_index106_lo_i = {(0 != 0), _tofloat_lane7_msb_index105_msb_index106_msb_index107_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi_i = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_msb_index224_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi[0];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo_i = _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo[1];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index110_msb_index111_unused_lsb = _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo[0];
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo_i = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_msb_index225_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo[0];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi_i = _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi[1];
+assign _tofloat_lane7_msb_index105_msb_index106_msb_index110_msb_index112_unused_lsb = _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi[0];
 
 
-always @(_tofloat_lane7_msb_index217_msb_index218_msb_index219_lo, _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo_i, _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi_i) begin: _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_node
-    _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi = _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo = _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index218_msb_index219_lo[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_hi_i};
+always @(_tofloat_lane7_msb_index105_msb_index106_hi, _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo_i, _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi_i) begin: _tofloat_lane7_msb_index105_msb_index106_msb_index110_node
+    _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi = _tofloat_lane7_msb_index105_msb_index106_hi[4-1:2];
+    _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo = _tofloat_lane7_msb_index105_msb_index106_hi[2-1:0];
+    if ((_tofloat_lane7_msb_index105_msb_index106_hi[4-1:2] != 0)) begin
+        _tofloat_lane7_msb_index105_msb_index106_hi_i = {(1 != 0), _tofloat_lane7_msb_index105_msb_index106_msb_index110_hi_i};
     end
     else begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index219_msb_index223_lo_i};
+        _tofloat_lane7_msb_index105_msb_index106_hi_i = {(0 != 0), _tofloat_lane7_msb_index105_msb_index106_msb_index110_lo_i};
     end
 end
 
 
-always @(_tofloat_lane7_msb_index217_msb_index218_hi, _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo_i, _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi_i) begin: _tofloat_lane7_msb_index217_msb_index218_msb_index219_node
-    _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi = _tofloat_lane7_msb_index217_msb_index218_hi[8-1:4];
-    _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo = _tofloat_lane7_msb_index217_msb_index218_hi[4-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index218_hi[8-1:4] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index218_hi_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index219_hi_i};
+always @(_tofloat_lane7_msb_index105_lo, _tofloat_lane7_msb_index105_msb_index106_lo_i, _tofloat_lane7_msb_index105_msb_index106_hi_i) begin: _tofloat_lane7_msb_index105_msb_index106_node
+    _tofloat_lane7_msb_index105_msb_index106_hi = _tofloat_lane7_msb_index105_lo[8-1:4];
+    _tofloat_lane7_msb_index105_msb_index106_lo = _tofloat_lane7_msb_index105_lo[4-1:0];
+    if ((_tofloat_lane7_msb_index105_lo[8-1:4] != 0)) begin
+        _tofloat_lane7_msb_index105_lo_i = {(1 != 0), _tofloat_lane7_msb_index105_msb_index106_hi_i};
     end
     else begin
-        _tofloat_lane7_msb_index217_msb_index218_hi_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index219_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi_i = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_msb_index228_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi[0];
-
-
-
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo_i = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_msb_index229_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo[0];
-
-
-always @(_tofloat_lane7_msb_index217_msb_index218_msb_index226_hi, _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo_i, _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi_i) begin: _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_node
-    _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi = _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo = _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index218_msb_index226_hi[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_hi_i};
-    end
-    else begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index227_lo_i};
+        _tofloat_lane7_msb_index105_lo_i = {(0 != 0), _tofloat_lane7_msb_index105_msb_index106_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi_i = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_msb_index231_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi[0];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo_i = _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo[1];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index114_msb_index115_unused_lsb = _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo[0];
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo_i = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_msb_index232_unused_lsb = _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo[0];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi_i = _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi[1];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index114_msb_index116_unused_lsb = _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi[0];
 
 
-always @(_tofloat_lane7_msb_index217_msb_index218_msb_index226_lo, _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo_i, _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi_i) begin: _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_node
-    _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi = _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo = _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index218_msb_index226_lo[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_hi_i};
+always @(_tofloat_lane7_msb_index105_msb_index113_lo, _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo_i, _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi_i) begin: _tofloat_lane7_msb_index105_msb_index113_msb_index114_node
+    _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi = _tofloat_lane7_msb_index105_msb_index113_lo[4-1:2];
+    _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo = _tofloat_lane7_msb_index105_msb_index113_lo[2-1:0];
+    if ((_tofloat_lane7_msb_index105_msb_index113_lo[4-1:2] != 0)) begin
+        _tofloat_lane7_msb_index105_msb_index113_lo_i = {(1 != 0), _tofloat_lane7_msb_index105_msb_index113_msb_index114_hi_i};
     end
     else begin
-        _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index226_msb_index230_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane7_msb_index217_msb_index218_lo, _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo_i, _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi_i) begin: _tofloat_lane7_msb_index217_msb_index218_msb_index226_node
-    _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi = _tofloat_lane7_msb_index217_msb_index218_lo[8-1:4];
-    _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo = _tofloat_lane7_msb_index217_msb_index218_lo[4-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index218_lo[8-1:4] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index218_lo_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index226_hi_i};
-    end
-    else begin
-        _tofloat_lane7_msb_index217_msb_index218_lo_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index218_msb_index226_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane7_msb_index217_hi, _tofloat_lane7_msb_index217_msb_index218_lo_i, _tofloat_lane7_msb_index217_msb_index218_hi_i) begin: _tofloat_lane7_msb_index217_msb_index218_node
-    _tofloat_lane7_msb_index217_msb_index218_hi = _tofloat_lane7_msb_index217_hi[16-1:8];
-    _tofloat_lane7_msb_index217_msb_index218_lo = _tofloat_lane7_msb_index217_hi[8-1:0];
-    if ((_tofloat_lane7_msb_index217_hi[16-1:8] != 0)) begin
-        _tofloat_lane7_msb_index217_hi_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index218_hi_i};
-    end
-    else begin
-        _tofloat_lane7_msb_index217_hi_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index218_lo_i};
+        _tofloat_lane7_msb_index105_msb_index113_lo_i = {(0 != 0), _tofloat_lane7_msb_index105_msb_index113_msb_index114_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi_i = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_msb_index236_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi[0];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo_i = _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo[1];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index117_msb_index118_unused_lsb = _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo[0];
 
 
 
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo_i = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_msb_index237_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo[0];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi_i = _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi[1];
+assign _tofloat_lane7_msb_index105_msb_index113_msb_index117_msb_index119_unused_lsb = _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi[0];
 
 
-always @(_tofloat_lane7_msb_index217_msb_index233_msb_index234_hi, _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo_i, _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi_i) begin: _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_node
-    _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi = _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo = _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index233_msb_index234_hi[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_hi_i};
+always @(_tofloat_lane7_msb_index105_msb_index113_hi, _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo_i, _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi_i) begin: _tofloat_lane7_msb_index105_msb_index113_msb_index117_node
+    _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi = _tofloat_lane7_msb_index105_msb_index113_hi[4-1:2];
+    _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo = _tofloat_lane7_msb_index105_msb_index113_hi[2-1:0];
+    if ((_tofloat_lane7_msb_index105_msb_index113_hi[4-1:2] != 0)) begin
+        _tofloat_lane7_msb_index105_msb_index113_hi_i = {(1 != 0), _tofloat_lane7_msb_index105_msb_index113_msb_index117_hi_i};
     end
     else begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index235_lo_i};
+        _tofloat_lane7_msb_index105_msb_index113_hi_i = {(0 != 0), _tofloat_lane7_msb_index105_msb_index113_msb_index117_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi_i = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_msb_index239_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi[0];
-
-
-
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo_i = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_msb_index240_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo[0];
-
-
-always @(_tofloat_lane7_msb_index217_msb_index233_msb_index234_lo, _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo_i, _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi_i) begin: _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_node
-    _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi = _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo = _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index233_msb_index234_lo[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_hi_i};
+always @(_tofloat_lane7_msb_index105_hi, _tofloat_lane7_msb_index105_msb_index113_lo_i, _tofloat_lane7_msb_index105_msb_index113_hi_i) begin: _tofloat_lane7_msb_index105_msb_index113_node
+    _tofloat_lane7_msb_index105_msb_index113_hi = _tofloat_lane7_msb_index105_hi[8-1:4];
+    _tofloat_lane7_msb_index105_msb_index113_lo = _tofloat_lane7_msb_index105_hi[4-1:0];
+    if ((_tofloat_lane7_msb_index105_hi[8-1:4] != 0)) begin
+        _tofloat_lane7_msb_index105_hi_i = {(1 != 0), _tofloat_lane7_msb_index105_msb_index113_hi_i};
     end
     else begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index234_msb_index238_lo_i};
+        _tofloat_lane7_msb_index105_hi_i = {(0 != 0), _tofloat_lane7_msb_index105_msb_index113_lo_i};
     end
 end
 
 
-always @(_tofloat_lane7_msb_index217_msb_index233_hi, _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo_i, _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi_i) begin: _tofloat_lane7_msb_index217_msb_index233_msb_index234_node
-    _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi = _tofloat_lane7_msb_index217_msb_index233_hi[8-1:4];
-    _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo = _tofloat_lane7_msb_index217_msb_index233_hi[4-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index233_hi[8-1:4] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index233_hi_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index234_hi_i};
+always @(_tofloat_lane7_mag, _tofloat_lane7_msb_index105_lo_i, _tofloat_lane7_msb_index105_hi_i) begin: _tofloat_lane7_msb_index105_node
+    _tofloat_lane7_msb_index105_hi = _tofloat_lane7_mag[16-1:8];
+    _tofloat_lane7_msb_index105_lo = _tofloat_lane7_mag[8-1:0];
+    if ((_tofloat_lane7_mag[16-1:8] != 0)) begin
+        _tofloat_lane7_lidx = {(1 != 0), _tofloat_lane7_msb_index105_hi_i};
     end
     else begin
-        _tofloat_lane7_msb_index217_msb_index233_hi_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index234_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi_i = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_msb_index243_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi[0];
-
-
-
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo_i = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_msb_index244_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo[0];
-
-
-always @(_tofloat_lane7_msb_index217_msb_index233_msb_index241_hi, _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo_i, _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi_i) begin: _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_node
-    _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi = _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo = _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index233_msb_index241_hi[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_hi_i};
-    end
-    else begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index242_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi_i = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_msb_index246_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi[0];
-
-
-
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo_i = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo[1];
-assign _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_msb_index247_unused_lsb = _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo[0];
-
-
-always @(_tofloat_lane7_msb_index217_msb_index233_msb_index241_lo, _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo_i, _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi_i) begin: _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_node
-    _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi = _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo[4-1:2];
-    _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo = _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo[2-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index233_msb_index241_lo[4-1:2] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_hi_i};
-    end
-    else begin
-        _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index241_msb_index245_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane7_msb_index217_msb_index233_lo, _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo_i, _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi_i) begin: _tofloat_lane7_msb_index217_msb_index233_msb_index241_node
-    _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi = _tofloat_lane7_msb_index217_msb_index233_lo[8-1:4];
-    _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo = _tofloat_lane7_msb_index217_msb_index233_lo[4-1:0];
-    if ((_tofloat_lane7_msb_index217_msb_index233_lo[8-1:4] != 0)) begin
-        _tofloat_lane7_msb_index217_msb_index233_lo_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index241_hi_i};
-    end
-    else begin
-        _tofloat_lane7_msb_index217_msb_index233_lo_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index233_msb_index241_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane7_msb_index217_lo, _tofloat_lane7_msb_index217_msb_index233_lo_i, _tofloat_lane7_msb_index217_msb_index233_hi_i) begin: _tofloat_lane7_msb_index217_msb_index233_node
-    _tofloat_lane7_msb_index217_msb_index233_hi = _tofloat_lane7_msb_index217_lo[16-1:8];
-    _tofloat_lane7_msb_index217_msb_index233_lo = _tofloat_lane7_msb_index217_lo[8-1:0];
-    if ((_tofloat_lane7_msb_index217_lo[16-1:8] != 0)) begin
-        _tofloat_lane7_msb_index217_lo_i = {(1 != 0), _tofloat_lane7_msb_index217_msb_index233_hi_i};
-    end
-    else begin
-        _tofloat_lane7_msb_index217_lo_i = {(0 != 0), _tofloat_lane7_msb_index217_msb_index233_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane7_magp, _tofloat_lane7_msb_index217_lo_i, _tofloat_lane7_msb_index217_hi_i) begin: _tofloat_lane7_msb_index217_node
-    _tofloat_lane7_msb_index217_hi = _tofloat_lane7_magp[32-1:16];
-    _tofloat_lane7_msb_index217_lo = _tofloat_lane7_magp[16-1:0];
-    if ((_tofloat_lane7_magp[32-1:16] != 0)) begin
-        _tofloat_lane7_lidx = {(1 != 0), _tofloat_lane7_msb_index217_hi_i};
-    end
-    else begin
-        _tofloat_lane7_lidx = {(0 != 0), _tofloat_lane7_msb_index217_lo_i};
+        _tofloat_lane7_lidx = {(0 != 0), _tofloat_lane7_msb_index105_lo_i};
     end
 end
 
@@ -4262,7 +2558,7 @@ always @(xs, _tofloat_lane7_magp, _lane_slice7_m_i, _tofloat_lane7_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane7_lidx};
+    ls = {5'h0, _tofloat_lane7_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -4324,266 +2620,131 @@ always @(_lane_slice8_m_i) begin: _tofloat_lane8_magnitude
     else begin
         a = _lane_slice8_m_i;
     end
+    _tofloat_lane8_mag = a;
     _tofloat_lane8_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi_i = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_msb_index252_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi[0];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo_i = _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo[1];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index122_msb_index123_unused_lsb = _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo[0];
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo_i = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_msb_index253_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo[0];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi_i = _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi[1];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index122_msb_index124_unused_lsb = _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi[0];
 
 
-always @(_tofloat_lane8_msb_index248_msb_index249_msb_index250_hi, _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo_i, _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi_i) begin: _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_node
-    _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi = _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo = _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index249_msb_index250_hi[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_hi_i};
+always @(_tofloat_lane8_msb_index120_msb_index121_lo, _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo_i, _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi_i) begin: _tofloat_lane8_msb_index120_msb_index121_msb_index122_node
+    _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi = _tofloat_lane8_msb_index120_msb_index121_lo[4-1:2];
+    _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo = _tofloat_lane8_msb_index120_msb_index121_lo[2-1:0];
+    if ((_tofloat_lane8_msb_index120_msb_index121_lo[4-1:2] != 0)) begin
+        _tofloat_lane8_msb_index120_msb_index121_lo_i = {(1 != 0), _tofloat_lane8_msb_index120_msb_index121_msb_index122_hi_i};
     end
     else begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index251_lo_i};
+        _tofloat_lane8_msb_index120_msb_index121_lo_i = {(0 != 0), _tofloat_lane8_msb_index120_msb_index121_msb_index122_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi_i = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_msb_index255_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi[0];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo_i = _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo[1];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index125_msb_index126_unused_lsb = _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo[0];
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo_i = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_msb_index256_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo[0];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi_i = _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi[1];
+assign _tofloat_lane8_msb_index120_msb_index121_msb_index125_msb_index127_unused_lsb = _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi[0];
 
 
-always @(_tofloat_lane8_msb_index248_msb_index249_msb_index250_lo, _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo_i, _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi_i) begin: _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_node
-    _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi = _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo = _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index249_msb_index250_lo[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_hi_i};
+always @(_tofloat_lane8_msb_index120_msb_index121_hi, _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo_i, _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi_i) begin: _tofloat_lane8_msb_index120_msb_index121_msb_index125_node
+    _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi = _tofloat_lane8_msb_index120_msb_index121_hi[4-1:2];
+    _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo = _tofloat_lane8_msb_index120_msb_index121_hi[2-1:0];
+    if ((_tofloat_lane8_msb_index120_msb_index121_hi[4-1:2] != 0)) begin
+        _tofloat_lane8_msb_index120_msb_index121_hi_i = {(1 != 0), _tofloat_lane8_msb_index120_msb_index121_msb_index125_hi_i};
     end
     else begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index250_msb_index254_lo_i};
+        _tofloat_lane8_msb_index120_msb_index121_hi_i = {(0 != 0), _tofloat_lane8_msb_index120_msb_index121_msb_index125_lo_i};
     end
 end
 
 
-always @(_tofloat_lane8_msb_index248_msb_index249_hi, _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo_i, _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi_i) begin: _tofloat_lane8_msb_index248_msb_index249_msb_index250_node
-    _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi = _tofloat_lane8_msb_index248_msb_index249_hi[8-1:4];
-    _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo = _tofloat_lane8_msb_index248_msb_index249_hi[4-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index249_hi[8-1:4] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index249_hi_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index250_hi_i};
+always @(_tofloat_lane8_msb_index120_lo, _tofloat_lane8_msb_index120_msb_index121_lo_i, _tofloat_lane8_msb_index120_msb_index121_hi_i) begin: _tofloat_lane8_msb_index120_msb_index121_node
+    _tofloat_lane8_msb_index120_msb_index121_hi = _tofloat_lane8_msb_index120_lo[8-1:4];
+    _tofloat_lane8_msb_index120_msb_index121_lo = _tofloat_lane8_msb_index120_lo[4-1:0];
+    if ((_tofloat_lane8_msb_index120_lo[8-1:4] != 0)) begin
+        _tofloat_lane8_msb_index120_lo_i = {(1 != 0), _tofloat_lane8_msb_index120_msb_index121_hi_i};
     end
     else begin
-        _tofloat_lane8_msb_index248_msb_index249_hi_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index250_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi_i = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_msb_index259_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi[0];
-
-
-
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo_i = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_msb_index260_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo[0];
-
-
-always @(_tofloat_lane8_msb_index248_msb_index249_msb_index257_hi, _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo_i, _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi_i) begin: _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_node
-    _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi = _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo = _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index249_msb_index257_hi[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_hi_i};
-    end
-    else begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index258_lo_i};
+        _tofloat_lane8_msb_index120_lo_i = {(0 != 0), _tofloat_lane8_msb_index120_msb_index121_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi_i = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_msb_index262_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi[0];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo_i = _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo[1];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index129_msb_index130_unused_lsb = _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo[0];
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo_i = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_msb_index263_unused_lsb = _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo[0];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi_i = _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi[1];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index129_msb_index131_unused_lsb = _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi[0];
 
 
-always @(_tofloat_lane8_msb_index248_msb_index249_msb_index257_lo, _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo_i, _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi_i) begin: _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_node
-    _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi = _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo = _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index249_msb_index257_lo[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_hi_i};
+always @(_tofloat_lane8_msb_index120_msb_index128_lo, _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo_i, _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi_i) begin: _tofloat_lane8_msb_index120_msb_index128_msb_index129_node
+    _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi = _tofloat_lane8_msb_index120_msb_index128_lo[4-1:2];
+    _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo = _tofloat_lane8_msb_index120_msb_index128_lo[2-1:0];
+    if ((_tofloat_lane8_msb_index120_msb_index128_lo[4-1:2] != 0)) begin
+        _tofloat_lane8_msb_index120_msb_index128_lo_i = {(1 != 0), _tofloat_lane8_msb_index120_msb_index128_msb_index129_hi_i};
     end
     else begin
-        _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index257_msb_index261_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane8_msb_index248_msb_index249_lo, _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo_i, _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi_i) begin: _tofloat_lane8_msb_index248_msb_index249_msb_index257_node
-    _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi = _tofloat_lane8_msb_index248_msb_index249_lo[8-1:4];
-    _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo = _tofloat_lane8_msb_index248_msb_index249_lo[4-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index249_lo[8-1:4] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index249_lo_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index257_hi_i};
-    end
-    else begin
-        _tofloat_lane8_msb_index248_msb_index249_lo_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index249_msb_index257_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane8_msb_index248_hi, _tofloat_lane8_msb_index248_msb_index249_lo_i, _tofloat_lane8_msb_index248_msb_index249_hi_i) begin: _tofloat_lane8_msb_index248_msb_index249_node
-    _tofloat_lane8_msb_index248_msb_index249_hi = _tofloat_lane8_msb_index248_hi[16-1:8];
-    _tofloat_lane8_msb_index248_msb_index249_lo = _tofloat_lane8_msb_index248_hi[8-1:0];
-    if ((_tofloat_lane8_msb_index248_hi[16-1:8] != 0)) begin
-        _tofloat_lane8_msb_index248_hi_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index249_hi_i};
-    end
-    else begin
-        _tofloat_lane8_msb_index248_hi_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index249_lo_i};
+        _tofloat_lane8_msb_index120_msb_index128_lo_i = {(0 != 0), _tofloat_lane8_msb_index120_msb_index128_msb_index129_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi_i = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_msb_index267_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi[0];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo_i = _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo[1];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index132_msb_index133_unused_lsb = _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo[0];
 
 
 
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo_i = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_msb_index268_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo[0];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi_i = _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi[1];
+assign _tofloat_lane8_msb_index120_msb_index128_msb_index132_msb_index134_unused_lsb = _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi[0];
 
 
-always @(_tofloat_lane8_msb_index248_msb_index264_msb_index265_hi, _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo_i, _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi_i) begin: _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_node
-    _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi = _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo = _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index264_msb_index265_hi[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_hi_i};
+always @(_tofloat_lane8_msb_index120_msb_index128_hi, _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo_i, _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi_i) begin: _tofloat_lane8_msb_index120_msb_index128_msb_index132_node
+    _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi = _tofloat_lane8_msb_index120_msb_index128_hi[4-1:2];
+    _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo = _tofloat_lane8_msb_index120_msb_index128_hi[2-1:0];
+    if ((_tofloat_lane8_msb_index120_msb_index128_hi[4-1:2] != 0)) begin
+        _tofloat_lane8_msb_index120_msb_index128_hi_i = {(1 != 0), _tofloat_lane8_msb_index120_msb_index128_msb_index132_hi_i};
     end
     else begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index266_lo_i};
+        _tofloat_lane8_msb_index120_msb_index128_hi_i = {(0 != 0), _tofloat_lane8_msb_index120_msb_index128_msb_index132_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi_i = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_msb_index270_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi[0];
-
-
-
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo_i = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_msb_index271_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo[0];
-
-
-always @(_tofloat_lane8_msb_index248_msb_index264_msb_index265_lo, _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo_i, _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi_i) begin: _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_node
-    _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi = _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo = _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index264_msb_index265_lo[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_hi_i};
+always @(_tofloat_lane8_msb_index120_hi, _tofloat_lane8_msb_index120_msb_index128_lo_i, _tofloat_lane8_msb_index120_msb_index128_hi_i) begin: _tofloat_lane8_msb_index120_msb_index128_node
+    _tofloat_lane8_msb_index120_msb_index128_hi = _tofloat_lane8_msb_index120_hi[8-1:4];
+    _tofloat_lane8_msb_index120_msb_index128_lo = _tofloat_lane8_msb_index120_hi[4-1:0];
+    if ((_tofloat_lane8_msb_index120_hi[8-1:4] != 0)) begin
+        _tofloat_lane8_msb_index120_hi_i = {(1 != 0), _tofloat_lane8_msb_index120_msb_index128_hi_i};
     end
     else begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index265_msb_index269_lo_i};
+        _tofloat_lane8_msb_index120_hi_i = {(0 != 0), _tofloat_lane8_msb_index120_msb_index128_lo_i};
     end
 end
 
 
-always @(_tofloat_lane8_msb_index248_msb_index264_hi, _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo_i, _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi_i) begin: _tofloat_lane8_msb_index248_msb_index264_msb_index265_node
-    _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi = _tofloat_lane8_msb_index248_msb_index264_hi[8-1:4];
-    _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo = _tofloat_lane8_msb_index248_msb_index264_hi[4-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index264_hi[8-1:4] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index264_hi_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index265_hi_i};
+always @(_tofloat_lane8_mag, _tofloat_lane8_msb_index120_lo_i, _tofloat_lane8_msb_index120_hi_i) begin: _tofloat_lane8_msb_index120_node
+    _tofloat_lane8_msb_index120_hi = _tofloat_lane8_mag[16-1:8];
+    _tofloat_lane8_msb_index120_lo = _tofloat_lane8_mag[8-1:0];
+    if ((_tofloat_lane8_mag[16-1:8] != 0)) begin
+        _tofloat_lane8_lidx = {(1 != 0), _tofloat_lane8_msb_index120_hi_i};
     end
     else begin
-        _tofloat_lane8_msb_index248_msb_index264_hi_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index265_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi_i = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_msb_index274_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi[0];
-
-
-
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo_i = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_msb_index275_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo[0];
-
-
-always @(_tofloat_lane8_msb_index248_msb_index264_msb_index272_hi, _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo_i, _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi_i) begin: _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_node
-    _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi = _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo = _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index264_msb_index272_hi[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_hi_i};
-    end
-    else begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index273_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi_i = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_msb_index277_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi[0];
-
-
-
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo_i = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo[1];
-assign _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_msb_index278_unused_lsb = _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo[0];
-
-
-always @(_tofloat_lane8_msb_index248_msb_index264_msb_index272_lo, _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo_i, _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi_i) begin: _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_node
-    _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi = _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo[4-1:2];
-    _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo = _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo[2-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index264_msb_index272_lo[4-1:2] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_hi_i};
-    end
-    else begin
-        _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index272_msb_index276_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane8_msb_index248_msb_index264_lo, _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo_i, _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi_i) begin: _tofloat_lane8_msb_index248_msb_index264_msb_index272_node
-    _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi = _tofloat_lane8_msb_index248_msb_index264_lo[8-1:4];
-    _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo = _tofloat_lane8_msb_index248_msb_index264_lo[4-1:0];
-    if ((_tofloat_lane8_msb_index248_msb_index264_lo[8-1:4] != 0)) begin
-        _tofloat_lane8_msb_index248_msb_index264_lo_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index272_hi_i};
-    end
-    else begin
-        _tofloat_lane8_msb_index248_msb_index264_lo_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index264_msb_index272_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane8_msb_index248_lo, _tofloat_lane8_msb_index248_msb_index264_lo_i, _tofloat_lane8_msb_index248_msb_index264_hi_i) begin: _tofloat_lane8_msb_index248_msb_index264_node
-    _tofloat_lane8_msb_index248_msb_index264_hi = _tofloat_lane8_msb_index248_lo[16-1:8];
-    _tofloat_lane8_msb_index248_msb_index264_lo = _tofloat_lane8_msb_index248_lo[8-1:0];
-    if ((_tofloat_lane8_msb_index248_lo[16-1:8] != 0)) begin
-        _tofloat_lane8_msb_index248_lo_i = {(1 != 0), _tofloat_lane8_msb_index248_msb_index264_hi_i};
-    end
-    else begin
-        _tofloat_lane8_msb_index248_lo_i = {(0 != 0), _tofloat_lane8_msb_index248_msb_index264_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane8_magp, _tofloat_lane8_msb_index248_lo_i, _tofloat_lane8_msb_index248_hi_i) begin: _tofloat_lane8_msb_index248_node
-    _tofloat_lane8_msb_index248_hi = _tofloat_lane8_magp[32-1:16];
-    _tofloat_lane8_msb_index248_lo = _tofloat_lane8_magp[16-1:0];
-    if ((_tofloat_lane8_magp[32-1:16] != 0)) begin
-        _tofloat_lane8_lidx = {(1 != 0), _tofloat_lane8_msb_index248_hi_i};
-    end
-    else begin
-        _tofloat_lane8_lidx = {(0 != 0), _tofloat_lane8_msb_index248_lo_i};
+        _tofloat_lane8_lidx = {(0 != 0), _tofloat_lane8_msb_index120_lo_i};
     end
 end
 
@@ -4617,7 +2778,7 @@ always @(xs, _tofloat_lane8_magp, _lane_slice8_m_i, _tofloat_lane8_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane8_lidx};
+    ls = {5'h0, _tofloat_lane8_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -4679,266 +2840,131 @@ always @(_lane_slice9_m_i) begin: _tofloat_lane9_magnitude
     else begin
         a = _lane_slice9_m_i;
     end
+    _tofloat_lane9_mag = a;
     _tofloat_lane9_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi_i = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_msb_index283_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi[0];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo_i = _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo[1];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index137_msb_index138_unused_lsb = _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo[0];
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo_i = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_msb_index284_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo[0];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi_i = _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi[1];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index137_msb_index139_unused_lsb = _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi[0];
 
 
-always @(_tofloat_lane9_msb_index279_msb_index280_msb_index281_hi, _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo_i, _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi_i) begin: _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_node
-    _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi = _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo = _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index280_msb_index281_hi[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_hi_i};
+always @(_tofloat_lane9_msb_index135_msb_index136_lo, _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo_i, _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi_i) begin: _tofloat_lane9_msb_index135_msb_index136_msb_index137_node
+    _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi = _tofloat_lane9_msb_index135_msb_index136_lo[4-1:2];
+    _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo = _tofloat_lane9_msb_index135_msb_index136_lo[2-1:0];
+    if ((_tofloat_lane9_msb_index135_msb_index136_lo[4-1:2] != 0)) begin
+        _tofloat_lane9_msb_index135_msb_index136_lo_i = {(1 != 0), _tofloat_lane9_msb_index135_msb_index136_msb_index137_hi_i};
     end
     else begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index282_lo_i};
+        _tofloat_lane9_msb_index135_msb_index136_lo_i = {(0 != 0), _tofloat_lane9_msb_index135_msb_index136_msb_index137_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi_i = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_msb_index286_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi[0];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo_i = _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo[1];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index140_msb_index141_unused_lsb = _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo[0];
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo_i = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_msb_index287_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo[0];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi_i = _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi[1];
+assign _tofloat_lane9_msb_index135_msb_index136_msb_index140_msb_index142_unused_lsb = _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi[0];
 
 
-always @(_tofloat_lane9_msb_index279_msb_index280_msb_index281_lo, _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo_i, _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi_i) begin: _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_node
-    _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi = _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo = _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index280_msb_index281_lo[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_hi_i};
+always @(_tofloat_lane9_msb_index135_msb_index136_hi, _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo_i, _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi_i) begin: _tofloat_lane9_msb_index135_msb_index136_msb_index140_node
+    _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi = _tofloat_lane9_msb_index135_msb_index136_hi[4-1:2];
+    _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo = _tofloat_lane9_msb_index135_msb_index136_hi[2-1:0];
+    if ((_tofloat_lane9_msb_index135_msb_index136_hi[4-1:2] != 0)) begin
+        _tofloat_lane9_msb_index135_msb_index136_hi_i = {(1 != 0), _tofloat_lane9_msb_index135_msb_index136_msb_index140_hi_i};
     end
     else begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index281_msb_index285_lo_i};
+        _tofloat_lane9_msb_index135_msb_index136_hi_i = {(0 != 0), _tofloat_lane9_msb_index135_msb_index136_msb_index140_lo_i};
     end
 end
 
 
-always @(_tofloat_lane9_msb_index279_msb_index280_hi, _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo_i, _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi_i) begin: _tofloat_lane9_msb_index279_msb_index280_msb_index281_node
-    _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi = _tofloat_lane9_msb_index279_msb_index280_hi[8-1:4];
-    _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo = _tofloat_lane9_msb_index279_msb_index280_hi[4-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index280_hi[8-1:4] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index280_hi_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index281_hi_i};
+always @(_tofloat_lane9_msb_index135_lo, _tofloat_lane9_msb_index135_msb_index136_lo_i, _tofloat_lane9_msb_index135_msb_index136_hi_i) begin: _tofloat_lane9_msb_index135_msb_index136_node
+    _tofloat_lane9_msb_index135_msb_index136_hi = _tofloat_lane9_msb_index135_lo[8-1:4];
+    _tofloat_lane9_msb_index135_msb_index136_lo = _tofloat_lane9_msb_index135_lo[4-1:0];
+    if ((_tofloat_lane9_msb_index135_lo[8-1:4] != 0)) begin
+        _tofloat_lane9_msb_index135_lo_i = {(1 != 0), _tofloat_lane9_msb_index135_msb_index136_hi_i};
     end
     else begin
-        _tofloat_lane9_msb_index279_msb_index280_hi_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index281_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi_i = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_msb_index290_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi[0];
-
-
-
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo_i = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_msb_index291_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo[0];
-
-
-always @(_tofloat_lane9_msb_index279_msb_index280_msb_index288_hi, _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo_i, _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi_i) begin: _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_node
-    _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi = _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo = _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index280_msb_index288_hi[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_hi_i};
-    end
-    else begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index289_lo_i};
+        _tofloat_lane9_msb_index135_lo_i = {(0 != 0), _tofloat_lane9_msb_index135_msb_index136_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi_i = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_msb_index293_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi[0];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo_i = _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo[1];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index144_msb_index145_unused_lsb = _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo[0];
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo_i = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_msb_index294_unused_lsb = _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo[0];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi_i = _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi[1];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index144_msb_index146_unused_lsb = _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi[0];
 
 
-always @(_tofloat_lane9_msb_index279_msb_index280_msb_index288_lo, _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo_i, _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi_i) begin: _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_node
-    _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi = _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo = _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index280_msb_index288_lo[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_hi_i};
+always @(_tofloat_lane9_msb_index135_msb_index143_lo, _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo_i, _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi_i) begin: _tofloat_lane9_msb_index135_msb_index143_msb_index144_node
+    _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi = _tofloat_lane9_msb_index135_msb_index143_lo[4-1:2];
+    _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo = _tofloat_lane9_msb_index135_msb_index143_lo[2-1:0];
+    if ((_tofloat_lane9_msb_index135_msb_index143_lo[4-1:2] != 0)) begin
+        _tofloat_lane9_msb_index135_msb_index143_lo_i = {(1 != 0), _tofloat_lane9_msb_index135_msb_index143_msb_index144_hi_i};
     end
     else begin
-        _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index288_msb_index292_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane9_msb_index279_msb_index280_lo, _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo_i, _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi_i) begin: _tofloat_lane9_msb_index279_msb_index280_msb_index288_node
-    _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi = _tofloat_lane9_msb_index279_msb_index280_lo[8-1:4];
-    _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo = _tofloat_lane9_msb_index279_msb_index280_lo[4-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index280_lo[8-1:4] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index280_lo_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index288_hi_i};
-    end
-    else begin
-        _tofloat_lane9_msb_index279_msb_index280_lo_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index280_msb_index288_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane9_msb_index279_hi, _tofloat_lane9_msb_index279_msb_index280_lo_i, _tofloat_lane9_msb_index279_msb_index280_hi_i) begin: _tofloat_lane9_msb_index279_msb_index280_node
-    _tofloat_lane9_msb_index279_msb_index280_hi = _tofloat_lane9_msb_index279_hi[16-1:8];
-    _tofloat_lane9_msb_index279_msb_index280_lo = _tofloat_lane9_msb_index279_hi[8-1:0];
-    if ((_tofloat_lane9_msb_index279_hi[16-1:8] != 0)) begin
-        _tofloat_lane9_msb_index279_hi_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index280_hi_i};
-    end
-    else begin
-        _tofloat_lane9_msb_index279_hi_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index280_lo_i};
+        _tofloat_lane9_msb_index135_msb_index143_lo_i = {(0 != 0), _tofloat_lane9_msb_index135_msb_index143_msb_index144_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi_i = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_msb_index298_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi[0];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo_i = _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo[1];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index147_msb_index148_unused_lsb = _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo[0];
 
 
 
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo_i = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_msb_index299_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo[0];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi_i = _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi[1];
+assign _tofloat_lane9_msb_index135_msb_index143_msb_index147_msb_index149_unused_lsb = _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi[0];
 
 
-always @(_tofloat_lane9_msb_index279_msb_index295_msb_index296_hi, _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo_i, _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi_i) begin: _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_node
-    _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi = _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo = _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index295_msb_index296_hi[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_hi_i};
+always @(_tofloat_lane9_msb_index135_msb_index143_hi, _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo_i, _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi_i) begin: _tofloat_lane9_msb_index135_msb_index143_msb_index147_node
+    _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi = _tofloat_lane9_msb_index135_msb_index143_hi[4-1:2];
+    _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo = _tofloat_lane9_msb_index135_msb_index143_hi[2-1:0];
+    if ((_tofloat_lane9_msb_index135_msb_index143_hi[4-1:2] != 0)) begin
+        _tofloat_lane9_msb_index135_msb_index143_hi_i = {(1 != 0), _tofloat_lane9_msb_index135_msb_index143_msb_index147_hi_i};
     end
     else begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index297_lo_i};
+        _tofloat_lane9_msb_index135_msb_index143_hi_i = {(0 != 0), _tofloat_lane9_msb_index135_msb_index143_msb_index147_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi_i = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_msb_index301_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi[0];
-
-
-
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo_i = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_msb_index302_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo[0];
-
-
-always @(_tofloat_lane9_msb_index279_msb_index295_msb_index296_lo, _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo_i, _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi_i) begin: _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_node
-    _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi = _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo = _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index295_msb_index296_lo[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_hi_i};
+always @(_tofloat_lane9_msb_index135_hi, _tofloat_lane9_msb_index135_msb_index143_lo_i, _tofloat_lane9_msb_index135_msb_index143_hi_i) begin: _tofloat_lane9_msb_index135_msb_index143_node
+    _tofloat_lane9_msb_index135_msb_index143_hi = _tofloat_lane9_msb_index135_hi[8-1:4];
+    _tofloat_lane9_msb_index135_msb_index143_lo = _tofloat_lane9_msb_index135_hi[4-1:0];
+    if ((_tofloat_lane9_msb_index135_hi[8-1:4] != 0)) begin
+        _tofloat_lane9_msb_index135_hi_i = {(1 != 0), _tofloat_lane9_msb_index135_msb_index143_hi_i};
     end
     else begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index296_msb_index300_lo_i};
+        _tofloat_lane9_msb_index135_hi_i = {(0 != 0), _tofloat_lane9_msb_index135_msb_index143_lo_i};
     end
 end
 
 
-always @(_tofloat_lane9_msb_index279_msb_index295_hi, _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo_i, _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi_i) begin: _tofloat_lane9_msb_index279_msb_index295_msb_index296_node
-    _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi = _tofloat_lane9_msb_index279_msb_index295_hi[8-1:4];
-    _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo = _tofloat_lane9_msb_index279_msb_index295_hi[4-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index295_hi[8-1:4] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index295_hi_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index296_hi_i};
+always @(_tofloat_lane9_mag, _tofloat_lane9_msb_index135_lo_i, _tofloat_lane9_msb_index135_hi_i) begin: _tofloat_lane9_msb_index135_node
+    _tofloat_lane9_msb_index135_hi = _tofloat_lane9_mag[16-1:8];
+    _tofloat_lane9_msb_index135_lo = _tofloat_lane9_mag[8-1:0];
+    if ((_tofloat_lane9_mag[16-1:8] != 0)) begin
+        _tofloat_lane9_lidx = {(1 != 0), _tofloat_lane9_msb_index135_hi_i};
     end
     else begin
-        _tofloat_lane9_msb_index279_msb_index295_hi_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index296_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi_i = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_msb_index305_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi[0];
-
-
-
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo_i = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_msb_index306_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo[0];
-
-
-always @(_tofloat_lane9_msb_index279_msb_index295_msb_index303_hi, _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo_i, _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi_i) begin: _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_node
-    _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi = _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo = _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index295_msb_index303_hi[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_hi_i};
-    end
-    else begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index304_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi_i = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_msb_index308_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi[0];
-
-
-
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo_i = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo[1];
-assign _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_msb_index309_unused_lsb = _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo[0];
-
-
-always @(_tofloat_lane9_msb_index279_msb_index295_msb_index303_lo, _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo_i, _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi_i) begin: _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_node
-    _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi = _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo[4-1:2];
-    _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo = _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo[2-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index295_msb_index303_lo[4-1:2] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_hi_i};
-    end
-    else begin
-        _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index303_msb_index307_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane9_msb_index279_msb_index295_lo, _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo_i, _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi_i) begin: _tofloat_lane9_msb_index279_msb_index295_msb_index303_node
-    _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi = _tofloat_lane9_msb_index279_msb_index295_lo[8-1:4];
-    _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo = _tofloat_lane9_msb_index279_msb_index295_lo[4-1:0];
-    if ((_tofloat_lane9_msb_index279_msb_index295_lo[8-1:4] != 0)) begin
-        _tofloat_lane9_msb_index279_msb_index295_lo_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index303_hi_i};
-    end
-    else begin
-        _tofloat_lane9_msb_index279_msb_index295_lo_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index295_msb_index303_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane9_msb_index279_lo, _tofloat_lane9_msb_index279_msb_index295_lo_i, _tofloat_lane9_msb_index279_msb_index295_hi_i) begin: _tofloat_lane9_msb_index279_msb_index295_node
-    _tofloat_lane9_msb_index279_msb_index295_hi = _tofloat_lane9_msb_index279_lo[16-1:8];
-    _tofloat_lane9_msb_index279_msb_index295_lo = _tofloat_lane9_msb_index279_lo[8-1:0];
-    if ((_tofloat_lane9_msb_index279_lo[16-1:8] != 0)) begin
-        _tofloat_lane9_msb_index279_lo_i = {(1 != 0), _tofloat_lane9_msb_index279_msb_index295_hi_i};
-    end
-    else begin
-        _tofloat_lane9_msb_index279_lo_i = {(0 != 0), _tofloat_lane9_msb_index279_msb_index295_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane9_magp, _tofloat_lane9_msb_index279_lo_i, _tofloat_lane9_msb_index279_hi_i) begin: _tofloat_lane9_msb_index279_node
-    _tofloat_lane9_msb_index279_hi = _tofloat_lane9_magp[32-1:16];
-    _tofloat_lane9_msb_index279_lo = _tofloat_lane9_magp[16-1:0];
-    if ((_tofloat_lane9_magp[32-1:16] != 0)) begin
-        _tofloat_lane9_lidx = {(1 != 0), _tofloat_lane9_msb_index279_hi_i};
-    end
-    else begin
-        _tofloat_lane9_lidx = {(0 != 0), _tofloat_lane9_msb_index279_lo_i};
+        _tofloat_lane9_lidx = {(0 != 0), _tofloat_lane9_msb_index135_lo_i};
     end
 end
 
@@ -4972,7 +2998,7 @@ always @(xs, _tofloat_lane9_magp, _lane_slice9_m_i, _tofloat_lane9_lidx) begin: 
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane9_lidx};
+    ls = {5'h0, _tofloat_lane9_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -5034,266 +3060,131 @@ always @(_lane_slice10_m_i) begin: _tofloat_lane10_magnitude
     else begin
         a = _lane_slice10_m_i;
     end
+    _tofloat_lane10_mag = a;
     _tofloat_lane10_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi_i = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_msb_index314_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi[0];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo_i = _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo[1];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index152_msb_index153_unused_lsb = _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo[0];
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo_i = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_msb_index315_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo[0];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi_i = _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi[1];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index152_msb_index154_unused_lsb = _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi[0];
 
 
-always @(_tofloat_lane10_msb_index310_msb_index311_msb_index312_hi, _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo_i, _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi_i) begin: _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_node
-    _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi = _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo = _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index311_msb_index312_hi[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_hi_i};
+always @(_tofloat_lane10_msb_index150_msb_index151_lo, _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo_i, _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi_i) begin: _tofloat_lane10_msb_index150_msb_index151_msb_index152_node
+    _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi = _tofloat_lane10_msb_index150_msb_index151_lo[4-1:2];
+    _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo = _tofloat_lane10_msb_index150_msb_index151_lo[2-1:0];
+    if ((_tofloat_lane10_msb_index150_msb_index151_lo[4-1:2] != 0)) begin
+        _tofloat_lane10_msb_index150_msb_index151_lo_i = {(1 != 0), _tofloat_lane10_msb_index150_msb_index151_msb_index152_hi_i};
     end
     else begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index313_lo_i};
+        _tofloat_lane10_msb_index150_msb_index151_lo_i = {(0 != 0), _tofloat_lane10_msb_index150_msb_index151_msb_index152_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi_i = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_msb_index317_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi[0];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo_i = _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo[1];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index155_msb_index156_unused_lsb = _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo[0];
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo_i = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_msb_index318_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo[0];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi_i = _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi[1];
+assign _tofloat_lane10_msb_index150_msb_index151_msb_index155_msb_index157_unused_lsb = _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi[0];
 
 
-always @(_tofloat_lane10_msb_index310_msb_index311_msb_index312_lo, _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo_i, _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi_i) begin: _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_node
-    _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi = _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo = _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index311_msb_index312_lo[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_hi_i};
+always @(_tofloat_lane10_msb_index150_msb_index151_hi, _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo_i, _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi_i) begin: _tofloat_lane10_msb_index150_msb_index151_msb_index155_node
+    _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi = _tofloat_lane10_msb_index150_msb_index151_hi[4-1:2];
+    _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo = _tofloat_lane10_msb_index150_msb_index151_hi[2-1:0];
+    if ((_tofloat_lane10_msb_index150_msb_index151_hi[4-1:2] != 0)) begin
+        _tofloat_lane10_msb_index150_msb_index151_hi_i = {(1 != 0), _tofloat_lane10_msb_index150_msb_index151_msb_index155_hi_i};
     end
     else begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index312_msb_index316_lo_i};
+        _tofloat_lane10_msb_index150_msb_index151_hi_i = {(0 != 0), _tofloat_lane10_msb_index150_msb_index151_msb_index155_lo_i};
     end
 end
 
 
-always @(_tofloat_lane10_msb_index310_msb_index311_hi, _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo_i, _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi_i) begin: _tofloat_lane10_msb_index310_msb_index311_msb_index312_node
-    _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi = _tofloat_lane10_msb_index310_msb_index311_hi[8-1:4];
-    _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo = _tofloat_lane10_msb_index310_msb_index311_hi[4-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index311_hi[8-1:4] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index311_hi_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index312_hi_i};
+always @(_tofloat_lane10_msb_index150_lo, _tofloat_lane10_msb_index150_msb_index151_lo_i, _tofloat_lane10_msb_index150_msb_index151_hi_i) begin: _tofloat_lane10_msb_index150_msb_index151_node
+    _tofloat_lane10_msb_index150_msb_index151_hi = _tofloat_lane10_msb_index150_lo[8-1:4];
+    _tofloat_lane10_msb_index150_msb_index151_lo = _tofloat_lane10_msb_index150_lo[4-1:0];
+    if ((_tofloat_lane10_msb_index150_lo[8-1:4] != 0)) begin
+        _tofloat_lane10_msb_index150_lo_i = {(1 != 0), _tofloat_lane10_msb_index150_msb_index151_hi_i};
     end
     else begin
-        _tofloat_lane10_msb_index310_msb_index311_hi_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index312_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi_i = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_msb_index321_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi[0];
-
-
-
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo_i = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_msb_index322_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo[0];
-
-
-always @(_tofloat_lane10_msb_index310_msb_index311_msb_index319_hi, _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo_i, _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi_i) begin: _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_node
-    _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi = _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo = _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index311_msb_index319_hi[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_hi_i};
-    end
-    else begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index320_lo_i};
+        _tofloat_lane10_msb_index150_lo_i = {(0 != 0), _tofloat_lane10_msb_index150_msb_index151_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi_i = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_msb_index324_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi[0];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo_i = _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo[1];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index159_msb_index160_unused_lsb = _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo[0];
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo_i = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_msb_index325_unused_lsb = _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo[0];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi_i = _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi[1];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index159_msb_index161_unused_lsb = _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi[0];
 
 
-always @(_tofloat_lane10_msb_index310_msb_index311_msb_index319_lo, _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo_i, _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi_i) begin: _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_node
-    _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi = _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo = _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index311_msb_index319_lo[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_hi_i};
+always @(_tofloat_lane10_msb_index150_msb_index158_lo, _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo_i, _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi_i) begin: _tofloat_lane10_msb_index150_msb_index158_msb_index159_node
+    _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi = _tofloat_lane10_msb_index150_msb_index158_lo[4-1:2];
+    _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo = _tofloat_lane10_msb_index150_msb_index158_lo[2-1:0];
+    if ((_tofloat_lane10_msb_index150_msb_index158_lo[4-1:2] != 0)) begin
+        _tofloat_lane10_msb_index150_msb_index158_lo_i = {(1 != 0), _tofloat_lane10_msb_index150_msb_index158_msb_index159_hi_i};
     end
     else begin
-        _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index319_msb_index323_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane10_msb_index310_msb_index311_lo, _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo_i, _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi_i) begin: _tofloat_lane10_msb_index310_msb_index311_msb_index319_node
-    _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi = _tofloat_lane10_msb_index310_msb_index311_lo[8-1:4];
-    _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo = _tofloat_lane10_msb_index310_msb_index311_lo[4-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index311_lo[8-1:4] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index311_lo_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index319_hi_i};
-    end
-    else begin
-        _tofloat_lane10_msb_index310_msb_index311_lo_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index311_msb_index319_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane10_msb_index310_hi, _tofloat_lane10_msb_index310_msb_index311_lo_i, _tofloat_lane10_msb_index310_msb_index311_hi_i) begin: _tofloat_lane10_msb_index310_msb_index311_node
-    _tofloat_lane10_msb_index310_msb_index311_hi = _tofloat_lane10_msb_index310_hi[16-1:8];
-    _tofloat_lane10_msb_index310_msb_index311_lo = _tofloat_lane10_msb_index310_hi[8-1:0];
-    if ((_tofloat_lane10_msb_index310_hi[16-1:8] != 0)) begin
-        _tofloat_lane10_msb_index310_hi_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index311_hi_i};
-    end
-    else begin
-        _tofloat_lane10_msb_index310_hi_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index311_lo_i};
+        _tofloat_lane10_msb_index150_msb_index158_lo_i = {(0 != 0), _tofloat_lane10_msb_index150_msb_index158_msb_index159_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi_i = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_msb_index329_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi[0];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo_i = _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo[1];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index162_msb_index163_unused_lsb = _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo[0];
 
 
 
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo_i = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_msb_index330_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo[0];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi_i = _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi[1];
+assign _tofloat_lane10_msb_index150_msb_index158_msb_index162_msb_index164_unused_lsb = _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi[0];
 
 
-always @(_tofloat_lane10_msb_index310_msb_index326_msb_index327_hi, _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo_i, _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi_i) begin: _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_node
-    _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi = _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo = _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index326_msb_index327_hi[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_hi_i};
+always @(_tofloat_lane10_msb_index150_msb_index158_hi, _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo_i, _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi_i) begin: _tofloat_lane10_msb_index150_msb_index158_msb_index162_node
+    _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi = _tofloat_lane10_msb_index150_msb_index158_hi[4-1:2];
+    _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo = _tofloat_lane10_msb_index150_msb_index158_hi[2-1:0];
+    if ((_tofloat_lane10_msb_index150_msb_index158_hi[4-1:2] != 0)) begin
+        _tofloat_lane10_msb_index150_msb_index158_hi_i = {(1 != 0), _tofloat_lane10_msb_index150_msb_index158_msb_index162_hi_i};
     end
     else begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index328_lo_i};
+        _tofloat_lane10_msb_index150_msb_index158_hi_i = {(0 != 0), _tofloat_lane10_msb_index150_msb_index158_msb_index162_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi_i = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_msb_index332_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi[0];
-
-
-
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo_i = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_msb_index333_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo[0];
-
-
-always @(_tofloat_lane10_msb_index310_msb_index326_msb_index327_lo, _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo_i, _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi_i) begin: _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_node
-    _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi = _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo = _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index326_msb_index327_lo[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_hi_i};
+always @(_tofloat_lane10_msb_index150_hi, _tofloat_lane10_msb_index150_msb_index158_lo_i, _tofloat_lane10_msb_index150_msb_index158_hi_i) begin: _tofloat_lane10_msb_index150_msb_index158_node
+    _tofloat_lane10_msb_index150_msb_index158_hi = _tofloat_lane10_msb_index150_hi[8-1:4];
+    _tofloat_lane10_msb_index150_msb_index158_lo = _tofloat_lane10_msb_index150_hi[4-1:0];
+    if ((_tofloat_lane10_msb_index150_hi[8-1:4] != 0)) begin
+        _tofloat_lane10_msb_index150_hi_i = {(1 != 0), _tofloat_lane10_msb_index150_msb_index158_hi_i};
     end
     else begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index327_msb_index331_lo_i};
+        _tofloat_lane10_msb_index150_hi_i = {(0 != 0), _tofloat_lane10_msb_index150_msb_index158_lo_i};
     end
 end
 
 
-always @(_tofloat_lane10_msb_index310_msb_index326_hi, _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo_i, _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi_i) begin: _tofloat_lane10_msb_index310_msb_index326_msb_index327_node
-    _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi = _tofloat_lane10_msb_index310_msb_index326_hi[8-1:4];
-    _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo = _tofloat_lane10_msb_index310_msb_index326_hi[4-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index326_hi[8-1:4] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index326_hi_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index327_hi_i};
+always @(_tofloat_lane10_mag, _tofloat_lane10_msb_index150_lo_i, _tofloat_lane10_msb_index150_hi_i) begin: _tofloat_lane10_msb_index150_node
+    _tofloat_lane10_msb_index150_hi = _tofloat_lane10_mag[16-1:8];
+    _tofloat_lane10_msb_index150_lo = _tofloat_lane10_mag[8-1:0];
+    if ((_tofloat_lane10_mag[16-1:8] != 0)) begin
+        _tofloat_lane10_lidx = {(1 != 0), _tofloat_lane10_msb_index150_hi_i};
     end
     else begin
-        _tofloat_lane10_msb_index310_msb_index326_hi_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index327_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi_i = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_msb_index336_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi[0];
-
-
-
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo_i = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_msb_index337_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo[0];
-
-
-always @(_tofloat_lane10_msb_index310_msb_index326_msb_index334_hi, _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo_i, _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi_i) begin: _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_node
-    _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi = _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo = _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index326_msb_index334_hi[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_hi_i};
-    end
-    else begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index335_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi_i = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_msb_index339_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi[0];
-
-
-
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo_i = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo[1];
-assign _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_msb_index340_unused_lsb = _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo[0];
-
-
-always @(_tofloat_lane10_msb_index310_msb_index326_msb_index334_lo, _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo_i, _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi_i) begin: _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_node
-    _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi = _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo[4-1:2];
-    _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo = _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo[2-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index326_msb_index334_lo[4-1:2] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_hi_i};
-    end
-    else begin
-        _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index334_msb_index338_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane10_msb_index310_msb_index326_lo, _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo_i, _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi_i) begin: _tofloat_lane10_msb_index310_msb_index326_msb_index334_node
-    _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi = _tofloat_lane10_msb_index310_msb_index326_lo[8-1:4];
-    _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo = _tofloat_lane10_msb_index310_msb_index326_lo[4-1:0];
-    if ((_tofloat_lane10_msb_index310_msb_index326_lo[8-1:4] != 0)) begin
-        _tofloat_lane10_msb_index310_msb_index326_lo_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index334_hi_i};
-    end
-    else begin
-        _tofloat_lane10_msb_index310_msb_index326_lo_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index326_msb_index334_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane10_msb_index310_lo, _tofloat_lane10_msb_index310_msb_index326_lo_i, _tofloat_lane10_msb_index310_msb_index326_hi_i) begin: _tofloat_lane10_msb_index310_msb_index326_node
-    _tofloat_lane10_msb_index310_msb_index326_hi = _tofloat_lane10_msb_index310_lo[16-1:8];
-    _tofloat_lane10_msb_index310_msb_index326_lo = _tofloat_lane10_msb_index310_lo[8-1:0];
-    if ((_tofloat_lane10_msb_index310_lo[16-1:8] != 0)) begin
-        _tofloat_lane10_msb_index310_lo_i = {(1 != 0), _tofloat_lane10_msb_index310_msb_index326_hi_i};
-    end
-    else begin
-        _tofloat_lane10_msb_index310_lo_i = {(0 != 0), _tofloat_lane10_msb_index310_msb_index326_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane10_magp, _tofloat_lane10_msb_index310_lo_i, _tofloat_lane10_msb_index310_hi_i) begin: _tofloat_lane10_msb_index310_node
-    _tofloat_lane10_msb_index310_hi = _tofloat_lane10_magp[32-1:16];
-    _tofloat_lane10_msb_index310_lo = _tofloat_lane10_magp[16-1:0];
-    if ((_tofloat_lane10_magp[32-1:16] != 0)) begin
-        _tofloat_lane10_lidx = {(1 != 0), _tofloat_lane10_msb_index310_hi_i};
-    end
-    else begin
-        _tofloat_lane10_lidx = {(0 != 0), _tofloat_lane10_msb_index310_lo_i};
+        _tofloat_lane10_lidx = {(0 != 0), _tofloat_lane10_msb_index150_lo_i};
     end
 end
 
@@ -5327,7 +3218,7 @@ always @(xs, _tofloat_lane10_magp, _lane_slice10_m_i, _tofloat_lane10_lidx) begi
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane10_lidx};
+    ls = {5'h0, _tofloat_lane10_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -5389,266 +3280,131 @@ always @(_lane_slice11_m_i) begin: _tofloat_lane11_magnitude
     else begin
         a = _lane_slice11_m_i;
     end
+    _tofloat_lane11_mag = a;
     _tofloat_lane11_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi_i = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_msb_index345_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi[0];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo_i = _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo[1];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index167_msb_index168_unused_lsb = _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo[0];
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo_i = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_msb_index346_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo[0];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi_i = _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi[1];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index167_msb_index169_unused_lsb = _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi[0];
 
 
-always @(_tofloat_lane11_msb_index341_msb_index342_msb_index343_hi, _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo_i, _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi_i) begin: _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_node
-    _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi = _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo = _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index342_msb_index343_hi[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_hi_i};
+always @(_tofloat_lane11_msb_index165_msb_index166_lo, _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo_i, _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi_i) begin: _tofloat_lane11_msb_index165_msb_index166_msb_index167_node
+    _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi = _tofloat_lane11_msb_index165_msb_index166_lo[4-1:2];
+    _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo = _tofloat_lane11_msb_index165_msb_index166_lo[2-1:0];
+    if ((_tofloat_lane11_msb_index165_msb_index166_lo[4-1:2] != 0)) begin
+        _tofloat_lane11_msb_index165_msb_index166_lo_i = {(1 != 0), _tofloat_lane11_msb_index165_msb_index166_msb_index167_hi_i};
     end
     else begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index344_lo_i};
+        _tofloat_lane11_msb_index165_msb_index166_lo_i = {(0 != 0), _tofloat_lane11_msb_index165_msb_index166_msb_index167_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi_i = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_msb_index348_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi[0];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo_i = _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo[1];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index170_msb_index171_unused_lsb = _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo[0];
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo_i = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_msb_index349_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo[0];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi_i = _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi[1];
+assign _tofloat_lane11_msb_index165_msb_index166_msb_index170_msb_index172_unused_lsb = _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi[0];
 
 
-always @(_tofloat_lane11_msb_index341_msb_index342_msb_index343_lo, _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo_i, _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi_i) begin: _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_node
-    _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi = _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo = _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index342_msb_index343_lo[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_hi_i};
+always @(_tofloat_lane11_msb_index165_msb_index166_hi, _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo_i, _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi_i) begin: _tofloat_lane11_msb_index165_msb_index166_msb_index170_node
+    _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi = _tofloat_lane11_msb_index165_msb_index166_hi[4-1:2];
+    _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo = _tofloat_lane11_msb_index165_msb_index166_hi[2-1:0];
+    if ((_tofloat_lane11_msb_index165_msb_index166_hi[4-1:2] != 0)) begin
+        _tofloat_lane11_msb_index165_msb_index166_hi_i = {(1 != 0), _tofloat_lane11_msb_index165_msb_index166_msb_index170_hi_i};
     end
     else begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index343_msb_index347_lo_i};
+        _tofloat_lane11_msb_index165_msb_index166_hi_i = {(0 != 0), _tofloat_lane11_msb_index165_msb_index166_msb_index170_lo_i};
     end
 end
 
 
-always @(_tofloat_lane11_msb_index341_msb_index342_hi, _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo_i, _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi_i) begin: _tofloat_lane11_msb_index341_msb_index342_msb_index343_node
-    _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi = _tofloat_lane11_msb_index341_msb_index342_hi[8-1:4];
-    _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo = _tofloat_lane11_msb_index341_msb_index342_hi[4-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index342_hi[8-1:4] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index342_hi_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index343_hi_i};
+always @(_tofloat_lane11_msb_index165_lo, _tofloat_lane11_msb_index165_msb_index166_lo_i, _tofloat_lane11_msb_index165_msb_index166_hi_i) begin: _tofloat_lane11_msb_index165_msb_index166_node
+    _tofloat_lane11_msb_index165_msb_index166_hi = _tofloat_lane11_msb_index165_lo[8-1:4];
+    _tofloat_lane11_msb_index165_msb_index166_lo = _tofloat_lane11_msb_index165_lo[4-1:0];
+    if ((_tofloat_lane11_msb_index165_lo[8-1:4] != 0)) begin
+        _tofloat_lane11_msb_index165_lo_i = {(1 != 0), _tofloat_lane11_msb_index165_msb_index166_hi_i};
     end
     else begin
-        _tofloat_lane11_msb_index341_msb_index342_hi_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index343_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi_i = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_msb_index352_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi[0];
-
-
-
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo_i = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_msb_index353_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo[0];
-
-
-always @(_tofloat_lane11_msb_index341_msb_index342_msb_index350_hi, _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo_i, _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi_i) begin: _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_node
-    _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi = _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo = _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index342_msb_index350_hi[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_hi_i};
-    end
-    else begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index351_lo_i};
+        _tofloat_lane11_msb_index165_lo_i = {(0 != 0), _tofloat_lane11_msb_index165_msb_index166_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi_i = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_msb_index355_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi[0];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo_i = _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo[1];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index174_msb_index175_unused_lsb = _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo[0];
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo_i = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_msb_index356_unused_lsb = _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo[0];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi_i = _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi[1];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index174_msb_index176_unused_lsb = _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi[0];
 
 
-always @(_tofloat_lane11_msb_index341_msb_index342_msb_index350_lo, _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo_i, _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi_i) begin: _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_node
-    _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi = _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo = _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index342_msb_index350_lo[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_hi_i};
+always @(_tofloat_lane11_msb_index165_msb_index173_lo, _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo_i, _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi_i) begin: _tofloat_lane11_msb_index165_msb_index173_msb_index174_node
+    _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi = _tofloat_lane11_msb_index165_msb_index173_lo[4-1:2];
+    _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo = _tofloat_lane11_msb_index165_msb_index173_lo[2-1:0];
+    if ((_tofloat_lane11_msb_index165_msb_index173_lo[4-1:2] != 0)) begin
+        _tofloat_lane11_msb_index165_msb_index173_lo_i = {(1 != 0), _tofloat_lane11_msb_index165_msb_index173_msb_index174_hi_i};
     end
     else begin
-        _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index350_msb_index354_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane11_msb_index341_msb_index342_lo, _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo_i, _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi_i) begin: _tofloat_lane11_msb_index341_msb_index342_msb_index350_node
-    _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi = _tofloat_lane11_msb_index341_msb_index342_lo[8-1:4];
-    _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo = _tofloat_lane11_msb_index341_msb_index342_lo[4-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index342_lo[8-1:4] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index342_lo_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index350_hi_i};
-    end
-    else begin
-        _tofloat_lane11_msb_index341_msb_index342_lo_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index342_msb_index350_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane11_msb_index341_hi, _tofloat_lane11_msb_index341_msb_index342_lo_i, _tofloat_lane11_msb_index341_msb_index342_hi_i) begin: _tofloat_lane11_msb_index341_msb_index342_node
-    _tofloat_lane11_msb_index341_msb_index342_hi = _tofloat_lane11_msb_index341_hi[16-1:8];
-    _tofloat_lane11_msb_index341_msb_index342_lo = _tofloat_lane11_msb_index341_hi[8-1:0];
-    if ((_tofloat_lane11_msb_index341_hi[16-1:8] != 0)) begin
-        _tofloat_lane11_msb_index341_hi_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index342_hi_i};
-    end
-    else begin
-        _tofloat_lane11_msb_index341_hi_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index342_lo_i};
+        _tofloat_lane11_msb_index165_msb_index173_lo_i = {(0 != 0), _tofloat_lane11_msb_index165_msb_index173_msb_index174_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi_i = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_msb_index360_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi[0];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo_i = _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo[1];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index177_msb_index178_unused_lsb = _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo[0];
 
 
 
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo_i = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_msb_index361_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo[0];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi_i = _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi[1];
+assign _tofloat_lane11_msb_index165_msb_index173_msb_index177_msb_index179_unused_lsb = _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi[0];
 
 
-always @(_tofloat_lane11_msb_index341_msb_index357_msb_index358_hi, _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo_i, _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi_i) begin: _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_node
-    _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi = _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo = _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index357_msb_index358_hi[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_hi_i};
+always @(_tofloat_lane11_msb_index165_msb_index173_hi, _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo_i, _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi_i) begin: _tofloat_lane11_msb_index165_msb_index173_msb_index177_node
+    _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi = _tofloat_lane11_msb_index165_msb_index173_hi[4-1:2];
+    _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo = _tofloat_lane11_msb_index165_msb_index173_hi[2-1:0];
+    if ((_tofloat_lane11_msb_index165_msb_index173_hi[4-1:2] != 0)) begin
+        _tofloat_lane11_msb_index165_msb_index173_hi_i = {(1 != 0), _tofloat_lane11_msb_index165_msb_index173_msb_index177_hi_i};
     end
     else begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index359_lo_i};
+        _tofloat_lane11_msb_index165_msb_index173_hi_i = {(0 != 0), _tofloat_lane11_msb_index165_msb_index173_msb_index177_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi_i = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_msb_index363_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi[0];
-
-
-
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo_i = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_msb_index364_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo[0];
-
-
-always @(_tofloat_lane11_msb_index341_msb_index357_msb_index358_lo, _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo_i, _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi_i) begin: _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_node
-    _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi = _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo = _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index357_msb_index358_lo[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_hi_i};
+always @(_tofloat_lane11_msb_index165_hi, _tofloat_lane11_msb_index165_msb_index173_lo_i, _tofloat_lane11_msb_index165_msb_index173_hi_i) begin: _tofloat_lane11_msb_index165_msb_index173_node
+    _tofloat_lane11_msb_index165_msb_index173_hi = _tofloat_lane11_msb_index165_hi[8-1:4];
+    _tofloat_lane11_msb_index165_msb_index173_lo = _tofloat_lane11_msb_index165_hi[4-1:0];
+    if ((_tofloat_lane11_msb_index165_hi[8-1:4] != 0)) begin
+        _tofloat_lane11_msb_index165_hi_i = {(1 != 0), _tofloat_lane11_msb_index165_msb_index173_hi_i};
     end
     else begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index358_msb_index362_lo_i};
+        _tofloat_lane11_msb_index165_hi_i = {(0 != 0), _tofloat_lane11_msb_index165_msb_index173_lo_i};
     end
 end
 
 
-always @(_tofloat_lane11_msb_index341_msb_index357_hi, _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo_i, _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi_i) begin: _tofloat_lane11_msb_index341_msb_index357_msb_index358_node
-    _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi = _tofloat_lane11_msb_index341_msb_index357_hi[8-1:4];
-    _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo = _tofloat_lane11_msb_index341_msb_index357_hi[4-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index357_hi[8-1:4] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index357_hi_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index358_hi_i};
+always @(_tofloat_lane11_mag, _tofloat_lane11_msb_index165_lo_i, _tofloat_lane11_msb_index165_hi_i) begin: _tofloat_lane11_msb_index165_node
+    _tofloat_lane11_msb_index165_hi = _tofloat_lane11_mag[16-1:8];
+    _tofloat_lane11_msb_index165_lo = _tofloat_lane11_mag[8-1:0];
+    if ((_tofloat_lane11_mag[16-1:8] != 0)) begin
+        _tofloat_lane11_lidx = {(1 != 0), _tofloat_lane11_msb_index165_hi_i};
     end
     else begin
-        _tofloat_lane11_msb_index341_msb_index357_hi_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index358_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi_i = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_msb_index367_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi[0];
-
-
-
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo_i = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_msb_index368_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo[0];
-
-
-always @(_tofloat_lane11_msb_index341_msb_index357_msb_index365_hi, _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo_i, _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi_i) begin: _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_node
-    _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi = _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo = _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index357_msb_index365_hi[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_hi_i};
-    end
-    else begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index366_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi_i = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_msb_index370_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi[0];
-
-
-
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo_i = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo[1];
-assign _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_msb_index371_unused_lsb = _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo[0];
-
-
-always @(_tofloat_lane11_msb_index341_msb_index357_msb_index365_lo, _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo_i, _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi_i) begin: _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_node
-    _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi = _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo[4-1:2];
-    _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo = _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo[2-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index357_msb_index365_lo[4-1:2] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_hi_i};
-    end
-    else begin
-        _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index365_msb_index369_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane11_msb_index341_msb_index357_lo, _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo_i, _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi_i) begin: _tofloat_lane11_msb_index341_msb_index357_msb_index365_node
-    _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi = _tofloat_lane11_msb_index341_msb_index357_lo[8-1:4];
-    _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo = _tofloat_lane11_msb_index341_msb_index357_lo[4-1:0];
-    if ((_tofloat_lane11_msb_index341_msb_index357_lo[8-1:4] != 0)) begin
-        _tofloat_lane11_msb_index341_msb_index357_lo_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index365_hi_i};
-    end
-    else begin
-        _tofloat_lane11_msb_index341_msb_index357_lo_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index357_msb_index365_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane11_msb_index341_lo, _tofloat_lane11_msb_index341_msb_index357_lo_i, _tofloat_lane11_msb_index341_msb_index357_hi_i) begin: _tofloat_lane11_msb_index341_msb_index357_node
-    _tofloat_lane11_msb_index341_msb_index357_hi = _tofloat_lane11_msb_index341_lo[16-1:8];
-    _tofloat_lane11_msb_index341_msb_index357_lo = _tofloat_lane11_msb_index341_lo[8-1:0];
-    if ((_tofloat_lane11_msb_index341_lo[16-1:8] != 0)) begin
-        _tofloat_lane11_msb_index341_lo_i = {(1 != 0), _tofloat_lane11_msb_index341_msb_index357_hi_i};
-    end
-    else begin
-        _tofloat_lane11_msb_index341_lo_i = {(0 != 0), _tofloat_lane11_msb_index341_msb_index357_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane11_magp, _tofloat_lane11_msb_index341_lo_i, _tofloat_lane11_msb_index341_hi_i) begin: _tofloat_lane11_msb_index341_node
-    _tofloat_lane11_msb_index341_hi = _tofloat_lane11_magp[32-1:16];
-    _tofloat_lane11_msb_index341_lo = _tofloat_lane11_magp[16-1:0];
-    if ((_tofloat_lane11_magp[32-1:16] != 0)) begin
-        _tofloat_lane11_lidx = {(1 != 0), _tofloat_lane11_msb_index341_hi_i};
-    end
-    else begin
-        _tofloat_lane11_lidx = {(0 != 0), _tofloat_lane11_msb_index341_lo_i};
+        _tofloat_lane11_lidx = {(0 != 0), _tofloat_lane11_msb_index165_lo_i};
     end
 end
 
@@ -5682,7 +3438,7 @@ always @(xs, _tofloat_lane11_magp, _lane_slice11_m_i, _tofloat_lane11_lidx) begi
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane11_lidx};
+    ls = {5'h0, _tofloat_lane11_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -5744,266 +3500,131 @@ always @(_lane_slice12_m_i) begin: _tofloat_lane12_magnitude
     else begin
         a = _lane_slice12_m_i;
     end
+    _tofloat_lane12_mag = a;
     _tofloat_lane12_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi_i = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_msb_index376_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi[0];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo_i = _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo[1];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index182_msb_index183_unused_lsb = _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo[0];
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo_i = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_msb_index377_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo[0];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi_i = _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi[1];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index182_msb_index184_unused_lsb = _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi[0];
 
 
-always @(_tofloat_lane12_msb_index372_msb_index373_msb_index374_hi, _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo_i, _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi_i) begin: _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_node
-    _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi = _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo = _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index373_msb_index374_hi[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_hi_i};
+always @(_tofloat_lane12_msb_index180_msb_index181_lo, _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo_i, _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi_i) begin: _tofloat_lane12_msb_index180_msb_index181_msb_index182_node
+    _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi = _tofloat_lane12_msb_index180_msb_index181_lo[4-1:2];
+    _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo = _tofloat_lane12_msb_index180_msb_index181_lo[2-1:0];
+    if ((_tofloat_lane12_msb_index180_msb_index181_lo[4-1:2] != 0)) begin
+        _tofloat_lane12_msb_index180_msb_index181_lo_i = {(1 != 0), _tofloat_lane12_msb_index180_msb_index181_msb_index182_hi_i};
     end
     else begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index375_lo_i};
+        _tofloat_lane12_msb_index180_msb_index181_lo_i = {(0 != 0), _tofloat_lane12_msb_index180_msb_index181_msb_index182_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi_i = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_msb_index379_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi[0];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo_i = _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo[1];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index185_msb_index186_unused_lsb = _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo[0];
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo_i = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_msb_index380_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo[0];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi_i = _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi[1];
+assign _tofloat_lane12_msb_index180_msb_index181_msb_index185_msb_index187_unused_lsb = _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi[0];
 
 
-always @(_tofloat_lane12_msb_index372_msb_index373_msb_index374_lo, _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo_i, _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi_i) begin: _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_node
-    _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi = _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo = _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index373_msb_index374_lo[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_hi_i};
+always @(_tofloat_lane12_msb_index180_msb_index181_hi, _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo_i, _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi_i) begin: _tofloat_lane12_msb_index180_msb_index181_msb_index185_node
+    _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi = _tofloat_lane12_msb_index180_msb_index181_hi[4-1:2];
+    _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo = _tofloat_lane12_msb_index180_msb_index181_hi[2-1:0];
+    if ((_tofloat_lane12_msb_index180_msb_index181_hi[4-1:2] != 0)) begin
+        _tofloat_lane12_msb_index180_msb_index181_hi_i = {(1 != 0), _tofloat_lane12_msb_index180_msb_index181_msb_index185_hi_i};
     end
     else begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index374_msb_index378_lo_i};
+        _tofloat_lane12_msb_index180_msb_index181_hi_i = {(0 != 0), _tofloat_lane12_msb_index180_msb_index181_msb_index185_lo_i};
     end
 end
 
 
-always @(_tofloat_lane12_msb_index372_msb_index373_hi, _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo_i, _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi_i) begin: _tofloat_lane12_msb_index372_msb_index373_msb_index374_node
-    _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi = _tofloat_lane12_msb_index372_msb_index373_hi[8-1:4];
-    _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo = _tofloat_lane12_msb_index372_msb_index373_hi[4-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index373_hi[8-1:4] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index373_hi_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index374_hi_i};
+always @(_tofloat_lane12_msb_index180_lo, _tofloat_lane12_msb_index180_msb_index181_lo_i, _tofloat_lane12_msb_index180_msb_index181_hi_i) begin: _tofloat_lane12_msb_index180_msb_index181_node
+    _tofloat_lane12_msb_index180_msb_index181_hi = _tofloat_lane12_msb_index180_lo[8-1:4];
+    _tofloat_lane12_msb_index180_msb_index181_lo = _tofloat_lane12_msb_index180_lo[4-1:0];
+    if ((_tofloat_lane12_msb_index180_lo[8-1:4] != 0)) begin
+        _tofloat_lane12_msb_index180_lo_i = {(1 != 0), _tofloat_lane12_msb_index180_msb_index181_hi_i};
     end
     else begin
-        _tofloat_lane12_msb_index372_msb_index373_hi_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index374_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi_i = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_msb_index383_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi[0];
-
-
-
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo_i = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_msb_index384_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo[0];
-
-
-always @(_tofloat_lane12_msb_index372_msb_index373_msb_index381_hi, _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo_i, _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi_i) begin: _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_node
-    _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi = _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo = _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index373_msb_index381_hi[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_hi_i};
-    end
-    else begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index382_lo_i};
+        _tofloat_lane12_msb_index180_lo_i = {(0 != 0), _tofloat_lane12_msb_index180_msb_index181_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi_i = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_msb_index386_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi[0];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo_i = _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo[1];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index189_msb_index190_unused_lsb = _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo[0];
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo_i = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_msb_index387_unused_lsb = _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo[0];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi_i = _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi[1];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index189_msb_index191_unused_lsb = _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi[0];
 
 
-always @(_tofloat_lane12_msb_index372_msb_index373_msb_index381_lo, _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo_i, _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi_i) begin: _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_node
-    _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi = _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo = _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index373_msb_index381_lo[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_hi_i};
+always @(_tofloat_lane12_msb_index180_msb_index188_lo, _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo_i, _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi_i) begin: _tofloat_lane12_msb_index180_msb_index188_msb_index189_node
+    _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi = _tofloat_lane12_msb_index180_msb_index188_lo[4-1:2];
+    _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo = _tofloat_lane12_msb_index180_msb_index188_lo[2-1:0];
+    if ((_tofloat_lane12_msb_index180_msb_index188_lo[4-1:2] != 0)) begin
+        _tofloat_lane12_msb_index180_msb_index188_lo_i = {(1 != 0), _tofloat_lane12_msb_index180_msb_index188_msb_index189_hi_i};
     end
     else begin
-        _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index381_msb_index385_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane12_msb_index372_msb_index373_lo, _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo_i, _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi_i) begin: _tofloat_lane12_msb_index372_msb_index373_msb_index381_node
-    _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi = _tofloat_lane12_msb_index372_msb_index373_lo[8-1:4];
-    _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo = _tofloat_lane12_msb_index372_msb_index373_lo[4-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index373_lo[8-1:4] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index373_lo_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index381_hi_i};
-    end
-    else begin
-        _tofloat_lane12_msb_index372_msb_index373_lo_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index373_msb_index381_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane12_msb_index372_hi, _tofloat_lane12_msb_index372_msb_index373_lo_i, _tofloat_lane12_msb_index372_msb_index373_hi_i) begin: _tofloat_lane12_msb_index372_msb_index373_node
-    _tofloat_lane12_msb_index372_msb_index373_hi = _tofloat_lane12_msb_index372_hi[16-1:8];
-    _tofloat_lane12_msb_index372_msb_index373_lo = _tofloat_lane12_msb_index372_hi[8-1:0];
-    if ((_tofloat_lane12_msb_index372_hi[16-1:8] != 0)) begin
-        _tofloat_lane12_msb_index372_hi_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index373_hi_i};
-    end
-    else begin
-        _tofloat_lane12_msb_index372_hi_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index373_lo_i};
+        _tofloat_lane12_msb_index180_msb_index188_lo_i = {(0 != 0), _tofloat_lane12_msb_index180_msb_index188_msb_index189_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi_i = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_msb_index391_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi[0];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo_i = _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo[1];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index192_msb_index193_unused_lsb = _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo[0];
 
 
 
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo_i = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_msb_index392_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo[0];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi_i = _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi[1];
+assign _tofloat_lane12_msb_index180_msb_index188_msb_index192_msb_index194_unused_lsb = _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi[0];
 
 
-always @(_tofloat_lane12_msb_index372_msb_index388_msb_index389_hi, _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo_i, _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi_i) begin: _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_node
-    _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi = _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo = _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index388_msb_index389_hi[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_hi_i};
+always @(_tofloat_lane12_msb_index180_msb_index188_hi, _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo_i, _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi_i) begin: _tofloat_lane12_msb_index180_msb_index188_msb_index192_node
+    _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi = _tofloat_lane12_msb_index180_msb_index188_hi[4-1:2];
+    _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo = _tofloat_lane12_msb_index180_msb_index188_hi[2-1:0];
+    if ((_tofloat_lane12_msb_index180_msb_index188_hi[4-1:2] != 0)) begin
+        _tofloat_lane12_msb_index180_msb_index188_hi_i = {(1 != 0), _tofloat_lane12_msb_index180_msb_index188_msb_index192_hi_i};
     end
     else begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index390_lo_i};
+        _tofloat_lane12_msb_index180_msb_index188_hi_i = {(0 != 0), _tofloat_lane12_msb_index180_msb_index188_msb_index192_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi_i = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_msb_index394_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi[0];
-
-
-
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo_i = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_msb_index395_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo[0];
-
-
-always @(_tofloat_lane12_msb_index372_msb_index388_msb_index389_lo, _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo_i, _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi_i) begin: _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_node
-    _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi = _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo = _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index388_msb_index389_lo[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_hi_i};
+always @(_tofloat_lane12_msb_index180_hi, _tofloat_lane12_msb_index180_msb_index188_lo_i, _tofloat_lane12_msb_index180_msb_index188_hi_i) begin: _tofloat_lane12_msb_index180_msb_index188_node
+    _tofloat_lane12_msb_index180_msb_index188_hi = _tofloat_lane12_msb_index180_hi[8-1:4];
+    _tofloat_lane12_msb_index180_msb_index188_lo = _tofloat_lane12_msb_index180_hi[4-1:0];
+    if ((_tofloat_lane12_msb_index180_hi[8-1:4] != 0)) begin
+        _tofloat_lane12_msb_index180_hi_i = {(1 != 0), _tofloat_lane12_msb_index180_msb_index188_hi_i};
     end
     else begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index389_msb_index393_lo_i};
+        _tofloat_lane12_msb_index180_hi_i = {(0 != 0), _tofloat_lane12_msb_index180_msb_index188_lo_i};
     end
 end
 
 
-always @(_tofloat_lane12_msb_index372_msb_index388_hi, _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo_i, _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi_i) begin: _tofloat_lane12_msb_index372_msb_index388_msb_index389_node
-    _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi = _tofloat_lane12_msb_index372_msb_index388_hi[8-1:4];
-    _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo = _tofloat_lane12_msb_index372_msb_index388_hi[4-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index388_hi[8-1:4] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index388_hi_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index389_hi_i};
+always @(_tofloat_lane12_mag, _tofloat_lane12_msb_index180_lo_i, _tofloat_lane12_msb_index180_hi_i) begin: _tofloat_lane12_msb_index180_node
+    _tofloat_lane12_msb_index180_hi = _tofloat_lane12_mag[16-1:8];
+    _tofloat_lane12_msb_index180_lo = _tofloat_lane12_mag[8-1:0];
+    if ((_tofloat_lane12_mag[16-1:8] != 0)) begin
+        _tofloat_lane12_lidx = {(1 != 0), _tofloat_lane12_msb_index180_hi_i};
     end
     else begin
-        _tofloat_lane12_msb_index372_msb_index388_hi_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index389_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi_i = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_msb_index398_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi[0];
-
-
-
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo_i = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_msb_index399_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo[0];
-
-
-always @(_tofloat_lane12_msb_index372_msb_index388_msb_index396_hi, _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo_i, _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi_i) begin: _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_node
-    _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi = _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo = _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index388_msb_index396_hi[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_hi_i};
-    end
-    else begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index397_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi_i = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_msb_index401_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi[0];
-
-
-
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo_i = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo[1];
-assign _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_msb_index402_unused_lsb = _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo[0];
-
-
-always @(_tofloat_lane12_msb_index372_msb_index388_msb_index396_lo, _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo_i, _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi_i) begin: _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_node
-    _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi = _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo[4-1:2];
-    _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo = _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo[2-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index388_msb_index396_lo[4-1:2] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_hi_i};
-    end
-    else begin
-        _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index396_msb_index400_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane12_msb_index372_msb_index388_lo, _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo_i, _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi_i) begin: _tofloat_lane12_msb_index372_msb_index388_msb_index396_node
-    _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi = _tofloat_lane12_msb_index372_msb_index388_lo[8-1:4];
-    _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo = _tofloat_lane12_msb_index372_msb_index388_lo[4-1:0];
-    if ((_tofloat_lane12_msb_index372_msb_index388_lo[8-1:4] != 0)) begin
-        _tofloat_lane12_msb_index372_msb_index388_lo_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index396_hi_i};
-    end
-    else begin
-        _tofloat_lane12_msb_index372_msb_index388_lo_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index388_msb_index396_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane12_msb_index372_lo, _tofloat_lane12_msb_index372_msb_index388_lo_i, _tofloat_lane12_msb_index372_msb_index388_hi_i) begin: _tofloat_lane12_msb_index372_msb_index388_node
-    _tofloat_lane12_msb_index372_msb_index388_hi = _tofloat_lane12_msb_index372_lo[16-1:8];
-    _tofloat_lane12_msb_index372_msb_index388_lo = _tofloat_lane12_msb_index372_lo[8-1:0];
-    if ((_tofloat_lane12_msb_index372_lo[16-1:8] != 0)) begin
-        _tofloat_lane12_msb_index372_lo_i = {(1 != 0), _tofloat_lane12_msb_index372_msb_index388_hi_i};
-    end
-    else begin
-        _tofloat_lane12_msb_index372_lo_i = {(0 != 0), _tofloat_lane12_msb_index372_msb_index388_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane12_magp, _tofloat_lane12_msb_index372_lo_i, _tofloat_lane12_msb_index372_hi_i) begin: _tofloat_lane12_msb_index372_node
-    _tofloat_lane12_msb_index372_hi = _tofloat_lane12_magp[32-1:16];
-    _tofloat_lane12_msb_index372_lo = _tofloat_lane12_magp[16-1:0];
-    if ((_tofloat_lane12_magp[32-1:16] != 0)) begin
-        _tofloat_lane12_lidx = {(1 != 0), _tofloat_lane12_msb_index372_hi_i};
-    end
-    else begin
-        _tofloat_lane12_lidx = {(0 != 0), _tofloat_lane12_msb_index372_lo_i};
+        _tofloat_lane12_lidx = {(0 != 0), _tofloat_lane12_msb_index180_lo_i};
     end
 end
 
@@ -6037,7 +3658,7 @@ always @(xs, _tofloat_lane12_magp, _lane_slice12_m_i, _tofloat_lane12_lidx) begi
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane12_lidx};
+    ls = {5'h0, _tofloat_lane12_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -6099,266 +3720,131 @@ always @(_lane_slice13_m_i) begin: _tofloat_lane13_magnitude
     else begin
         a = _lane_slice13_m_i;
     end
+    _tofloat_lane13_mag = a;
     _tofloat_lane13_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi_i = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_msb_index407_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi[0];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo_i = _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo[1];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index197_msb_index198_unused_lsb = _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo[0];
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo_i = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_msb_index408_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo[0];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi_i = _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi[1];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index197_msb_index199_unused_lsb = _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi[0];
 
 
-always @(_tofloat_lane13_msb_index403_msb_index404_msb_index405_hi, _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo_i, _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi_i) begin: _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_node
-    _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi = _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo = _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index404_msb_index405_hi[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_hi_i};
+always @(_tofloat_lane13_msb_index195_msb_index196_lo, _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo_i, _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi_i) begin: _tofloat_lane13_msb_index195_msb_index196_msb_index197_node
+    _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi = _tofloat_lane13_msb_index195_msb_index196_lo[4-1:2];
+    _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo = _tofloat_lane13_msb_index195_msb_index196_lo[2-1:0];
+    if ((_tofloat_lane13_msb_index195_msb_index196_lo[4-1:2] != 0)) begin
+        _tofloat_lane13_msb_index195_msb_index196_lo_i = {(1 != 0), _tofloat_lane13_msb_index195_msb_index196_msb_index197_hi_i};
     end
     else begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index406_lo_i};
+        _tofloat_lane13_msb_index195_msb_index196_lo_i = {(0 != 0), _tofloat_lane13_msb_index195_msb_index196_msb_index197_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi_i = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_msb_index410_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi[0];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo_i = _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo[1];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index200_msb_index201_unused_lsb = _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo[0];
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo_i = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_msb_index411_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo[0];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi_i = _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi[1];
+assign _tofloat_lane13_msb_index195_msb_index196_msb_index200_msb_index202_unused_lsb = _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi[0];
 
 
-always @(_tofloat_lane13_msb_index403_msb_index404_msb_index405_lo, _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo_i, _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi_i) begin: _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_node
-    _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi = _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo = _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index404_msb_index405_lo[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_hi_i};
+always @(_tofloat_lane13_msb_index195_msb_index196_hi, _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo_i, _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi_i) begin: _tofloat_lane13_msb_index195_msb_index196_msb_index200_node
+    _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi = _tofloat_lane13_msb_index195_msb_index196_hi[4-1:2];
+    _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo = _tofloat_lane13_msb_index195_msb_index196_hi[2-1:0];
+    if ((_tofloat_lane13_msb_index195_msb_index196_hi[4-1:2] != 0)) begin
+        _tofloat_lane13_msb_index195_msb_index196_hi_i = {(1 != 0), _tofloat_lane13_msb_index195_msb_index196_msb_index200_hi_i};
     end
     else begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index405_msb_index409_lo_i};
+        _tofloat_lane13_msb_index195_msb_index196_hi_i = {(0 != 0), _tofloat_lane13_msb_index195_msb_index196_msb_index200_lo_i};
     end
 end
 
 
-always @(_tofloat_lane13_msb_index403_msb_index404_hi, _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo_i, _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi_i) begin: _tofloat_lane13_msb_index403_msb_index404_msb_index405_node
-    _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi = _tofloat_lane13_msb_index403_msb_index404_hi[8-1:4];
-    _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo = _tofloat_lane13_msb_index403_msb_index404_hi[4-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index404_hi[8-1:4] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index404_hi_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index405_hi_i};
+always @(_tofloat_lane13_msb_index195_lo, _tofloat_lane13_msb_index195_msb_index196_lo_i, _tofloat_lane13_msb_index195_msb_index196_hi_i) begin: _tofloat_lane13_msb_index195_msb_index196_node
+    _tofloat_lane13_msb_index195_msb_index196_hi = _tofloat_lane13_msb_index195_lo[8-1:4];
+    _tofloat_lane13_msb_index195_msb_index196_lo = _tofloat_lane13_msb_index195_lo[4-1:0];
+    if ((_tofloat_lane13_msb_index195_lo[8-1:4] != 0)) begin
+        _tofloat_lane13_msb_index195_lo_i = {(1 != 0), _tofloat_lane13_msb_index195_msb_index196_hi_i};
     end
     else begin
-        _tofloat_lane13_msb_index403_msb_index404_hi_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index405_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi_i = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_msb_index414_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi[0];
-
-
-
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo_i = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_msb_index415_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo[0];
-
-
-always @(_tofloat_lane13_msb_index403_msb_index404_msb_index412_hi, _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo_i, _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi_i) begin: _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_node
-    _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi = _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo = _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index404_msb_index412_hi[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_hi_i};
-    end
-    else begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index413_lo_i};
+        _tofloat_lane13_msb_index195_lo_i = {(0 != 0), _tofloat_lane13_msb_index195_msb_index196_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi_i = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_msb_index417_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi[0];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo_i = _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo[1];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index204_msb_index205_unused_lsb = _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo[0];
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo_i = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_msb_index418_unused_lsb = _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo[0];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi_i = _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi[1];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index204_msb_index206_unused_lsb = _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi[0];
 
 
-always @(_tofloat_lane13_msb_index403_msb_index404_msb_index412_lo, _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo_i, _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi_i) begin: _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_node
-    _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi = _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo = _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index404_msb_index412_lo[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_hi_i};
+always @(_tofloat_lane13_msb_index195_msb_index203_lo, _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo_i, _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi_i) begin: _tofloat_lane13_msb_index195_msb_index203_msb_index204_node
+    _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi = _tofloat_lane13_msb_index195_msb_index203_lo[4-1:2];
+    _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo = _tofloat_lane13_msb_index195_msb_index203_lo[2-1:0];
+    if ((_tofloat_lane13_msb_index195_msb_index203_lo[4-1:2] != 0)) begin
+        _tofloat_lane13_msb_index195_msb_index203_lo_i = {(1 != 0), _tofloat_lane13_msb_index195_msb_index203_msb_index204_hi_i};
     end
     else begin
-        _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index412_msb_index416_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane13_msb_index403_msb_index404_lo, _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo_i, _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi_i) begin: _tofloat_lane13_msb_index403_msb_index404_msb_index412_node
-    _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi = _tofloat_lane13_msb_index403_msb_index404_lo[8-1:4];
-    _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo = _tofloat_lane13_msb_index403_msb_index404_lo[4-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index404_lo[8-1:4] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index404_lo_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index412_hi_i};
-    end
-    else begin
-        _tofloat_lane13_msb_index403_msb_index404_lo_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index404_msb_index412_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane13_msb_index403_hi, _tofloat_lane13_msb_index403_msb_index404_lo_i, _tofloat_lane13_msb_index403_msb_index404_hi_i) begin: _tofloat_lane13_msb_index403_msb_index404_node
-    _tofloat_lane13_msb_index403_msb_index404_hi = _tofloat_lane13_msb_index403_hi[16-1:8];
-    _tofloat_lane13_msb_index403_msb_index404_lo = _tofloat_lane13_msb_index403_hi[8-1:0];
-    if ((_tofloat_lane13_msb_index403_hi[16-1:8] != 0)) begin
-        _tofloat_lane13_msb_index403_hi_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index404_hi_i};
-    end
-    else begin
-        _tofloat_lane13_msb_index403_hi_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index404_lo_i};
+        _tofloat_lane13_msb_index195_msb_index203_lo_i = {(0 != 0), _tofloat_lane13_msb_index195_msb_index203_msb_index204_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi_i = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_msb_index422_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi[0];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo_i = _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo[1];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index207_msb_index208_unused_lsb = _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo[0];
 
 
 
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo_i = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_msb_index423_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo[0];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi_i = _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi[1];
+assign _tofloat_lane13_msb_index195_msb_index203_msb_index207_msb_index209_unused_lsb = _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi[0];
 
 
-always @(_tofloat_lane13_msb_index403_msb_index419_msb_index420_hi, _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo_i, _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi_i) begin: _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_node
-    _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi = _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo = _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index419_msb_index420_hi[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_hi_i};
+always @(_tofloat_lane13_msb_index195_msb_index203_hi, _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo_i, _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi_i) begin: _tofloat_lane13_msb_index195_msb_index203_msb_index207_node
+    _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi = _tofloat_lane13_msb_index195_msb_index203_hi[4-1:2];
+    _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo = _tofloat_lane13_msb_index195_msb_index203_hi[2-1:0];
+    if ((_tofloat_lane13_msb_index195_msb_index203_hi[4-1:2] != 0)) begin
+        _tofloat_lane13_msb_index195_msb_index203_hi_i = {(1 != 0), _tofloat_lane13_msb_index195_msb_index203_msb_index207_hi_i};
     end
     else begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index421_lo_i};
+        _tofloat_lane13_msb_index195_msb_index203_hi_i = {(0 != 0), _tofloat_lane13_msb_index195_msb_index203_msb_index207_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi_i = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_msb_index425_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi[0];
-
-
-
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo_i = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_msb_index426_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo[0];
-
-
-always @(_tofloat_lane13_msb_index403_msb_index419_msb_index420_lo, _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo_i, _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi_i) begin: _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_node
-    _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi = _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo = _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index419_msb_index420_lo[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_hi_i};
+always @(_tofloat_lane13_msb_index195_hi, _tofloat_lane13_msb_index195_msb_index203_lo_i, _tofloat_lane13_msb_index195_msb_index203_hi_i) begin: _tofloat_lane13_msb_index195_msb_index203_node
+    _tofloat_lane13_msb_index195_msb_index203_hi = _tofloat_lane13_msb_index195_hi[8-1:4];
+    _tofloat_lane13_msb_index195_msb_index203_lo = _tofloat_lane13_msb_index195_hi[4-1:0];
+    if ((_tofloat_lane13_msb_index195_hi[8-1:4] != 0)) begin
+        _tofloat_lane13_msb_index195_hi_i = {(1 != 0), _tofloat_lane13_msb_index195_msb_index203_hi_i};
     end
     else begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index420_msb_index424_lo_i};
+        _tofloat_lane13_msb_index195_hi_i = {(0 != 0), _tofloat_lane13_msb_index195_msb_index203_lo_i};
     end
 end
 
 
-always @(_tofloat_lane13_msb_index403_msb_index419_hi, _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo_i, _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi_i) begin: _tofloat_lane13_msb_index403_msb_index419_msb_index420_node
-    _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi = _tofloat_lane13_msb_index403_msb_index419_hi[8-1:4];
-    _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo = _tofloat_lane13_msb_index403_msb_index419_hi[4-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index419_hi[8-1:4] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index419_hi_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index420_hi_i};
+always @(_tofloat_lane13_mag, _tofloat_lane13_msb_index195_lo_i, _tofloat_lane13_msb_index195_hi_i) begin: _tofloat_lane13_msb_index195_node
+    _tofloat_lane13_msb_index195_hi = _tofloat_lane13_mag[16-1:8];
+    _tofloat_lane13_msb_index195_lo = _tofloat_lane13_mag[8-1:0];
+    if ((_tofloat_lane13_mag[16-1:8] != 0)) begin
+        _tofloat_lane13_lidx = {(1 != 0), _tofloat_lane13_msb_index195_hi_i};
     end
     else begin
-        _tofloat_lane13_msb_index403_msb_index419_hi_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index420_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi_i = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_msb_index429_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi[0];
-
-
-
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo_i = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_msb_index430_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo[0];
-
-
-always @(_tofloat_lane13_msb_index403_msb_index419_msb_index427_hi, _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo_i, _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi_i) begin: _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_node
-    _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi = _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo = _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index419_msb_index427_hi[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_hi_i};
-    end
-    else begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index428_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi_i = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_msb_index432_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi[0];
-
-
-
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo_i = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo[1];
-assign _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_msb_index433_unused_lsb = _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo[0];
-
-
-always @(_tofloat_lane13_msb_index403_msb_index419_msb_index427_lo, _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo_i, _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi_i) begin: _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_node
-    _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi = _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo[4-1:2];
-    _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo = _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo[2-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index419_msb_index427_lo[4-1:2] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_hi_i};
-    end
-    else begin
-        _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index427_msb_index431_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane13_msb_index403_msb_index419_lo, _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo_i, _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi_i) begin: _tofloat_lane13_msb_index403_msb_index419_msb_index427_node
-    _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi = _tofloat_lane13_msb_index403_msb_index419_lo[8-1:4];
-    _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo = _tofloat_lane13_msb_index403_msb_index419_lo[4-1:0];
-    if ((_tofloat_lane13_msb_index403_msb_index419_lo[8-1:4] != 0)) begin
-        _tofloat_lane13_msb_index403_msb_index419_lo_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index427_hi_i};
-    end
-    else begin
-        _tofloat_lane13_msb_index403_msb_index419_lo_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index419_msb_index427_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane13_msb_index403_lo, _tofloat_lane13_msb_index403_msb_index419_lo_i, _tofloat_lane13_msb_index403_msb_index419_hi_i) begin: _tofloat_lane13_msb_index403_msb_index419_node
-    _tofloat_lane13_msb_index403_msb_index419_hi = _tofloat_lane13_msb_index403_lo[16-1:8];
-    _tofloat_lane13_msb_index403_msb_index419_lo = _tofloat_lane13_msb_index403_lo[8-1:0];
-    if ((_tofloat_lane13_msb_index403_lo[16-1:8] != 0)) begin
-        _tofloat_lane13_msb_index403_lo_i = {(1 != 0), _tofloat_lane13_msb_index403_msb_index419_hi_i};
-    end
-    else begin
-        _tofloat_lane13_msb_index403_lo_i = {(0 != 0), _tofloat_lane13_msb_index403_msb_index419_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane13_magp, _tofloat_lane13_msb_index403_lo_i, _tofloat_lane13_msb_index403_hi_i) begin: _tofloat_lane13_msb_index403_node
-    _tofloat_lane13_msb_index403_hi = _tofloat_lane13_magp[32-1:16];
-    _tofloat_lane13_msb_index403_lo = _tofloat_lane13_magp[16-1:0];
-    if ((_tofloat_lane13_magp[32-1:16] != 0)) begin
-        _tofloat_lane13_lidx = {(1 != 0), _tofloat_lane13_msb_index403_hi_i};
-    end
-    else begin
-        _tofloat_lane13_lidx = {(0 != 0), _tofloat_lane13_msb_index403_lo_i};
+        _tofloat_lane13_lidx = {(0 != 0), _tofloat_lane13_msb_index195_lo_i};
     end
 end
 
@@ -6392,7 +3878,7 @@ always @(xs, _tofloat_lane13_magp, _lane_slice13_m_i, _tofloat_lane13_lidx) begi
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane13_lidx};
+    ls = {5'h0, _tofloat_lane13_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -6454,266 +3940,131 @@ always @(_lane_slice14_m_i) begin: _tofloat_lane14_magnitude
     else begin
         a = _lane_slice14_m_i;
     end
+    _tofloat_lane14_mag = a;
     _tofloat_lane14_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi_i = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_msb_index438_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi[0];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo_i = _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo[1];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index212_msb_index213_unused_lsb = _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo[0];
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo_i = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_msb_index439_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo[0];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi_i = _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi[1];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index212_msb_index214_unused_lsb = _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi[0];
 
 
-always @(_tofloat_lane14_msb_index434_msb_index435_msb_index436_hi, _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo_i, _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi_i) begin: _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_node
-    _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi = _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo = _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index435_msb_index436_hi[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_hi_i};
+always @(_tofloat_lane14_msb_index210_msb_index211_lo, _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo_i, _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi_i) begin: _tofloat_lane14_msb_index210_msb_index211_msb_index212_node
+    _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi = _tofloat_lane14_msb_index210_msb_index211_lo[4-1:2];
+    _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo = _tofloat_lane14_msb_index210_msb_index211_lo[2-1:0];
+    if ((_tofloat_lane14_msb_index210_msb_index211_lo[4-1:2] != 0)) begin
+        _tofloat_lane14_msb_index210_msb_index211_lo_i = {(1 != 0), _tofloat_lane14_msb_index210_msb_index211_msb_index212_hi_i};
     end
     else begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index437_lo_i};
+        _tofloat_lane14_msb_index210_msb_index211_lo_i = {(0 != 0), _tofloat_lane14_msb_index210_msb_index211_msb_index212_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi_i = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_msb_index441_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi[0];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo_i = _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo[1];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index215_msb_index216_unused_lsb = _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo[0];
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo_i = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_msb_index442_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo[0];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi_i = _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi[1];
+assign _tofloat_lane14_msb_index210_msb_index211_msb_index215_msb_index217_unused_lsb = _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi[0];
 
 
-always @(_tofloat_lane14_msb_index434_msb_index435_msb_index436_lo, _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo_i, _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi_i) begin: _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_node
-    _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi = _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo = _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index435_msb_index436_lo[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_hi_i};
+always @(_tofloat_lane14_msb_index210_msb_index211_hi, _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo_i, _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi_i) begin: _tofloat_lane14_msb_index210_msb_index211_msb_index215_node
+    _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi = _tofloat_lane14_msb_index210_msb_index211_hi[4-1:2];
+    _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo = _tofloat_lane14_msb_index210_msb_index211_hi[2-1:0];
+    if ((_tofloat_lane14_msb_index210_msb_index211_hi[4-1:2] != 0)) begin
+        _tofloat_lane14_msb_index210_msb_index211_hi_i = {(1 != 0), _tofloat_lane14_msb_index210_msb_index211_msb_index215_hi_i};
     end
     else begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index436_msb_index440_lo_i};
+        _tofloat_lane14_msb_index210_msb_index211_hi_i = {(0 != 0), _tofloat_lane14_msb_index210_msb_index211_msb_index215_lo_i};
     end
 end
 
 
-always @(_tofloat_lane14_msb_index434_msb_index435_hi, _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo_i, _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi_i) begin: _tofloat_lane14_msb_index434_msb_index435_msb_index436_node
-    _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi = _tofloat_lane14_msb_index434_msb_index435_hi[8-1:4];
-    _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo = _tofloat_lane14_msb_index434_msb_index435_hi[4-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index435_hi[8-1:4] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index435_hi_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index436_hi_i};
+always @(_tofloat_lane14_msb_index210_lo, _tofloat_lane14_msb_index210_msb_index211_lo_i, _tofloat_lane14_msb_index210_msb_index211_hi_i) begin: _tofloat_lane14_msb_index210_msb_index211_node
+    _tofloat_lane14_msb_index210_msb_index211_hi = _tofloat_lane14_msb_index210_lo[8-1:4];
+    _tofloat_lane14_msb_index210_msb_index211_lo = _tofloat_lane14_msb_index210_lo[4-1:0];
+    if ((_tofloat_lane14_msb_index210_lo[8-1:4] != 0)) begin
+        _tofloat_lane14_msb_index210_lo_i = {(1 != 0), _tofloat_lane14_msb_index210_msb_index211_hi_i};
     end
     else begin
-        _tofloat_lane14_msb_index434_msb_index435_hi_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index436_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi_i = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_msb_index445_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi[0];
-
-
-
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo_i = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_msb_index446_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo[0];
-
-
-always @(_tofloat_lane14_msb_index434_msb_index435_msb_index443_hi, _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo_i, _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi_i) begin: _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_node
-    _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi = _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo = _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index435_msb_index443_hi[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_hi_i};
-    end
-    else begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index444_lo_i};
+        _tofloat_lane14_msb_index210_lo_i = {(0 != 0), _tofloat_lane14_msb_index210_msb_index211_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi_i = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_msb_index448_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi[0];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo_i = _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo[1];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index219_msb_index220_unused_lsb = _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo[0];
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo_i = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_msb_index449_unused_lsb = _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo[0];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi_i = _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi[1];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index219_msb_index221_unused_lsb = _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi[0];
 
 
-always @(_tofloat_lane14_msb_index434_msb_index435_msb_index443_lo, _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo_i, _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi_i) begin: _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_node
-    _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi = _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo = _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index435_msb_index443_lo[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_hi_i};
+always @(_tofloat_lane14_msb_index210_msb_index218_lo, _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo_i, _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi_i) begin: _tofloat_lane14_msb_index210_msb_index218_msb_index219_node
+    _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi = _tofloat_lane14_msb_index210_msb_index218_lo[4-1:2];
+    _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo = _tofloat_lane14_msb_index210_msb_index218_lo[2-1:0];
+    if ((_tofloat_lane14_msb_index210_msb_index218_lo[4-1:2] != 0)) begin
+        _tofloat_lane14_msb_index210_msb_index218_lo_i = {(1 != 0), _tofloat_lane14_msb_index210_msb_index218_msb_index219_hi_i};
     end
     else begin
-        _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index443_msb_index447_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane14_msb_index434_msb_index435_lo, _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo_i, _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi_i) begin: _tofloat_lane14_msb_index434_msb_index435_msb_index443_node
-    _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi = _tofloat_lane14_msb_index434_msb_index435_lo[8-1:4];
-    _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo = _tofloat_lane14_msb_index434_msb_index435_lo[4-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index435_lo[8-1:4] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index435_lo_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index443_hi_i};
-    end
-    else begin
-        _tofloat_lane14_msb_index434_msb_index435_lo_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index435_msb_index443_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane14_msb_index434_hi, _tofloat_lane14_msb_index434_msb_index435_lo_i, _tofloat_lane14_msb_index434_msb_index435_hi_i) begin: _tofloat_lane14_msb_index434_msb_index435_node
-    _tofloat_lane14_msb_index434_msb_index435_hi = _tofloat_lane14_msb_index434_hi[16-1:8];
-    _tofloat_lane14_msb_index434_msb_index435_lo = _tofloat_lane14_msb_index434_hi[8-1:0];
-    if ((_tofloat_lane14_msb_index434_hi[16-1:8] != 0)) begin
-        _tofloat_lane14_msb_index434_hi_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index435_hi_i};
-    end
-    else begin
-        _tofloat_lane14_msb_index434_hi_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index435_lo_i};
+        _tofloat_lane14_msb_index210_msb_index218_lo_i = {(0 != 0), _tofloat_lane14_msb_index210_msb_index218_msb_index219_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi_i = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_msb_index453_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi[0];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo_i = _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo[1];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index222_msb_index223_unused_lsb = _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo[0];
 
 
 
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo_i = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_msb_index454_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo[0];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi_i = _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi[1];
+assign _tofloat_lane14_msb_index210_msb_index218_msb_index222_msb_index224_unused_lsb = _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi[0];
 
 
-always @(_tofloat_lane14_msb_index434_msb_index450_msb_index451_hi, _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo_i, _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi_i) begin: _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_node
-    _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi = _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo = _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index450_msb_index451_hi[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_hi_i};
+always @(_tofloat_lane14_msb_index210_msb_index218_hi, _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo_i, _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi_i) begin: _tofloat_lane14_msb_index210_msb_index218_msb_index222_node
+    _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi = _tofloat_lane14_msb_index210_msb_index218_hi[4-1:2];
+    _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo = _tofloat_lane14_msb_index210_msb_index218_hi[2-1:0];
+    if ((_tofloat_lane14_msb_index210_msb_index218_hi[4-1:2] != 0)) begin
+        _tofloat_lane14_msb_index210_msb_index218_hi_i = {(1 != 0), _tofloat_lane14_msb_index210_msb_index218_msb_index222_hi_i};
     end
     else begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index452_lo_i};
+        _tofloat_lane14_msb_index210_msb_index218_hi_i = {(0 != 0), _tofloat_lane14_msb_index210_msb_index218_msb_index222_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi_i = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_msb_index456_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi[0];
-
-
-
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo_i = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_msb_index457_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo[0];
-
-
-always @(_tofloat_lane14_msb_index434_msb_index450_msb_index451_lo, _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo_i, _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi_i) begin: _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_node
-    _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi = _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo = _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index450_msb_index451_lo[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_hi_i};
+always @(_tofloat_lane14_msb_index210_hi, _tofloat_lane14_msb_index210_msb_index218_lo_i, _tofloat_lane14_msb_index210_msb_index218_hi_i) begin: _tofloat_lane14_msb_index210_msb_index218_node
+    _tofloat_lane14_msb_index210_msb_index218_hi = _tofloat_lane14_msb_index210_hi[8-1:4];
+    _tofloat_lane14_msb_index210_msb_index218_lo = _tofloat_lane14_msb_index210_hi[4-1:0];
+    if ((_tofloat_lane14_msb_index210_hi[8-1:4] != 0)) begin
+        _tofloat_lane14_msb_index210_hi_i = {(1 != 0), _tofloat_lane14_msb_index210_msb_index218_hi_i};
     end
     else begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index451_msb_index455_lo_i};
+        _tofloat_lane14_msb_index210_hi_i = {(0 != 0), _tofloat_lane14_msb_index210_msb_index218_lo_i};
     end
 end
 
 
-always @(_tofloat_lane14_msb_index434_msb_index450_hi, _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo_i, _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi_i) begin: _tofloat_lane14_msb_index434_msb_index450_msb_index451_node
-    _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi = _tofloat_lane14_msb_index434_msb_index450_hi[8-1:4];
-    _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo = _tofloat_lane14_msb_index434_msb_index450_hi[4-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index450_hi[8-1:4] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index450_hi_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index451_hi_i};
+always @(_tofloat_lane14_mag, _tofloat_lane14_msb_index210_lo_i, _tofloat_lane14_msb_index210_hi_i) begin: _tofloat_lane14_msb_index210_node
+    _tofloat_lane14_msb_index210_hi = _tofloat_lane14_mag[16-1:8];
+    _tofloat_lane14_msb_index210_lo = _tofloat_lane14_mag[8-1:0];
+    if ((_tofloat_lane14_mag[16-1:8] != 0)) begin
+        _tofloat_lane14_lidx = {(1 != 0), _tofloat_lane14_msb_index210_hi_i};
     end
     else begin
-        _tofloat_lane14_msb_index434_msb_index450_hi_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index451_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi_i = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_msb_index460_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi[0];
-
-
-
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo_i = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_msb_index461_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo[0];
-
-
-always @(_tofloat_lane14_msb_index434_msb_index450_msb_index458_hi, _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo_i, _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi_i) begin: _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_node
-    _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi = _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo = _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index450_msb_index458_hi[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_hi_i};
-    end
-    else begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index459_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi_i = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_msb_index463_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi[0];
-
-
-
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo_i = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo[1];
-assign _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_msb_index464_unused_lsb = _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo[0];
-
-
-always @(_tofloat_lane14_msb_index434_msb_index450_msb_index458_lo, _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo_i, _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi_i) begin: _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_node
-    _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi = _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo[4-1:2];
-    _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo = _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo[2-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index450_msb_index458_lo[4-1:2] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_hi_i};
-    end
-    else begin
-        _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index458_msb_index462_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane14_msb_index434_msb_index450_lo, _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo_i, _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi_i) begin: _tofloat_lane14_msb_index434_msb_index450_msb_index458_node
-    _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi = _tofloat_lane14_msb_index434_msb_index450_lo[8-1:4];
-    _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo = _tofloat_lane14_msb_index434_msb_index450_lo[4-1:0];
-    if ((_tofloat_lane14_msb_index434_msb_index450_lo[8-1:4] != 0)) begin
-        _tofloat_lane14_msb_index434_msb_index450_lo_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index458_hi_i};
-    end
-    else begin
-        _tofloat_lane14_msb_index434_msb_index450_lo_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index450_msb_index458_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane14_msb_index434_lo, _tofloat_lane14_msb_index434_msb_index450_lo_i, _tofloat_lane14_msb_index434_msb_index450_hi_i) begin: _tofloat_lane14_msb_index434_msb_index450_node
-    _tofloat_lane14_msb_index434_msb_index450_hi = _tofloat_lane14_msb_index434_lo[16-1:8];
-    _tofloat_lane14_msb_index434_msb_index450_lo = _tofloat_lane14_msb_index434_lo[8-1:0];
-    if ((_tofloat_lane14_msb_index434_lo[16-1:8] != 0)) begin
-        _tofloat_lane14_msb_index434_lo_i = {(1 != 0), _tofloat_lane14_msb_index434_msb_index450_hi_i};
-    end
-    else begin
-        _tofloat_lane14_msb_index434_lo_i = {(0 != 0), _tofloat_lane14_msb_index434_msb_index450_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane14_magp, _tofloat_lane14_msb_index434_lo_i, _tofloat_lane14_msb_index434_hi_i) begin: _tofloat_lane14_msb_index434_node
-    _tofloat_lane14_msb_index434_hi = _tofloat_lane14_magp[32-1:16];
-    _tofloat_lane14_msb_index434_lo = _tofloat_lane14_magp[16-1:0];
-    if ((_tofloat_lane14_magp[32-1:16] != 0)) begin
-        _tofloat_lane14_lidx = {(1 != 0), _tofloat_lane14_msb_index434_hi_i};
-    end
-    else begin
-        _tofloat_lane14_lidx = {(0 != 0), _tofloat_lane14_msb_index434_lo_i};
+        _tofloat_lane14_lidx = {(0 != 0), _tofloat_lane14_msb_index210_lo_i};
     end
 end
 
@@ -6747,7 +4098,7 @@ always @(xs, _tofloat_lane14_magp, _lane_slice14_m_i, _tofloat_lane14_lidx) begi
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane14_lidx};
+    ls = {5'h0, _tofloat_lane14_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
@@ -6809,266 +4160,131 @@ always @(_lane_slice15_m_i) begin: _tofloat_lane15_magnitude
     else begin
         a = _lane_slice15_m_i;
     end
+    _tofloat_lane15_mag = a;
     _tofloat_lane15_magp = {16'h0, a};
 end
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi_i = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_msb_index469_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi[0];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo_i = _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo[1];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index227_msb_index228_unused_lsb = _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo[0];
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo_i = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_msb_index470_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo[0];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi_i = _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi[1];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index227_msb_index229_unused_lsb = _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi[0];
 
 
-always @(_tofloat_lane15_msb_index465_msb_index466_msb_index467_hi, _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo_i, _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi_i) begin: _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_node
-    _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi = _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo = _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index466_msb_index467_hi[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_hi_i};
+always @(_tofloat_lane15_msb_index225_msb_index226_lo, _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo_i, _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi_i) begin: _tofloat_lane15_msb_index225_msb_index226_msb_index227_node
+    _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi = _tofloat_lane15_msb_index225_msb_index226_lo[4-1:2];
+    _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo = _tofloat_lane15_msb_index225_msb_index226_lo[2-1:0];
+    if ((_tofloat_lane15_msb_index225_msb_index226_lo[4-1:2] != 0)) begin
+        _tofloat_lane15_msb_index225_msb_index226_lo_i = {(1 != 0), _tofloat_lane15_msb_index225_msb_index226_msb_index227_hi_i};
     end
     else begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index468_lo_i};
+        _tofloat_lane15_msb_index225_msb_index226_lo_i = {(0 != 0), _tofloat_lane15_msb_index225_msb_index226_msb_index227_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi_i = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_msb_index472_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi[0];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo_i = _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo[1];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index230_msb_index231_unused_lsb = _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo[0];
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo_i = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_msb_index473_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo[0];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi_i = _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi[1];
+assign _tofloat_lane15_msb_index225_msb_index226_msb_index230_msb_index232_unused_lsb = _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi[0];
 
 
-always @(_tofloat_lane15_msb_index465_msb_index466_msb_index467_lo, _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo_i, _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi_i) begin: _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_node
-    _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi = _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo = _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index466_msb_index467_lo[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_hi_i};
+always @(_tofloat_lane15_msb_index225_msb_index226_hi, _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo_i, _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi_i) begin: _tofloat_lane15_msb_index225_msb_index226_msb_index230_node
+    _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi = _tofloat_lane15_msb_index225_msb_index226_hi[4-1:2];
+    _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo = _tofloat_lane15_msb_index225_msb_index226_hi[2-1:0];
+    if ((_tofloat_lane15_msb_index225_msb_index226_hi[4-1:2] != 0)) begin
+        _tofloat_lane15_msb_index225_msb_index226_hi_i = {(1 != 0), _tofloat_lane15_msb_index225_msb_index226_msb_index230_hi_i};
     end
     else begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index467_msb_index471_lo_i};
+        _tofloat_lane15_msb_index225_msb_index226_hi_i = {(0 != 0), _tofloat_lane15_msb_index225_msb_index226_msb_index230_lo_i};
     end
 end
 
 
-always @(_tofloat_lane15_msb_index465_msb_index466_hi, _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo_i, _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi_i) begin: _tofloat_lane15_msb_index465_msb_index466_msb_index467_node
-    _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi = _tofloat_lane15_msb_index465_msb_index466_hi[8-1:4];
-    _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo = _tofloat_lane15_msb_index465_msb_index466_hi[4-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index466_hi[8-1:4] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index466_hi_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index467_hi_i};
+always @(_tofloat_lane15_msb_index225_lo, _tofloat_lane15_msb_index225_msb_index226_lo_i, _tofloat_lane15_msb_index225_msb_index226_hi_i) begin: _tofloat_lane15_msb_index225_msb_index226_node
+    _tofloat_lane15_msb_index225_msb_index226_hi = _tofloat_lane15_msb_index225_lo[8-1:4];
+    _tofloat_lane15_msb_index225_msb_index226_lo = _tofloat_lane15_msb_index225_lo[4-1:0];
+    if ((_tofloat_lane15_msb_index225_lo[8-1:4] != 0)) begin
+        _tofloat_lane15_msb_index225_lo_i = {(1 != 0), _tofloat_lane15_msb_index225_msb_index226_hi_i};
     end
     else begin
-        _tofloat_lane15_msb_index465_msb_index466_hi_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index467_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi_i = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_msb_index476_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi[0];
-
-
-
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo_i = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_msb_index477_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo[0];
-
-
-always @(_tofloat_lane15_msb_index465_msb_index466_msb_index474_hi, _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo_i, _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi_i) begin: _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_node
-    _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi = _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo = _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index466_msb_index474_hi[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_hi_i};
-    end
-    else begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index475_lo_i};
+        _tofloat_lane15_msb_index225_lo_i = {(0 != 0), _tofloat_lane15_msb_index225_msb_index226_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi_i = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_msb_index479_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi[0];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo_i = _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo[1];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index234_msb_index235_unused_lsb = _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo[0];
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo_i = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_msb_index480_unused_lsb = _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo[0];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi_i = _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi[1];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index234_msb_index236_unused_lsb = _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi[0];
 
 
-always @(_tofloat_lane15_msb_index465_msb_index466_msb_index474_lo, _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo_i, _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi_i) begin: _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_node
-    _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi = _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo = _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index466_msb_index474_lo[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_hi_i};
+always @(_tofloat_lane15_msb_index225_msb_index233_lo, _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo_i, _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi_i) begin: _tofloat_lane15_msb_index225_msb_index233_msb_index234_node
+    _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi = _tofloat_lane15_msb_index225_msb_index233_lo[4-1:2];
+    _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo = _tofloat_lane15_msb_index225_msb_index233_lo[2-1:0];
+    if ((_tofloat_lane15_msb_index225_msb_index233_lo[4-1:2] != 0)) begin
+        _tofloat_lane15_msb_index225_msb_index233_lo_i = {(1 != 0), _tofloat_lane15_msb_index225_msb_index233_msb_index234_hi_i};
     end
     else begin
-        _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index474_msb_index478_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane15_msb_index465_msb_index466_lo, _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo_i, _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi_i) begin: _tofloat_lane15_msb_index465_msb_index466_msb_index474_node
-    _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi = _tofloat_lane15_msb_index465_msb_index466_lo[8-1:4];
-    _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo = _tofloat_lane15_msb_index465_msb_index466_lo[4-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index466_lo[8-1:4] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index466_lo_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index474_hi_i};
-    end
-    else begin
-        _tofloat_lane15_msb_index465_msb_index466_lo_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index466_msb_index474_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane15_msb_index465_hi, _tofloat_lane15_msb_index465_msb_index466_lo_i, _tofloat_lane15_msb_index465_msb_index466_hi_i) begin: _tofloat_lane15_msb_index465_msb_index466_node
-    _tofloat_lane15_msb_index465_msb_index466_hi = _tofloat_lane15_msb_index465_hi[16-1:8];
-    _tofloat_lane15_msb_index465_msb_index466_lo = _tofloat_lane15_msb_index465_hi[8-1:0];
-    if ((_tofloat_lane15_msb_index465_hi[16-1:8] != 0)) begin
-        _tofloat_lane15_msb_index465_hi_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index466_hi_i};
-    end
-    else begin
-        _tofloat_lane15_msb_index465_hi_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index466_lo_i};
+        _tofloat_lane15_msb_index225_msb_index233_lo_i = {(0 != 0), _tofloat_lane15_msb_index225_msb_index233_msb_index234_lo_i};
     end
 end
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi_i = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_msb_index484_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi[0];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo_i = _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo[1];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index237_msb_index238_unused_lsb = _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo[0];
 
 
 
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo_i = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_msb_index485_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo[0];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi_i = _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi[1];
+assign _tofloat_lane15_msb_index225_msb_index233_msb_index237_msb_index239_unused_lsb = _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi[0];
 
 
-always @(_tofloat_lane15_msb_index465_msb_index481_msb_index482_hi, _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo_i, _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi_i) begin: _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_node
-    _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi = _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo = _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index481_msb_index482_hi[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_hi_i};
+always @(_tofloat_lane15_msb_index225_msb_index233_hi, _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo_i, _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi_i) begin: _tofloat_lane15_msb_index225_msb_index233_msb_index237_node
+    _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi = _tofloat_lane15_msb_index225_msb_index233_hi[4-1:2];
+    _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo = _tofloat_lane15_msb_index225_msb_index233_hi[2-1:0];
+    if ((_tofloat_lane15_msb_index225_msb_index233_hi[4-1:2] != 0)) begin
+        _tofloat_lane15_msb_index225_msb_index233_hi_i = {(1 != 0), _tofloat_lane15_msb_index225_msb_index233_msb_index237_hi_i};
     end
     else begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index483_lo_i};
+        _tofloat_lane15_msb_index225_msb_index233_hi_i = {(0 != 0), _tofloat_lane15_msb_index225_msb_index233_msb_index237_lo_i};
     end
 end
 
 
-
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi_i = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_msb_index487_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi[0];
-
-
-
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo_i = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_msb_index488_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo[0];
-
-
-always @(_tofloat_lane15_msb_index465_msb_index481_msb_index482_lo, _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo_i, _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi_i) begin: _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_node
-    _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi = _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo = _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index481_msb_index482_lo[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_hi_i};
+always @(_tofloat_lane15_msb_index225_hi, _tofloat_lane15_msb_index225_msb_index233_lo_i, _tofloat_lane15_msb_index225_msb_index233_hi_i) begin: _tofloat_lane15_msb_index225_msb_index233_node
+    _tofloat_lane15_msb_index225_msb_index233_hi = _tofloat_lane15_msb_index225_hi[8-1:4];
+    _tofloat_lane15_msb_index225_msb_index233_lo = _tofloat_lane15_msb_index225_hi[4-1:0];
+    if ((_tofloat_lane15_msb_index225_hi[8-1:4] != 0)) begin
+        _tofloat_lane15_msb_index225_hi_i = {(1 != 0), _tofloat_lane15_msb_index225_msb_index233_hi_i};
     end
     else begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index482_msb_index486_lo_i};
+        _tofloat_lane15_msb_index225_hi_i = {(0 != 0), _tofloat_lane15_msb_index225_msb_index233_lo_i};
     end
 end
 
 
-always @(_tofloat_lane15_msb_index465_msb_index481_hi, _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo_i, _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi_i) begin: _tofloat_lane15_msb_index465_msb_index481_msb_index482_node
-    _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi = _tofloat_lane15_msb_index465_msb_index481_hi[8-1:4];
-    _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo = _tofloat_lane15_msb_index465_msb_index481_hi[4-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index481_hi[8-1:4] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index481_hi_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index482_hi_i};
+always @(_tofloat_lane15_mag, _tofloat_lane15_msb_index225_lo_i, _tofloat_lane15_msb_index225_hi_i) begin: _tofloat_lane15_msb_index225_node
+    _tofloat_lane15_msb_index225_hi = _tofloat_lane15_mag[16-1:8];
+    _tofloat_lane15_msb_index225_lo = _tofloat_lane15_mag[8-1:0];
+    if ((_tofloat_lane15_mag[16-1:8] != 0)) begin
+        _tofloat_lane15_lidx = {(1 != 0), _tofloat_lane15_msb_index225_hi_i};
     end
     else begin
-        _tofloat_lane15_msb_index465_msb_index481_hi_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index482_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi_i = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_msb_index491_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi[0];
-
-
-
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo_i = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_msb_index492_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo[0];
-
-
-always @(_tofloat_lane15_msb_index465_msb_index481_msb_index489_hi, _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo_i, _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi_i) begin: _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_node
-    _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi = _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo = _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index481_msb_index489_hi[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_hi_i};
-    end
-    else begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index490_lo_i};
-    end
-end
-
-
-
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi_i = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_msb_index494_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi[0];
-
-
-
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo_i = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo[1];
-assign _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_msb_index495_unused_lsb = _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo[0];
-
-
-always @(_tofloat_lane15_msb_index465_msb_index481_msb_index489_lo, _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo_i, _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi_i) begin: _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_node
-    _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi = _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo[4-1:2];
-    _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo = _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo[2-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index481_msb_index489_lo[4-1:2] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_hi_i};
-    end
-    else begin
-        _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index489_msb_index493_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane15_msb_index465_msb_index481_lo, _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo_i, _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi_i) begin: _tofloat_lane15_msb_index465_msb_index481_msb_index489_node
-    _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi = _tofloat_lane15_msb_index465_msb_index481_lo[8-1:4];
-    _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo = _tofloat_lane15_msb_index465_msb_index481_lo[4-1:0];
-    if ((_tofloat_lane15_msb_index465_msb_index481_lo[8-1:4] != 0)) begin
-        _tofloat_lane15_msb_index465_msb_index481_lo_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index489_hi_i};
-    end
-    else begin
-        _tofloat_lane15_msb_index465_msb_index481_lo_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index481_msb_index489_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane15_msb_index465_lo, _tofloat_lane15_msb_index465_msb_index481_lo_i, _tofloat_lane15_msb_index465_msb_index481_hi_i) begin: _tofloat_lane15_msb_index465_msb_index481_node
-    _tofloat_lane15_msb_index465_msb_index481_hi = _tofloat_lane15_msb_index465_lo[16-1:8];
-    _tofloat_lane15_msb_index465_msb_index481_lo = _tofloat_lane15_msb_index465_lo[8-1:0];
-    if ((_tofloat_lane15_msb_index465_lo[16-1:8] != 0)) begin
-        _tofloat_lane15_msb_index465_lo_i = {(1 != 0), _tofloat_lane15_msb_index465_msb_index481_hi_i};
-    end
-    else begin
-        _tofloat_lane15_msb_index465_lo_i = {(0 != 0), _tofloat_lane15_msb_index465_msb_index481_lo_i};
-    end
-end
-
-
-always @(_tofloat_lane15_magp, _tofloat_lane15_msb_index465_lo_i, _tofloat_lane15_msb_index465_hi_i) begin: _tofloat_lane15_msb_index465_node
-    _tofloat_lane15_msb_index465_hi = _tofloat_lane15_magp[32-1:16];
-    _tofloat_lane15_msb_index465_lo = _tofloat_lane15_magp[16-1:0];
-    if ((_tofloat_lane15_magp[32-1:16] != 0)) begin
-        _tofloat_lane15_lidx = {(1 != 0), _tofloat_lane15_msb_index465_hi_i};
-    end
-    else begin
-        _tofloat_lane15_lidx = {(0 != 0), _tofloat_lane15_msb_index465_lo_i};
+        _tofloat_lane15_lidx = {(0 != 0), _tofloat_lane15_msb_index225_lo_i};
     end
 end
 
@@ -7102,7 +4318,7 @@ always @(xs, _tofloat_lane15_magp, _lane_slice15_m_i, _tofloat_lane15_lidx) begi
     sticky = (0 != 0);
     ovf = (0 != 0);
     inx = (0 != 0);
-    ls = {4'h0, _tofloat_lane15_lidx};
+    ls = {5'h0, _tofloat_lane15_lidx};
     big_e = (ls + xs);
     amt_s = (xs + 149);
     res = 0;
