@@ -180,6 +180,8 @@ def test_report_feature_status_and_counted_coverage(tmp_path):
     ({"kind": "toggle", "signal": "x", "reason": "todo"}, "needs a reason"),
     ({"kind": "toggle", "signal": "x", "reason": "never reached at all", "owner": "me"}, "unknown key"),
     ({"kind": "toggle", "module": "", "signal": "x", "reason": "never reached at all"}, "module must be"),
+    ({"kind": "toggle", "signal": "x", "reason": "never reached at all", "when": "__import__('os')"}, "not a condition"),
+    ({"kind": "toggle", "signal": "x", "reason": "never reached at all", "when": "e <"}, "not a condition"),
 ])
 def test_exclusions_refuse_malformed_entries(entry, message):
     with pytest.raises(testplan.TestplanError, match=message):
@@ -210,10 +212,12 @@ def test_excluded_points_are_set_apart_and_a_hit_one_fails_the_report(tmp_path):
                             _dat_key(src, 3, "branch", "else"))
     k_t0, k_t1, k_u = (_dat_key(src, 1, "toggle", "a_unused[0]:0->1"), _dat_key(src, 1, "toggle", "a_unused[0]:1->0"),
                        _dat_key(src, 1, "toggle", "b[0]:0->1"))
+    src.with_suffix(".json").write_text('{"params": {"e": 5, "w": 16}}')
     plan = testplan.parse(_plan_yaml(), Path("plan.yml"), family="bfp")
     excl = testplan.parse_exclusions([
         {"kind": "toggle", "module": "bfp_quant*", "signal": "*_unused*", "reason": "bits nothing reads"},
-        {"kind": "branch", "source": r"a == 7", "reason": "a is one bit, never seven"},
+        {"kind": "branch", "source": r"a == 7", "reason": "a is one bit, never seven", "when": "e < 8 and w == 16"},
+        {"kind": "line", "source": r"assign b", "reason": "only for wider exponents", "when": "e >= 8"},
         {"kind": "toggle", "module": "other", "signal": "b*", "reason": "another module only"},
     ], Path("x.yml"))
     plan = dataclasses.replace(plan, exclusions=excl)
@@ -229,3 +233,11 @@ def test_excluded_points_are_set_apart_and_a_hit_one_fails_the_report(tmp_path):
     page = render_html(rows, [], "t", 1.0, result)
     assert "Excluded code coverage points" in page and "HIT: bfp_quantize line 3 else" in page
     assert "4 points excluded" in family_lines(result)[0]
+
+
+def test_an_exclusion_condition_names_real_parameters():
+    x = testplan.parse_exclusions([{"kind": "line", "source": "x", "reason": "only for wide formats", "when": "q > 1"}],
+                                  Path("x.yml"))[0]
+    assert not x.matches("line", "m", "", "y", {"e": 5})       # the source does not match: not evaluated
+    with pytest.raises(testplan.TestplanError, match=r"m has no parameter\(s\) \['q'\]"):
+        x.matches("line", "m", "", "x", {"e": 5})

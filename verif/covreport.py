@@ -19,6 +19,7 @@ part-select style (``x[(0 + 31)-1:(0 + 23)]``), a known weak spot of that new fe
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -136,7 +137,8 @@ def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[An
     Args:
         counts: merged code coverage, key -> count.
         rules_of: source file -> its family's exclusions
-            (:class:`lockstep.verif.testplan.Exclusion`: ``matches(kind, module, name, line)``).
+            (:class:`lockstep.verif.testplan.Exclusion`: ``matches(kind, module, name, line,
+            params)``, the parameters read from the source's record ``<module>.json``).
 
     Returns:
         ``(kept counts, excluded)``; each excluded point as a dict: ``source``, ``module``,
@@ -146,6 +148,7 @@ def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[An
     kept: dict[str, int] = {}
     excluded: list[dict[str, Any]] = []
     texts: dict[str, list[str]] = {}
+    params: dict[str, dict[str, Any]] = {}
     for key, n in counts.items():
         f = _fields(key)
         src, kind, name = f.get("f", "?"), _kind(f), f.get("o", "")
@@ -153,19 +156,32 @@ def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[An
         rule = None
         if rules and kind in ("line", "branch", "toggle"):
             if src not in texts:
-                try:
-                    texts[src] = Path(src).read_text(errors="replace").splitlines()
-                except OSError:
-                    texts[src] = []
+                texts[src] = _source_lines(src)
+                params[src] = _params_of(src)
             lines, ln = texts[src], int(f.get("l", 0) or 0)
             text = lines[ln - 1] if 0 < ln <= len(lines) else ""
-            rule = next((r for r in rules if r.matches(kind, Path(src).stem, name, text)), None)
+            rule = next((r for r in rules if r.matches(kind, Path(src).stem, name, text, params[src])), None)
         if rule is None:
             kept[key] = n
         else:
             excluded.append({"source": src, "module": Path(src).stem, "kind": kind, "line": int(f.get("l", 0) or 0),
                              "name": name, "count": n, "reason": rule.reason})
     return kept, excluded
+
+
+def _source_lines(src: str) -> list[str]:
+    try:
+        return Path(src).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _params_of(src: str) -> dict[str, Any]:
+    """The generator parameters of a generated source (its record, ``<module>.json``)."""
+    try:
+        return dict(json.loads(Path(src).with_suffix(".json").read_text()).get("params") or {})
+    except (OSError, ValueError):
+        return {}
 
 
 def _tool(name: str, package: str) -> str:

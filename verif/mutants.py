@@ -37,7 +37,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["KINDS", "Mutant", "sites", "sample", "apply"]
+__all__ = ["KINDS", "Mutant", "sites", "sample", "apply", "local_pair"]
 
 #: The mutation kinds, in the order :func:`sample` draws them.
 KINDS = ("op", "const", "cond", "stuck", "drop")

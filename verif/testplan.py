@@ -27,10 +27,12 @@ the plan, in ``verif/<family>/coverage_exclusions.yml``, each with its reason::
       signal: "*_unused*"           # toggle: glob on the signal and bit, ``name[3]``
       reason: bits the linter is told are unused (Verilator's --unused-regexp)
     - kind: branch
-      source: "cfg_n_out > 16"      # line / branch: a regular expression the Verilog line contains
+      source: "big_e > 127"         # line / branch: a regular expression the Verilog line contains
+      point: elsif                  # optional, line / branch: glob on the point's name on that line
+      when: "w - 2 + 2 ** (e - 1) <= 127"   # optional: only configurations whose parameters satisfy it
       reason: ...
 
-The report (:func:`lockstep.verif.report.analyse`) counts matched points apart from the
+The report (``lockstep.verif.report.analyse``) counts matched points apart from the
 goals and lists them; an excluded point that a run hits fails the report: the reason given
 for it was wrong.
 
@@ -42,6 +44,7 @@ feature with no passing test is not verified.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import fnmatch
 import re
@@ -99,6 +102,11 @@ class Exclusion:
             (``lane_split6_xi[3]``).
         source: line / branch only: a regular expression searched in the Verilog line.
         reason: why no stimulus can reach it.
+        point: line / branch only: glob on Verilator's name of the point on that line
+            (``if``, ``else``, ``elsif``, ``block``...); default all of them.
+        when: a condition on the module's generator parameters (names of its parameter
+            record, integers, arithmetic, comparisons, ``and``/``or``/``not``): the
+            exclusion holds only for the configurations that satisfy it.
     """
 
     kind: str
@@ -106,14 +114,47 @@ class Exclusion:
     signal: str | None
     source: str | None
     reason: str
+    when: str | None = None
+    point: str = "*"
 
-    def matches(self, kind: str, module: str, name: str, line: str) -> bool:
-        """Does this exclusion cover the point ``name`` (toggle) / on source ``line``?"""
+    def matches(self, kind: str, module: str, name: str, line: str, params: dict[str, Any] | None = None) -> bool:
+        """Does this exclusion cover the point ``name`` (toggle) / on source ``line`` of a
+        module generated with ``params``?
+
+        Raises:
+            TestplanError: ``when`` names a parameter the module does not have.
+        """
         if kind != self.kind or not fnmatch.fnmatchcase(module, self.module):
             return False
         if self.signal is not None:
-            return fnmatch.fnmatchcase(name.rsplit(":", 1)[0], self.signal)
-        return re.search(str(self.source), line) is not None
+            hit = fnmatch.fnmatchcase(name.rsplit(":", 1)[0], self.signal)
+        else:
+            hit = re.search(str(self.source), line) is not None and fnmatch.fnmatchcase(name, self.point)
+        return hit and (self.when is None or bool(_eval_when(self.when, params or {}, module)))
+
+
+_WHEN_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.BinOp, ast.Add,
+               ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow, ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE,
+               ast.Gt, ast.GtE, ast.Name, ast.Load, ast.Constant)
+
+
+def _check_when(expr: str) -> ast.Expression:
+    """Parse a ``when`` condition; ValueError unless it is made of the allowed pieces."""
+    tree = ast.parse(expr, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _WHEN_NODES) or (isinstance(node, ast.Constant) and
+                                                  not isinstance(node.value, (int, str))):
+            raise ValueError(f"{type(node).__name__} is not allowed (names, integers, strings, arithmetic, "
+                             f"comparisons, and/or/not)")
+    return tree
+
+
+def _eval_when(expr: str, params: dict[str, Any], module: str) -> Any:
+    tree = _check_when(expr)
+    missing = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(params))
+    if missing:
+        raise TestplanError(f"exclusion when={expr!r}: {module} has no parameter(s) {missing}")
+    return eval(compile(tree, "<when>", "eval"), {"__builtins__": {}}, dict(params))  # checked above
 
 
 @dataclass(frozen=True)
@@ -215,7 +256,7 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
     return plan
 
 
-_EXCL_KEYS = {"kind", "module", "signal", "source", "reason"}
+_EXCL_KEYS = {"kind", "module", "signal", "source", "reason", "when", "point"}
 
 
 def parse_exclusions(data: Any, path: Path) -> tuple[Exclusion, ...]:
@@ -256,8 +297,17 @@ def parse_exclusions(data: Any, path: Path) -> tuple[Exclusion, ...]:
         reason = d.get("reason")
         if not isinstance(reason, str) or len(reason.split()) < 3:
             raise _fail(path, where, "needs a reason (a sentence saying why no stimulus reaches it)")
+        when = d.get("when")
+        if when is not None:
+            try:
+                _check_when(when if isinstance(when, str) else "")
+            except (SyntaxError, ValueError) as exc:
+                raise _fail(path, where, f"when {when!r} is not a condition on the parameters: {exc}") from None
+        point = d.get("point", "*")
+        if not isinstance(point, str) or not point or (kind == "toggle" and "point" in d):
+            raise _fail(path, where, f"point is a glob on a line or branch point's name, got {point!r}")
         out.append(Exclusion(kind, module, pattern if want == "signal" else None,
-                             pattern if want == "source" else None, " ".join(reason.split())))
+                             pattern if want == "source" else None, " ".join(reason.split()), when, point))
     return tuple(out)
 
 

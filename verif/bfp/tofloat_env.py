@@ -99,7 +99,14 @@ def tf_blocks(
         elif name == "normal_edge":
             x[sel] = -126 - lop0[sel] + rng.integers(-2, 2, size=c)
         elif name == "subnormal":
-            x[sel] = rng.integers(-149 - (w - 1), -126, size=c)
+            xs = np.clip(rng.integers(-149 - (w - 1), -126, size=c), fmt.e_min, fmt.e_max)
+            x[sel] = xs
+            # half the lanes below 2**(-126 - x): a subnormal result in every lane, also
+            # where the format's exponents stop short of -149 (x clipped to e_min = -128)
+            room = np.clip(-126 - xs, 0, w - 1)
+            small = rng.integers(0, 1 << 30, size=(c, n)) % (np.left_shift(1, room)[:, None])
+            small = small * rng.choice([-1, 1], size=(c, n))
+            m[sel] = np.where((rng.random((c, n)) < 0.5) & (room[:, None] > 0), small, m[sel])
         elif name == "underflow":
             x[sel] = rng.integers(-152 - w, -147, size=c)
         elif name == "ties":
