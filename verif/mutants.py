@@ -54,7 +54,9 @@ _TOKEN = re.compile(
     r"|(?P<op>>>>|<<<|===|!==|<<|>>|<=|>=|==|!=|&&|\|\||\+:|-:|~&|~\||~\^|\^~|[-+*/%&|^<>!~?:])"
     r"|(?P<open>[(\[{])|(?P<close>[)\]}])|(?P<other>\S)"
 )
-_DECL = re.compile(r"^\s*(?:input|output|inout|reg|wire)\b(?:\s+signed)?\s*(?:\[([^\]]+)\])?\s*([A-Za-z_][\w$]*)\s*(\[[^\]]*\])?\s*;")
+#: A declaration; ``indent`` is empty at module level (a block's own are indented).
+_DECL = re.compile(r"^(?P<indent>\s*)(?P<kind>input|output|inout|reg|wire)\b(?P<signed>\s+signed)?\s*"
+                   r"(?:\[(?P<range>[^\]]+)\])?\s*(?P<name>[A-Za-z_][\w$]*)\s*(?P<mem>\[[^\]]*\])?\s*;")
 _SKIP_START = re.compile(r"^\s*(?://|`|module\b|endmodule\b|input\b|output\b|inout\b|reg\b|wire\b|integer\b|"
                          r"localparam\b|parameter\b|begin\b|end\b|else\s+begin\b|endcase\b|default\b|case\b|\$)")
 _ASSIGN = re.compile(r"^(\s*)(assign\s+)?([A-Za-z_][\w$]*(?:\[[^\]]*\])?)\s*(<=|=)\s*(.*);\s*$")
@@ -166,7 +168,7 @@ def sites(text: str) -> list[Mutant]:
         s = line.strip()
         d = _DECL.match(line)
         if d:
-            widths[d[2]] = None if d[3] else _width(d[1])
+            widths[d["name"]] = None if d["mem"] else _width(d["range"])
             continue
         if s.startswith("initial"):
             in_initial = True
@@ -248,7 +250,6 @@ def apply(text: str, m: Mutant) -> str:
 _KEYWORDS = frozenset(
     "always assign begin end if else case casez casex endcase default for while integer reg wire posedge "
     "negedge or and not signed unsigned input output module endmodule initial".split())
-_MODULE_DECL = re.compile(r"^(input|output|inout|reg|wire)\b(\s+signed)?\s*(\[[^\]]+\])?\s*([A-Za-z_][\w$]*)\s*(\[[^\]]*\])?\s*;")
 
 
 def _block_span(lines: list[str], line: int) -> tuple[int, int] | None:
@@ -287,10 +288,11 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     ports_out: set[str] = set()
     decl_lines: set[int] = set()
     for j, text in enumerate(lines):
-        d = _MODULE_DECL.match(text)
-        if d:
+        d = _DECL.match(text)
+        if d and not d["indent"]:
             decl_lines.add(j)
-            kind, signed, rng, name, mem = d.groups()
+            kind, signed, name, mem = d["kind"], d["signed"], d["name"], d["mem"]
+            rng = f"[{d['range']}]" if d["range"] else ""
             if kind == "output":
                 ports_out.add(name)
             if kind in ("input", "output") and name in decls:
@@ -324,14 +326,11 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     # A memory the block only reads: each distinct read ``mem[address]`` becomes an input
     # of its own (any value: more behaviours than the real memory, so still sound; the
     # mutants never change an address, so both blocks read the same expressions).
-    _, a0, _ = names(gold)
-    _, a1, _ = names(gate)
+    assigned = names(gold)[1] | names(gate)[1]   # replacing reads below assigns nothing new
     reads: dict[str, str] = {}
-    for mem in sorted(n for n, d in decls.items() if d[2] and n not in a0 | a1):
+    for mem in sorted(n for n, d in decls.items() if d[2] and n not in assigned):
         gold, gate = (_replace_reads(b, mem, reads) for b in (gold, gate))
-    u0, a0, _ = names(gold)
-    u1, a1, _ = names(gate)
-    used, assigned = u0 | u1, a0 | a1
+    used = names(gold)[0] | names(gate)[0]
     read_inputs = set(reads.values())
     if any(n not in decls and n not in read_inputs for n in used):
         return None
