@@ -147,25 +147,26 @@ def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[An
     """
     kept: dict[str, int] = {}
     excluded: list[dict[str, Any]] = []
-    texts: dict[str, list[str]] = {}
-    params: dict[str, dict[str, Any]] = {}
+    # per source, read once (there are thousands of points per source): its rules, module
+    # name, lines and parameters (the last two only for a source that has rules)
+    seen: dict[str, tuple[Sequence[Any], str, list[str], dict[str, Any]]] = {}
     for key, n in counts.items():
         f = _fields(key)
         src, kind, name = f.get("f", "?"), _kind(f), f.get("o", "")
-        rules = rules_of(src)
+        if src not in seen:
+            rules = rules_of(src)
+            seen[src] = (rules, Path(src).stem, _source_lines(src) if rules else [], _params_of(src) if rules else {})
+        rules, module, lines, params = seen[src]
         rule = None
+        ln = int(f.get("l", 0) or 0)
         if rules and kind in ("line", "branch", "toggle"):
-            if src not in texts:
-                texts[src] = _source_lines(src)
-                params[src] = _params_of(src)
-            lines, ln = texts[src], int(f.get("l", 0) or 0)
             text = lines[ln - 1] if 0 < ln <= len(lines) else ""
-            rule = next((r for r in rules if r.matches(kind, Path(src).stem, name, text, params[src])), None)
+            rule = next((r for r in rules if r.matches(kind, module, name, text, params)), None)
         if rule is None:
             kept[key] = n
         else:
-            excluded.append({"source": src, "module": Path(src).stem, "kind": kind, "line": int(f.get("l", 0) or 0),
-                             "name": name, "count": n, "reason": rule.reason})
+            excluded.append({"source": src, "module": module, "kind": kind, "line": ln, "name": name, "count": n,
+                             "reason": rule.reason})
     return kept, excluded
 
 
