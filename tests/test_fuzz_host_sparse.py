@@ -288,19 +288,25 @@ def word_lists(n: int, good: st.SearchStrategy) -> st.SearchStrategy:
     return mostly(st.lists(word, min_size=n, max_size=n), st.lists(word, max_size=12), 2)
 
 
+def _refuses_bad_shape(unpack: Any, words: list[int], n: int) -> bool:
+    """When ``words`` is not ``n`` 32-bit words, check that ``unpack`` refuses it with a
+    ValueError naming the length or the first bad word, and say so (True)."""
+    bad = [i for i, w in enumerate(words) if not 0 <= w <= M32]
+    if len(words) != n:
+        with pytest.raises(ValueError, match=rf"{n} words, got {len(words)}\b"):
+            unpack(words)
+    elif bad:
+        with pytest.raises(ValueError, match=rf"\bword {bad[0]}\b"):
+            unpack(words)
+    return len(words) != n or bool(bad)
+
+
 @fuzz(200)
 @given(words=word_lists(8, st.integers(0, M32)))
 def test_descriptor_unpack_any_word_list(words: list[int]) -> None:
     """Any list of ints: a Descriptor whose words are exactly the input (no silent
     wrap), or a ValueError naming the length or the first word that is not 32 bits."""
-    bad = [i for i, w in enumerate(words) if not 0 <= w <= M32]
-    if len(words) != 8:
-        with pytest.raises(ValueError, match=rf"8 words, got {len(words)}\b"):
-            H.Descriptor.unpack(words)
-    elif bad:
-        with pytest.raises(ValueError, match=rf"\bword {bad[0]}\b"):
-            H.Descriptor.unpack(words)
-    else:
+    if not _refuses_bad_shape(H.Descriptor.unpack, words, 8):
         d = H.Descriptor.unpack(words)
         assert d.words() == words
         assert {f: getattr(d, f) for f in DESC_LAYOUT} == spec_fields(words)
@@ -479,14 +485,9 @@ def test_completion_unpack_any_word_list(words: list[int]) -> None:
     """Any list of ints: the contract's fields of a 64-bit CQ entry (and ``words()`` gives
     the input back), or a ValueError naming the length, the word that is not 32 bits, or
     the nonzero W0[31:24]."""
-    bad = [i for i, w in enumerate(words) if not 0 <= w <= M32]
-    if len(words) != 2:
-        with pytest.raises(ValueError, match=rf"2 words, got {len(words)}\b"):
-            H.Completion.unpack(words)
-    elif bad:
-        with pytest.raises(ValueError, match=rf"\bword {bad[0]}\b"):
-            H.Completion.unpack(words)
-    elif words[0] >> 24:
+    if _refuses_bad_shape(H.Completion.unpack, words, 2):
+        return
+    if words[0] >> 24:
         with pytest.raises(ValueError, match=re.escape("[31:24]")):
             H.Completion.unpack(words)
     else:
