@@ -33,6 +33,7 @@ help: ## this list
 	@echo "  make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [RTL=path.v]"
 	@echo "      RTL= swaps in another implementation of the same block (same ports);"
 	@echo "      the golden model and every check stay. 'make list' shows the TEST names."
+	@echo "      OPTS='jobs=10 cycles=2000000' overrides testbench options (cycles: a streamed run's length)."
 	@echo "  make regress [TIER=quick|full] [SIM=] [SEEDS=n] [JOBS=n] [SEED=n] [TESTS=glob,...]"
 	@echo "  make coverage [SIM=] [SEEDS=n] [TESTS=glob,...]   (quick tier, Verilator code coverage)"
 
@@ -51,12 +52,12 @@ lint: $(SETUP_STAMP) ## verilator --lint-only -Wall and iverilog -g2012 on every
 list: $(SETUP_STAMP) ## list the registered testbenches
 	@$(RUN) python -m lockstep.verif.runner --list
 
-sim: $(SETUP_STAMP) ## run one testbench: TEST=<name> [SIM=] [SEED=] [WAVES=1] [WINDOW=a:b] [MODE=edge|throughput] [RTL=]
-	@if [ -z "$(TEST)" ]; then echo "usage: make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [WINDOW=start:stop] [MODE=edge|throughput] [RTL=path.v]"; \
+sim: $(SETUP_STAMP) ## run one testbench: TEST=<name> [SIM=] [SEED=] [WAVES=1] [WINDOW=a:b] [MODE=edge|throughput] [RTL=] [OPTS='k=v ...']
+	@if [ -z "$(TEST)" ]; then echo "usage: make sim TEST=<name> [SIM=icarus|verilator] [SEED=n] [WAVES=1] [WINDOW=start:stop] [MODE=edge|throughput] [RTL=path.v] [OPTS='key=value ...']"; \
 	  $(RUN) python -m lockstep.verif.runner --list; exit 2; fi
 	@$(RUN) python -m lockstep.verif.runner $(TEST) $(if $(SIM),--sim $(SIM)) $(if $(SEED),--seed $(SEED)) \
 	  $(if $(filter 1 yes true,$(WAVES)),--waves) $(if $(WINDOW),--window $(WINDOW)) $(if $(MODE),--mode $(MODE)) \
-	  $(if $(RTL),--rtl $(abspath $(RTL)))
+	  $(if $(RTL),--rtl $(abspath $(RTL))) $(foreach o,$(OPTS),--opt $(o))
 
 test: $(SETUP_STAMP) ## the README's test command: unit tests, then every quick testbench on both simulators
 	@$(RUN) python -m pytest -q -n $(JOBS) --dist worksteal tests

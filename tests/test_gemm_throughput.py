@@ -15,7 +15,7 @@ import pytest
 from lockstep.gen.gemm.harness import emit_gemm_harness, gemm_harness, harness_name, load_depth, top_ports_of
 from lockstep.gen.lint import lint_file
 from lockstep.models import gemm
-from lockstep.verif.gemm.jobs import make_jobs
+from lockstep.verif.gemm.jobs import make_jobs, stream_jobs
 from lockstep.verif.gemm.tile_env import CNT_BASE, ERR_ADDR, REGS, STATUS, budget, check, csr_writes
 from lockstep.verif.gemm.tp_env import (
     Final, RecordError, Trace, build_jobs, observation, read_final, read_trace, stream_entry, write_job,
@@ -206,6 +206,22 @@ def test_build_jobs_is_the_per_edge_builder():
         build_jobs(P, 1, {"scenario": "sweep"})
 
 
+def test_streamed_jobs_chain_the_builder():
+    """A streamed run's jobs: the first repetition is ``make_jobs``'s; the next ones come
+    from the same builder, so two repetitions of 3 random jobs are the 6 jobs of one
+    builder (the memory image and cache model carried: same configurations, loads and
+    golden memory), and a scenario that makes no job is refused rather than looping."""
+    it = build_jobs(P, 9, {"scenario": "random", "jobs": 3}, stream=True)
+    got = [next(it) for _ in range(6)]
+    want = make_jobs("random", P, np.random.default_rng(9), 6)
+    assert [j.cfg for j in got] == [j.cfg for j in want]
+    assert [j.tag for j in got[:3]] == [j.tag for j in want[:3]] and got[3].tag == want[0].tag != want[3].tag
+    assert all((x.golden.mem == y.golden.mem).all() and x.sticky == y.sticky and x.regs == y.regs
+               for x, y in zip(got, want))
+    with pytest.raises(ValueError, match="made no job"):
+        next(stream_jobs("random", P, np.random.default_rng(1), 0))
+
+
 # ---- simulation ---------------------------------------------------------------------------
 def _edge_stream(monkeypatch, edge: str) -> str:
     """Register (for this test only) the per-edge testbench ``edge`` with the module that
@@ -231,7 +247,7 @@ def test_both_modes_see_the_identical_stream(edge, seed, jobs, sim, monkeypatch)
     STATUS, ERR, every counter, the SEL/DET registers and every element read back; both
     pass against the golden model."""
     a = run(_edge_stream(monkeypatch, edge), sim, seed=seed, opts={"jobs": jobs})
-    b = run(f"{edge}_tp", sim, seed=seed, opts={"jobs": jobs, "dump_stream": True})
+    b = run(f"{edge}_tp", sim, seed=seed, opts={"jobs": jobs, "cycles": 0, "dump_stream": True})
     assert a.ok and b.ok, (a.line(), b.line(), a.summary.get("errors"), b.summary.get("errors"))
     sa = json.loads((a.results / "stream.json").read_text())
     sb = json.loads((b.results / "stream.json").read_text())

@@ -21,9 +21,9 @@ from lockstep.verif.episodes import RecordError
 from lockstep.verif.registry import SIMULATORS, TESTBENCHES
 from lockstep.verif.runner import generate_rtl, run
 from lockstep.verif.sparse.stu_env import LD_DATA, LD_FC, LD_WEIGHTS, JobPauses, StuUnit, job_pause_seed, load_words
-from lockstep.verif.sparse.stu_jobs import make_jobs
+from lockstep.verif.sparse.stu_jobs import acc_after, make_jobs
 from lockstep.verif.sparse.tp_env import (
-    End, Record, build_jobs, cfg_word, observation, read_record, stream_entry, write_job,
+    End, Record, build_jobs, cfg_word, observation, read_record, stream_entry, stream_jobs_of, write_job,
 )
 from lockstep.verif.twin import pause_threshold, xs32
 
@@ -282,6 +282,25 @@ def test_build_jobs_is_the_per_edge_builder():
     assert len(build_jobs(P, 9, {"scenario": "random"}, w)) == StuUnit.default_jobs
 
 
+def test_streamed_jobs_chain_the_accumulator():
+    """A streamed run's jobs: the first repetition is ``make_jobs``'s; each next one
+    starts from the accumulator the last job left (an ``emit = 0`` job keeps it), as the
+    hardware does -- each job's golden result is the model's from that accumulator."""
+    w = {n: int(s["width"]) for n, s in _record()["ports"].items()}
+    it = stream_jobs_of(P, 4, {"scenario": "mixed", "jobs": 5}, w)
+    got = [next(it) for _ in range(40)]
+    first = make_jobs("mixed", P, np.random.default_rng(4), 5, w)
+    assert [repr(j) for j in got[:len(first)]] == [repr(j) for j in first]
+    acc, kept = None, 0
+    for j in got:
+        assert (j.acc_in is None) == (acc is None) and (acc is None or (j.acc_in == acc).all())
+        want = sparse.stu_job(j.cfg, j.data, j.weights, P, acc=acc)
+        assert want.out_entries == j.golden.out_entries and want.errors == j.golden.errors
+        kept += acc is not None
+        acc = acc_after(j)
+    assert kept, "no job started from a kept accumulator: the chaining was not exercised"
+
+
 # ---- simulation ---------------------------------------------------------------------------
 def _edge_stream(monkeypatch, edge: str) -> str:
     """Register (for this test only) the per-edge testbench ``edge`` with the module that
@@ -309,7 +328,7 @@ def test_both_modes_see_the_identical_stream(edge, seed, jobs, sim, monkeypatch)
     accumulator-write tap; both pass against the golden model and report the same
     coverage."""
     a = run(_edge_stream(monkeypatch, edge), sim, seed=seed, opts={"jobs": jobs})
-    b = run(f"{edge}_tp", sim, seed=seed, opts={"jobs": jobs, "dump_stream": True})
+    b = run(f"{edge}_tp", sim, seed=seed, opts={"jobs": jobs, "cycles": 0, "dump_stream": True})
     assert a.ok and b.ok, (a.line(), b.line(), a.summary.get("errors"), b.summary.get("errors"))
     sa = json.loads((a.results / "stream.json").read_text())
     sb = json.loads((b.results / "stream.json").read_text())

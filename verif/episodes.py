@@ -1,6 +1,8 @@
 """The part of a throughput environment that is the same for every harness running whole
-programs or jobs (*episodes*): the schedule-driven fabric's
-(:mod:`lockstep.verif.sched.tp_env`) and the GEMM tile's (:mod:`lockstep.verif.gemm.tp_env`).
+programs, jobs or task streams (*episodes*): the schedule-driven fabric's
+(:mod:`lockstep.verif.sched.tp_env`), the GEMM tile's (:mod:`lockstep.verif.gemm.tp_env`),
+the STU's (:mod:`lockstep.verif.sparse.tp_env`) and the host top's
+(:mod:`lockstep.verif.host.tp_env`).
 
 Such a harness reads episode ``e``'s files when ``n_ready > e``, counts the finished
 episodes on ``ep``, raises its end signal when the run is over and writes ``tp_end.log``
@@ -16,11 +18,21 @@ Around it, the parts of a family's environment that do not depend on what an epi
 one), :class:`EpisodeScoreboard` (timing and the first messages), :class:`EpisodeEnv`
 (sequencer, driver, monitor, scoreboard, coverage, wired) and :class:`EpisodeTest` (the
 run and how it ended: :meth:`EpisodeBfm.run_problems`).
+
+A run has a fixed count of episodes, or it is *streamed* (option ``cycles``,
+:func:`stream_cycles`; the full tier's depth on Verilator): its episodes are built as the
+sequence takes them (:func:`run_entries`), the harness is given :data:`STREAM_MAX` as its
+count, and the sequence stops once the harness's edge counter has reached ``cycles``
+(:meth:`EpisodeBfm.more`, which logs the progress) and tells the harness how many it
+sent (:meth:`EpisodeBfm.close`). Nothing per episode is kept once it is checked, so
+memory stays flat however long the run is.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +47,55 @@ from .context import CLOCK_NS, TbContext
 from .seq import Item
 from .throughput import SPENT, spent
 
-__all__ = ["EpisodeBfm", "EpisodeDriver", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeSeq", "EpisodeTest",
-           "RecordError", "hex_field", "write_episode_files"]
+__all__ = ["STREAM_MAX", "EpisodeBfm", "EpisodeDriver", "EpisodeEnv", "EpisodeMonitor", "EpisodeScoreboard", "EpisodeSeq",
+           "EpisodeTest", "RecordError", "hex_field", "run_entries", "stream_cycles", "write_episode_files"]
+
+
+_LOG = logging.getLogger("cocotb.lockstep.episodes")
+
+#: Episodes a streamed run may send at most (the harnesses' 32-bit episode counters).
+STREAM_MAX = (1 << 31) - 1
+
+
+def stream_cycles(opts: dict[str, Any]) -> int:
+    """A run's ``cycles`` option: 0, or the harness edges after which a streamed run
+    starts no further episode. Such a run builds its episodes as it goes (a family's
+    builder repeats its scenario, its state chained), so memory stays flat however long
+    it runs; the ``jobs``/``episodes``/``programs`` option is then the size of one
+    repetition.
+
+    Raises:
+        ValueError: a negative target.
+    """
+    n = int(opts.get("cycles", 0) or 0)
+    if n < 0:
+        raise ValueError(f"the option cycles={n} must be 0 (none) or a number of harness cycles")
+    return n
+
+
+def run_entries(opts: dict[str, Any], make: Callable[[], list[Any]],
+                stream: Callable[[], Iterator[Any]]) -> tuple[Iterable[Any], int]:
+    """A throughput run's episodes and their count for the harness: ``make()``'s list,
+    or for a streamed run (a ``cycles`` option: :func:`stream_cycles`) ``stream()``'s
+    iterator, taken as the run goes, and :data:`STREAM_MAX` (the sequence tells the
+    harness the real count at the end). Building is timed as ``golden`` either way."""
+    if not stream_cycles(opts):
+        with spent("golden"):
+            entries = make()
+        return entries, len(entries)
+
+    def timed(it: Iterator[Any]) -> Iterator[Any]:
+        while True:
+            with spent("golden"):
+                entry = next(it, _END)
+            if entry is _END:
+                return
+            yield entry
+
+    return timed(stream()), STREAM_MAX
+
+
+_END = object()
 
 
 class RecordError(AssertionError):
@@ -93,6 +152,10 @@ class EpisodeBfm:
         if count < 1:
             raise ValueError(f"a throughput run needs at least one {self.noun}, not {count}")
         self.dut, self.ctx, self.count = dut, ctx, count
+        #: harness edges after which no further episode starts (option ``cycles``; 0: none).
+        self.cycles = stream_cycles(ctx.opts)
+        self.tenth = 0     # tenths of ``cycles`` logged
+        self.stopped = False   # a streamed run reached its cycles: no further episode
         self.folder = Path.cwd()  # the simulator's working folder: the harness opens its files there
         self.written = 0   # episodes whose files are written
         self.finished = 0  # episodes the harness has finished
@@ -115,11 +178,15 @@ class EpisodeBfm:
 
     async def write(self, item: Any) -> None:
         """Write episode ``item.episode``'s files once the harness is within two episodes
-        of it, then tell the harness (``n_ready``)."""
+        of it, then tell the harness (``n_ready``); unless the run is streamed and the
+        harness has run its cycles by then (:meth:`more`): then the run stops there."""
         e = item.episode
         while e > self.finished + 2:
             self.moved.clear()
             await self.moved.wait()
+        if e and not self.more():   # a streamed run at its cycles: this episode is not run
+            self.stopped = True
+            return
         with spent("files"):
             self.write_files(item)
         self.items[e] = item
@@ -163,6 +230,29 @@ class EpisodeBfm:
                 break
         self.closed.put_nowait(-1)
 
+    def more(self) -> bool:
+        """Whether another episode may start: always, unless the run has a ``cycles``
+        target and the harness has run that many edges (read from its ``total``). Asked
+        when the next episode's files are due, two episodes ahead of the harness, so a
+        streamed run ends at most two episodes past its target. It logs its progress at
+        every tenth of the target."""
+        if not self.cycles:
+            return True
+        total = int(self.dut.total.value)
+        tenth = min(10, total * 10 // self.cycles)
+        if tenth > self.tenth:
+            self.tenth = tenth
+            _LOG.info("streamed run: %s of %s harness cycles, %d %ss finished", f"{total:,}", f"{self.cycles:,}",
+                      self.finished, self.noun)
+        return total < self.cycles
+
+    def close(self, n: int) -> None:
+        """The sequence has sent its last episode, ``n`` in all: when fewer than the
+        count the harness was given (a streamed run), tell it, so it ends after them."""
+        if n != self.count:
+            self.count = n
+            getattr(self.dut, self.count_port).value = n
+
     @property
     def status(self) -> str:
         """The harness's end status (``ok``, ``timeout``, ``window``, ``missing:<file>``;
@@ -198,21 +288,37 @@ class EpisodeBfm:
 
 
 class EpisodeSeq(uvm_sequence):
-    """The run's episodes, one sequence item each: the list the test puts in ConfigDB as
-    ``EPISODES``, each entry made an item's object by :meth:`item` and let go of once
-    sent (the scoreboard holds what it still needs until it is checked)."""
+    """The run's episodes, one sequence item each: the entries the test puts in ConfigDB
+    as ``EPISODES`` (a list, or an iterator for a streamed run: :func:`stream_cycles`),
+    each made an item's object by :meth:`item` and let go of once sent (the scoreboard
+    holds what it still needs until it is checked). A streamed run stops once the
+    harness has run its ``cycles`` (:meth:`EpisodeBfm.more`) and tells the harness how
+    many episodes it sent (:meth:`EpisodeBfm.close`)."""
 
     def item(self, e: int, entry: Any) -> Any:
         """The object of episode ``e``'s sequence item (default: the entry itself)."""
         return entry
 
+    def entries(self) -> Iterable[Any]:
+        """The run's episodes (default: ``EPISODES`` from ConfigDB)."""
+        return ConfigDB().get(None, "", "EPISODES")
+
     async def body(self) -> None:
-        entries: list[Any] = ConfigDB().get(None, "", "EPISODES")
-        for e, entry in enumerate(entries):
+        bfm: EpisodeBfm = ConfigDB().get(None, "", "BFM")
+        entries = self.entries()
+        taken = iter(entries)
+        e = 0
+        while e < bfm.count and not bfm.stopped:
+            entry = next(taken, _END)
+            if entry is _END:
+                break
             it = Item(f"episode{e}", self.item(e, entry))
             await self.start_item(it)
             await self.finish_item(it)
-            entries[e] = None
+            if isinstance(entries, list):
+                entries[e] = None
+            e += 1
+        bfm.close(bfm.written)
 
 
 class EpisodeDriver(uvm_driver):

@@ -286,6 +286,10 @@ _register_unit(
 TP_QUICK = {"blocks": 100_000, "by_sim": {"icarus": {"blocks": 10_000}}}
 #: ... and of a full-tier one.
 TP_FULL = {"blocks": 10_000_000, "by_sim": {"icarus": {"blocks": 100_000}}}
+#: Harness cycles of a full-tier run of an episode family (sched, STU, GEMM, host) on
+#: Verilator: a streamed run (option ``cycles``, :func:`lockstep.verif.episodes.stream_cycles`)
+#: that builds its programs, jobs or episodes as it goes; on Icarus the episode count.
+TP_FULL_CYCLES = 10_000_000
 
 
 def _tp_twin(edge: str, tier: str, test_module: str, opts: dict[str, Any]) -> None:
@@ -431,7 +435,7 @@ _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_me
 #: random programs place 100 transactions each: about 2,000 cycles and 1,500 events).
 SCHED_TP_QUICK = {"programs": 40, "by_sim": {"icarus": {"programs": 6}}}
 #: ... and of a full-tier one.
-SCHED_TP_FULL = {"programs": 200, "by_sim": {"icarus": {"programs": 20}}}
+SCHED_TP_FULL = {"programs": 200, "cycles": TP_FULL_CYCLES, "by_sim": {"icarus": {"programs": 20, "cycles": 0}}}
 #: Transactions placed per random program, by schedule-memory size (the planner stops
 #: at a full schedule memory).
 _SCHED_TP_TXNS = {64: 100, 128: 200, 512: 600}
@@ -449,7 +453,7 @@ def _sched_tp(edge: str, tier: str = "full", **opts: Any) -> None:
     elif tb.opts.get("program", "").split(":")[0] not in ("random_wrap", "illegal", "jitter", "gemm", "layer", "comm"):
         depth = {"programs": 1}   # a directed program: the same every seed
     if tb.expect_fail:   # a negative testbench: its first program must fail already
-        depth = {**depth, "programs": 2, "by_sim": {}}
+        depth = {**depth, "programs": 2, "cycles": 0, "by_sim": {}}
     _tp_twin(edge, tier, "lockstep.verif.sched.test_tp", {
         **depth, "harness": "lockstep.gen.sched.harness:emit_sched_harness",
         "raw": "lockstep.verif.sched.raw:run_raw_sched", **opts})
@@ -593,7 +597,7 @@ _sparse_cluster("sparse_cluster_mutant", _CL, "balance", tb_params=SparseParams(
 #: 106,026 and 11,366 (tests/test_sparse_throughput.py counts seed 1 the same way).
 STU_TP_QUICK = {"jobs": 2600, "by_sim": {"icarus": {"jobs": 300}}}
 #: ... and of a full-tier one (at least as deep; the wide STUs' jobs are about 170 edges).
-STU_TP_FULL = {"jobs": 2600, "by_sim": {"icarus": {"jobs": 300}}}
+STU_TP_FULL = {"jobs": 2600, "cycles": TP_FULL_CYCLES, "by_sim": {"icarus": {"jobs": 300, "cycles": 0}}}
 
 
 def _stu_tp(edge: str, tier: str = "full", **opts: Any) -> None:
@@ -669,7 +673,7 @@ _gemm("gemm_tile_mixed_dm", _GDM, "mixed", tier="full", doc="GEMM tile, direct-m
 #: read-back); over seeds 1..59, 40 jobs are at least 134,000 edges and 6 at least 15,000.
 GEMM_TP_QUICK = {"jobs": 40, "by_sim": {"icarus": {"jobs": 6}}}
 #: ... and of a full-tier one (the keeps and errors scenarios have a fixed job list).
-GEMM_TP_FULL = {"jobs": 100, "by_sim": {"icarus": {"jobs": 12}}}
+GEMM_TP_FULL = {"jobs": 100, "cycles": TP_FULL_CYCLES, "by_sim": {"icarus": {"jobs": 12, "cycles": 0}}}
 
 
 def _gemm_tp(edge: str, tier: str = "full", **opts: Any) -> None:
@@ -992,6 +996,8 @@ _host_engine("host_engine_mutant", _HE, "tasks", tb_params=HostParams(**{**_HE.t
 #: seeds 1..40 at least 11,200 an episode with one kernel and 9,700 with two: 10 episodes
 #: are over 100,000 on Verilator, 2 over 10,000 on Icarus.
 HOST_TP_QUICK = {"tasks": 48, "episodes": 10, "by_sim": {"icarus": {"episodes": 2}}}
+#: ... and of a full-tier one.
+HOST_TP_FULL = {**HOST_TP_QUICK, "cycles": TP_FULL_CYCLES, "by_sim": {"icarus": {"episodes": 2, "cycles": 0}}}
 
 
 def _host_tp(edge: str, tier: str = "quick", **opts: Any) -> None:
@@ -1001,7 +1007,7 @@ def _host_tp(edge: str, tier: str = "quick", **opts: Any) -> None:
     (``lockstep.verif.host.tp_env.episode_seed``) with the same ``tasks``. A negative
     testbench keeps its per-edge task count (its first episode must fail already)."""
     tb = TESTBENCHES[edge]
-    depth = {"episodes": 2} if tb.expect_fail else HOST_TP_QUICK
+    depth = {"episodes": 2} if tb.expect_fail else HOST_TP_QUICK if tier == "quick" else HOST_TP_FULL
     _tp_twin(edge, tier, "lockstep.verif.host.test_tp", {**depth, "harness": "lockstep.gen.host.harness:emit_host_harness",
                                                           "raw": "lockstep.verif.host.raw:run_raw_host", **opts})
 

@@ -28,6 +28,7 @@ Scenarios (the ``scenario`` option):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ import numpy as np
 from lockstep.models import gemm
 from lockstep.models.gemm.params import GemmParams
 
-__all__ = ["GemmJob", "JobBuilder", "make_jobs"]
+__all__ = ["GemmJob", "JobBuilder", "make_jobs", "stream_jobs"]
 
 #: Poison written into C and the buffer before a job (an unwritten element shows).
 POISON = 0x5A
@@ -412,7 +413,31 @@ def make_jobs(scenario: str, params: GemmParams, rng: np.random.Generator, count
         ValueError: on an unknown scenario.
     """
     b = JobBuilder(params, rng)
-    step = int((opts or {}).get("keep_step", 1))
+    _fill(b, scenario, count, opts or {})
+    return b.jobs
+
+
+def stream_jobs(scenario: str, params: GemmParams, rng: np.random.Generator, count: int,
+                opts: dict[str, Any] | None = None) -> Iterator[GemmJob]:
+    """:func:`make_jobs` repeated without end, ``count`` jobs at a time from the same
+    builder (its memory image, cache model and registers chained across the
+    repetitions): the jobs of a streamed throughput run, built as they are taken.
+
+    Raises:
+        ValueError: on an unknown scenario, or a repetition with no job.
+    """
+    b = JobBuilder(params, rng)
+    while True:
+        _fill(b, scenario, count, opts or {})
+        jobs, b.jobs = b.jobs, []
+        if not jobs:
+            raise ValueError(f"gemm scenario {scenario!r} made no job ({count} asked): nothing to stream")
+        yield from jobs
+
+
+def _fill(b: JobBuilder, scenario: str, count: int, opts: dict[str, Any]) -> None:
+    """Add the jobs of ``scenario`` to ``b``."""
+    step = int(opts.get("keep_step", 1))
     if scenario == "keeps":
         _keeps(b, count, step)
     elif scenario == "random":
@@ -427,7 +452,6 @@ def make_jobs(scenario: str, params: GemmParams, rng: np.random.Generator, count
         _auto(b, count // 2)
         _errors(b, count)
     elif scenario == "sweep":
-        _sweep(b, opts or {})
+        _sweep(b, opts)
     else:
         raise ValueError(f"gemm testbench: unknown scenario {scenario!r}")
-    return b.jobs

@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import cocotb
@@ -56,11 +57,11 @@ from lockstep.models.gemm.params import GemmParams
 from ..context import TbContext
 from ..episodes import (
     EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest, RecordError,
-    hex_field, write_episode_files,
+    hex_field, run_entries, write_episode_files,
 )
 from ..throughput import spent
 from ..coverage import Covergroup
-from .jobs import GemmJob, make_jobs
+from .jobs import GemmJob, make_jobs, stream_jobs
 from .tile_env import (
     CNT_BASE, ERR_ADDR, REGS, STATUS, GemmTest, Observation, budget, check, csr_writes, define_coverage,
 )
@@ -74,9 +75,11 @@ __all__ = [
 
 
 # ---- jobs and their files -------------------------------------------------------------------
-def build_jobs(params: GemmParams, seed: int, opts: dict[str, Any]) -> list[GemmJob]:
+def build_jobs(params: GemmParams, seed: int, opts: dict[str, Any], stream: bool = False) -> list[GemmJob] | Iterator[GemmJob]:
     """The run's jobs: the per-edge testbench's ``make_jobs(scenario, params,
-    default_rng(seed), jobs, opts)`` (golden predictions included).
+    default_rng(seed), jobs, opts)`` (golden predictions included); with ``stream``
+    (a streamed run) :func:`~lockstep.verif.gemm.jobs.stream_jobs`'s iterator: those
+    jobs, then more of the scenario, ``jobs`` at a time.
 
     Raises:
         ValueError: the ``sweep`` scenario (per-edge only), or an unknown one.
@@ -84,7 +87,8 @@ def build_jobs(params: GemmParams, seed: int, opts: dict[str, Any]) -> list[Gemm
     scenario = str(opts.get("scenario", "random"))
     if scenario == "sweep":
         raise ValueError("the gemm sweep is per-edge only (its jobs capture no trace; see lockstep.gen.gemm.harness)")
-    return make_jobs(scenario, params, np.random.default_rng(seed), int(opts.get("jobs", 12)), opts)
+    make = stream_jobs if stream else make_jobs
+    return make(scenario, params, np.random.default_rng(seed), int(opts.get("jobs", 12)), opts)
 
 
 def _geometry(tp: TopPorts, p: GemmParams) -> list[str]:
@@ -473,9 +477,8 @@ class GemmTpTest(EpisodeTest):
         if bad:
             raise ValueError(f"the testbench's parameters cannot drive this top: {', '.join(bad)}")
         self.ctx, self.params = ctx, p
-        with spent("golden"):
-            self.jobs = build_jobs(p, ctx.seed, ctx.opts)
-        self.count = len(self.jobs)
+        self.jobs, self.count = run_entries(ctx.opts, lambda: build_jobs(p, ctx.seed, ctx.opts),
+                                            lambda: build_jobs(p, ctx.seed, ctx.opts, stream=True))
         self.bfm = GemmTpBfm(cocotb.top, ctx, tp, self.count)
         for k, v in (("CTX", ctx), ("BFM", self.bfm), ("TB_PARAMS", p), ("PARAMS", p), ("EPISODES", self.jobs)):
             ConfigDB().set(None, "*", k, v)

@@ -46,10 +46,12 @@ outcome the model allows, as per-edge). ``errors`` is per-edge only
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import cocotb
@@ -64,7 +66,7 @@ from ..context import TbContext
 from ..coverage import Covergroup
 from ..episodes import (
     EpisodeBfm, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest, RecordError,
-    hex_field, write_episode_files,
+    hex_field, run_entries, write_episode_files,
 )
 from ..throughput import spent
 from .driver import TP
@@ -77,7 +79,7 @@ from .top_env import (
 __all__ = [
     "EDGE_ONLY", "EdgeStreamTest", "Episode", "EpisodeItem", "EpisodeRecord", "Final", "HostSeq",
     "HostTpBfm", "HostTpCoverage", "HostTpEnv", "HostTpScoreboard", "HostTpTest", "RecordMonitor", "Trace",
-    "EpisodeResult", "build_episode", "build_episodes", "check_episode", "episode_budget", "episode_seed", "read_final", "read_trace",
+    "EpisodeResult", "build_episode", "build_episodes", "check_episode", "stream_episodes", "episode_budget", "episode_seed", "read_final", "read_trace",
     "sample_bulk", "script", "stream_entry", "write_episode",
 ]
 
@@ -256,6 +258,15 @@ def build_episodes(p: HostParams, seed: int, opts: dict[str, Any]) -> list[Episo
     scenario = str(opts.get("scenario", "stream"))
     tasks = int(opts.get("tasks", 24))
     return [build_episode(p, scenario, seed, tasks, e) for e in range(int(opts.get("episodes", 1)))]
+
+
+def stream_episodes(p: HostParams, seed: int, opts: dict[str, Any]) -> Iterator[Episode]:
+    """The episodes of a streamed run (a ``cycles`` option): :func:`build_episode` for
+    ``e = 0, 1, ...`` without end (each episode is a run of its own seed), built as
+    they are taken."""
+    scenario = str(opts.get("scenario", "stream"))
+    tasks = int(opts.get("tasks", 24))
+    return (build_episode(p, scenario, seed, tasks, e) for e in itertools.count())
 
 
 def write_episode(folder: Path, ep: Episode, hp: HostPorts, ops_depth: int = OPS_DEPTH) -> None:
@@ -687,9 +698,8 @@ class HostTpTest(EpisodeTest):
         if bad:
             raise ValueError(f"the testbench's parameters cannot drive this top: {', '.join(bad)}")
         self.ctx, self.params = ctx, p
-        with spent("golden"):
-            self.eps = build_episodes(p, ctx.seed, ctx.opts)
-        self.count = len(self.eps)
+        self.eps, self.count = run_entries(ctx.opts, lambda: build_episodes(p, ctx.seed, ctx.opts),
+                                           lambda: stream_episodes(p, ctx.seed, ctx.opts))
         self.bfm = HostTpBfm(cocotb.top, ctx, hp, self.count)
         for k, v in (("CTX", ctx), ("BFM", self.bfm), ("TB_PARAMS", p), ("PARAMS", p), ("EPISODES", self.eps)):
             ConfigDB().set(None, "*", k, v)

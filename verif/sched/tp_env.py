@@ -37,8 +37,10 @@ them); ``dump_trace=1`` writes every episode's recorded trace to ``trace.json``.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -46,7 +48,7 @@ from typing import Any
 
 import cocotb
 import numpy as np
-from pyuvm import ConfigDB, uvm_sequence, uvm_subscriber
+from pyuvm import ConfigDB, uvm_subscriber
 
 from lockstep.gen.sched.harness import REASONS, FabricPorts, fabric_ports, harness_tail
 from lockstep.models import sched
@@ -54,11 +56,10 @@ from lockstep.models.sched.params import FabricParams
 
 from ..context import TbContext
 from ..episodes import (
-    EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeTest, RecordError, hex_field,
-    write_episode_files,
+    STREAM_MAX, EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest,
+    RecordError, hex_field, stream_cycles, write_episode_files,
 )
 from ..throughput import spent
-from ..seq import Item
 from .env import (
     Compiled, SchedCoverage, SchedTest, TraceScoreboard, _crosses_wrap, _jitter_bin, _period_bin, fwd_route,
     _slack_bin, make_program,
@@ -450,21 +451,20 @@ class SchedBfm(EpisodeBfm):
         return 16 + p.nt * (p.sd + p.words) + item.max_cycles + p.nt * p.words + 64
 
 
-class ProgramSeq(uvm_sequence):
-    """The run's programs, one sequence item per episode (episode ``e`` from seed ``seed + e``)."""
+class ProgramSeq(EpisodeSeq):
+    """The run's programs, one sequence item per episode (episode ``e`` from seed
+    ``seed + e``), each built as the run takes it (``programs`` of them, or a streamed
+    run's until its ``cycles``: :meth:`~lockstep.verif.episodes.EpisodeSeq.body`)."""
 
-    async def body(self) -> None:
+    def entries(self) -> Iterator[ProgramItem]:
         ctx: TbContext = ConfigDB().get(None, "", "CTX")
-        bfm: SchedBfm = ConfigDB().get(None, "", "BFM")
         p: FabricParams = ConfigDB().get(None, "", "TB_PARAMS")
         name = str(ctx.opt("program", "random"))
         txns = ctx.opt("txns", None)
-        for e in range(bfm.count):
+        for e in itertools.count():
             with spent("programs"):
                 program, expected = build_program(name, p, ctx.seed + e, txns)
-            item = Item(f"program{e}", ProgramItem(e, ctx.seed + e, program, expected))
-            await self.start_item(item)
-            await self.finish_item(item)
+            yield ProgramItem(e, ctx.seed + e, program, expected)
 
 
 class ProgramDriver(EpisodeDriver):
@@ -609,7 +609,7 @@ class SchedTpTest(EpisodeTest):
         if bad:
             raise ValueError(f"the testbench's parameters cannot drive this fabric: {', '.join(bad)}")
         self.ctx, self.params = ctx, p
-        self.count = int(ctx.opt("programs", 1))
+        self.count = STREAM_MAX if stream_cycles(ctx.opts) else int(ctx.opt("programs", 1))
         self.bfm = SchedBfm(cocotb.top, ctx, fp, self.count)
         for k, v in (("CTX", ctx), ("BFM", self.bfm), ("TB_PARAMS", p), ("PARAMS", ctx.params)):
             ConfigDB().set(None, "*", k, v)

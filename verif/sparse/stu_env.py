@@ -53,6 +53,8 @@ __all__ = ["JobPauses", "StuTest", "StuUnit", "job_pause_seed", "load_words"]
 
 #: ``ld_sel`` codes of ``stu_top``'s load port (gen/sparse/stu_top.py).
 LD_DATA, LD_WEIGHTS, LD_FC = 0, 1, 2
+#: Jobs whose cycles the summary's ``perf`` keeps (the first ones; a long run keeps no more).
+PERF_KEPT = 64
 #: The STU's counters and the golden :class:`~lockstep.models.sparse.Job` attribute each equals.
 COUNTERS = ("cyc_compute", "n_rounds", "n_mults", "n_deferred", "cyc_drain", "nnz_out")
 
@@ -263,8 +265,9 @@ class StuUnit(JobUnit):
                         f"{sparse.err_names(self.sticky, p.STU_ERR_NAMES)}")
         errs += self._check_taps(job, rd["taps"])
         errs += self._check_hand(job, obs)
-        self.perf.append({"kind": job.kind, "q": job.cfg.nnz, "wnz": job.cfg.wnz, "hw": job.cfg.h * job.cfg.w,
-                          "dense": job.cfg.dense, "cyc_compute": rd["cyc_compute"], "cycles": d})
+        if len(self.perf) < PERF_KEPT:
+            self.perf.append({"kind": job.kind, "q": job.cfg.nnz, "wnz": job.cfg.wnz, "hw": job.cfg.h * job.cfg.w,
+                              "dense": job.cfg.dense, "cyc_compute": rd["cyc_compute"], "cycles": d})
         return errs
 
     def _words(self, obs: Observation) -> list[tuple[int, int, int, bool]]:
@@ -397,5 +400,5 @@ class StuTest(JobTest):
         unit: StuUnit = self.unit
         if unit.rounds is not None:
             self.ctx.summary["rounds_coverage"] = unit.rounds.summary()
-        self.ctx.summary["perf"] = unit.perf[:64]
+        self.ctx.summary["perf"] = unit.perf
         self.ctx.write_summary()

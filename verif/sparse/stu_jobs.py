@@ -32,6 +32,7 @@ Scenarios (the ``scenario`` option of a testbench):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from lockstep.models.sparse.params import SparseParams
 
 from .raster_env import random_map
 
-__all__ = ["SCENARIOS", "StuJob", "chain", "make_jobs"]
+__all__ = ["SCENARIOS", "StuJob", "acc_after", "chain", "make_jobs", "stream_jobs"]
 
 #: Back-pressure rates a random job draws from.
 BACKPRESSURE = (0.0, 0.0, 0.3, 0.6)
@@ -129,21 +130,26 @@ def refused_job(kind: str, **cfg: Any) -> StuJob:
     return StuJob(c, [], np.zeros((max(c.n_out, 0), max(c.w, 0)), np.int64) if c.mode == sparse.FC else [], kind)
 
 
-def chain(jobs: list[StuJob], params: SparseParams) -> list[StuJob]:
+def chain(jobs: list[StuJob], params: SparseParams, acc: np.ndarray | None = None) -> list[StuJob]:
     """Fill each job's golden result, carrying the accumulator from job to job as the
-    hardware does: a refused start leaves it, ``emit = 0`` keeps it, a drain or a reset
-    clears it."""
-    acc = None
+    hardware does (from ``acc``, the accumulator before the first job): a refused start
+    leaves it, ``emit = 0`` keeps it, a drain or a reset clears it."""
     for j in jobs:
         if len(j.data) > params.depth:
             raise ValueError(f"{j!r}: {len(j.data)} data entries do not fit the memory (depth {params.depth})")
         j.acc_in = acc
         j.golden = sparse.stu_job(j.cfg, j.data, j.weights, params, acc=acc)
-        if j.reset_at is not None:
-            acc = None
-        elif not j.refused:
-            acc = None if j.cfg.emit else j.golden.acc
+        acc = acc_after(j)
     return jobs
+
+
+def acc_after(job: StuJob) -> np.ndarray | None:
+    """The accumulator after ``job`` (chained: its ``acc_in`` and golden result set)."""
+    if job.reset_at is not None:
+        return None
+    if job.refused:
+        return job.acc_in
+    return None if job.cfg.emit else job.golden.acc
 
 
 # ---------------------------------------------------------------------------------------
@@ -494,3 +500,20 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown STU scenario {scenario!r}; use one of {sorted(SCENARIOS)}")
     return chain(SCENARIOS[scenario](params, rng, count, widths), params)
+
+
+def stream_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, count: int,
+                widths: dict[str, int]) -> Iterator[StuJob]:
+    """:func:`make_jobs` repeated without end, ``count`` jobs at a time from the same
+    ``rng``, the accumulator chained across the repetitions: the jobs of a streamed
+    throughput run (the first ``count`` are ``make_jobs``'s), built as they are taken.
+
+    Raises:
+        ValueError: as :func:`make_jobs`, or a repetition with no job.
+    """
+    jobs = make_jobs(scenario, params, rng, count, widths)
+    while True:
+        if not jobs:
+            raise ValueError(f"STU scenario {scenario!r} made no job ({count} asked): nothing to stream")
+        yield from jobs
+        jobs = chain(SCENARIOS[scenario](params, rng, count, widths), params, acc_after(jobs[-1]))
