@@ -150,6 +150,35 @@ def test_make_mutate_smoke_kills_every_non_equivalent_mutant(tmp_path, capsys):
     assert "kill rate 100.0%" in out
 
 
+def test_a_timeout_is_confirmed_with_a_longer_bound_before_it_kills(monkeypatch):
+    """A mutant's run that hits its bound runs again with RETRY_FACTOR times the bound
+    (a loaded machine slows every run): a pass then is no kill, a second timeout is."""
+    import lockstep.verif.mutate as mm
+
+    calls: list[tuple[bool, float]] = []
+    second = {"verdict": "pass"}
+
+    def fake(name, sim, seed, rtl, timeout, mem):
+        calls.append((rtl is not None, timeout))
+        if rtl is None:
+            return mm.TbRun(name, "pass", 2.0)
+        n = sum(1 for mutant, _ in calls if mutant)
+        return mm.TbRun(name, "timeout" if n % 2 else second["verdict"], timeout)
+
+    monkeypatch.setattr(mm, "run_testbench", fake)
+    monkeypatch.setattr(mm, "equivalence", lambda *a, **k: ("survived", "a difference 3 cycles after reset"))
+    (dut,) = duts(["sched_counter_cw8"])
+    opt = mm.Options(n=1, seed=3, jobs=1)
+    rec = mm.mutate_dut(dut, opt, log=lambda *_: None)["mutants"][0]
+    bound = opt.timeout_factor * 2.0 + 30
+    assert [t for mutant, t in calls if mutant] == [bound, mm.RETRY_FACTOR * bound]
+    assert rec["runs"][0]["retried"] and rec["verdict"] == "survived", rec
+    second["verdict"] = "timeout"
+    calls.clear()
+    rec = mm.mutate_dut(dut, opt, log=lambda *_: None)["mutants"][0]
+    assert rec["verdict"] == "killed" and rec["how"] == "timeout" and len(rec["runs"]) == 2, rec
+
+
 # ---- the mutated block alone -----------------------------------------------------------------
 BLOCKS = """module top (clk, rst, a, b, y, z);
 input clk;
