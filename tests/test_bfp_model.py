@@ -868,6 +868,60 @@ def test_stats_stream_vs_reference(fmt):
     assert seen & FLAG_OVF
 
 
+STATS_FMTS = [
+    BfpFormat(w=8, e=5, n=4, stat_log2_win=3, k_sigma=1, stat_policy="sat", overflow="wrap"),
+    BfpFormat(w=8, e=4, n=4, stat_log2_win=2, k_sigma=2, stat_policy="reshift", rounding="rne"),
+    BfpFormat(w=16, e=6, n=8, stat_log2_win=5, k_sigma=3, stat_policy="sat", rounding="rne"),
+    BfpFormat(w=16, e=8, n=2, stat_log2_win=2, k_sigma=0, stat_policy="reshift", acc=64),
+    BfpFormat(w=4, e=8, n=8, rounding="rne", stat_log2_win=3, k_sigma=0, stat_policy="reshift"),
+    BfpFormat(w=16, e=5, n=16, overflow="wrap", stat_log2_win=5, k_sigma=2, stat_policy="reshift"),
+    BfpFormat(),
+]
+
+
+@pytest.mark.parametrize("fmt", STATS_FMTS, ids=lambda f: f"w{f.w}n{f.n}k{f.stat_log2_win}{f.stat_policy}")
+def test_stats_run_is_step_after_step(fmt):
+    """The vectorised :meth:`StatsSelector.run` gives what :meth:`step` gives vector by
+    vector, and leaves the same state (sums, count, offset, last e3, last window), over
+    random streams cut into random pieces (the state carried from call to call): scales
+    from 1 to the accumulator's top, zero vectors, e3 changes, windows of every size."""
+    for seed in range(25):
+        rng = np.random.default_rng(seed * 7 + fmt.w)
+        T = int(rng.integers(0, 300))
+        b = rng.integers(0, fmt.acc_bits - 2, size=T // 20 + 1).repeat(20)[:T]
+        lim = 2 ** (fmt.acc_bits - 1) - 1
+        acc = np.clip(np.rint(rng.standard_normal((T, fmt.n)) * (2.0 ** b)[:, None]), -lim, lim).astype(np.int64)
+        acc[rng.random(T) < 0.05] = 0
+        e3 = np.repeat(rng.integers(-(2**fmt.e), 2**fmt.e, size=T // 10 + 1), 10)[:T]
+        e3 = np.clip(np.where(rng.random(T) < 0.05, e3 + 1, e3), -(2**fmt.e), 2**fmt.e - 1)
+        vec, one = StatsSelector(fmt), StatsSelector(fmt)
+        cuts = [0, *sorted(rng.integers(0, T + 1, size=3).tolist()), T]
+        got = [vec.run(acc[lo:hi], e3[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+        e4, m, fl = (np.concatenate([g[k] for g in got]) for k in range(3))
+        for t in range(T):
+            w4, wm, wf = one.step(acc[t], int(e3[t]))
+            assert (int(e4[t]), m[t].tolist(), int(fl[t])) == (int(w4), wm.tolist(), int(wf)), (seed, t)
+        state = lambda s: (s.s1, s.s2, s.count, s.offset, s.last_e3, s.last_window)  # noqa: E731
+        assert state(vec) == state(one), seed
+
+
+def test_stats_run_traced_says_what_the_selector_did():
+    """The trace, worked by hand (w = 8, so the headroom is w - 2 = 6; a window is one
+    2-lane vector; k = 0, so hi = mu): [12, -12] is max mode, e4 = 0 + lop 12 - 6 = -3,
+    its window's mu = 12 (lop 3) sets offset -3; [3, 3]: e4 = -3, mu = 3 (lop 1), offset
+    -5; [1, 0]: e4 = -5, mu = 1 >> 1 = 0, no offset (lop -1), -5 kept; [100, 1]: e4 = -5,
+    lop 100 = 6 > -5 - 0 + 6: the guard (OVF, saturated), mu = 50 (lop 5), offset -1;
+    [5, 5] with e3 = 1: a restart, e4 = 1 - 1 = 0, mu = 5 (lop 2)."""
+    f = BfpFormat(w=8, e=5, n=2, stat_log2_win=1, k_sigma=0)
+    acc = np.array([[12, -12], [3, 3], [1, 0], [100, 1], [5, 5]])
+    e4, _, fl, tr = StatsSelector(f).run_traced(acc, [0, 0, 0, 0, 1])
+    assert e4.tolist() == [-3, -3, -5, -5, 0] and fl.tolist() == [0, 0, 0, FLAG_OVF, 0]
+    assert tr["max_mode"].tolist() == [True, False, False, False, False]
+    assert tr["window_end"].tolist() == [True] * 5 and tr["window_lop"].tolist() == [3, 1, -1, 5, 2]
+    assert tr["restart"].tolist() == [False, False, False, False, True]
+    assert tr["guard"].tolist() == [False, False, False, True, False]
+
+
 # ======================================================================================
 # BFP -> float32
 # ======================================================================================

@@ -17,7 +17,7 @@ from lockstep.gen.bfp.renorm import (
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.models.record import ParamError
-from lockstep.verif.bfp.renorm_env import RENORM_KINDS, acc_vectors
+from lockstep.verif.bfp.renorm_env import RENORM_KINDS, _stats_stream, acc_vectors, lop_bins
 from lockstep.verif.registry import TESTBENCHES
 
 #: The registered renormaliser formats (never restated here) and a degenerate corner.
@@ -80,3 +80,41 @@ def test_stats_refuses_bad_window(kwargs, field, tmp_path):
     """n must be a power of two that divides the window (the model's refusal)."""
     with pytest.raises(ParamError, match=rf"BfpFormat\.{field}="):
         emit_stats(BfpFormat(**kwargs), tmp_path)
+
+
+STATS_TBS = ["bfp_stats_patent", "bfp_stats_w8n4_rne", "bfp_stats_w12e6n4_wrap_sat", "bfp_stats_w16n16_reshift",
+             "bfp_stats_w4e8n8_reshift"]
+
+
+@pytest.mark.parametrize("name", STATS_TBS)
+def test_stats_stimulus_sweeps_every_leading_one_position(name):
+    """The statistics selector's stimulus, drawn chunk by chunk as both modes draw it:
+    it opens with one max-mode vector per leading-one position, each with an unclamped
+    exponent (e3 changing every vector, so no window of more than one vector completes
+    meanwhile); under the saturating policy its flat windows then set every position of
+    mu + k*sigma, each shown unclamped by the vector after (the model's own trace says
+    so, independently of the cover point's sampler). Under reshift a window never
+    completes above the offset in force, so the offset cannot climb to every position."""
+    fmt = TESTBENCHES[name].params
+    bins = lop_bins(fmt)
+    assert bins and bins == list(range(bins[0], bins[-1] + 1))
+    rng, state, parts = np.random.default_rng(3), {}, []
+    for _ in range(20):
+        parts.append(_stats_stream(rng, fmt, 1024, state))
+    acc = np.concatenate([p[0] for p in parts])
+    e3 = np.concatenate([p[1] for p in parts])
+    kinds = sum((p[2] for p in parts), [])
+    s = bfp.StatsSelector(fmt)
+    e4, _, fl, tr = s.run_traced(acc, e3)
+    clamp = bfp.FLAG_EXP_HI | bfp.FLAG_EXP_LO
+    k = len(bins)
+    assert kinds[:k] == ["sweep"] * k and "sweep" not in kinds[k:]
+    assert sorted(bfp.lop_int(np.abs(acc[:k]).max(axis=1)).tolist()) == bins
+    if (1 << fmt.stat_log2_win) > fmt.n:
+        assert tr["max_mode"][:k].all() and not (fl[:k] & clamp).any()
+    if fmt.stat_policy != "sat":
+        return
+    ends = np.flatnonzero(tr["window_end"][:-1])
+    shown = ends[(e3[ends + 1] == e3[ends]) & ~tr["max_mode"][ends + 1] & ((fl[ends + 1] & clamp) == 0)]
+    flat = [t for t in shown if kinds[t] == "flat"]
+    assert set(tr["window_lop"][flat].tolist()) >= set(bins)

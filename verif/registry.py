@@ -320,10 +320,9 @@ _BFP_UNITS = {
     "bfp_stats": "lockstep.verif.bfp.renorm_env:StatsUnit",
 }
 # One configuration per unit in the quick tier (each throughput build is one more
-# simulator build per simulator), every other configuration in the full tier. The
-# statistics selector runs in the full tier only: its golden model steps one vector at a
-# time in Python (the window state), about 2,000 vectors/s, too slow for 100,000 in make test.
-_TP_QUICK = {"bfp_quantize_patent", "bfp_dot_patent", "bfp_renorm_patent", "bfp_to_float_patent", "bfp_mx_fp8_e4m3"}
+# simulator build per simulator), every other configuration in the full tier.
+_TP_QUICK = {"bfp_quantize_patent", "bfp_dot_patent", "bfp_renorm_patent", "bfp_stats_patent", "bfp_to_float_patent",
+             "bfp_mx_fp8_e4m3"}
 for _name, _tb in list(TESTBENCHES.items()):
     _prefix = next((p for p in _BFP_UNITS if _name.startswith(p + "_")), None)
     if _prefix is None or _name.endswith("_mutant") or _tb.test_module.endswith("_patent"):

@@ -1025,7 +1025,8 @@ class StatsSelector:
         return e4, m, flags
 
     def run(self, accs: ArrayLike, e3s: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`step` over a sequence of vectors.
+        """:meth:`step` over a sequence of vectors, vectorised (the same outputs and the
+        same state after it).
 
         Args:
             accs: shape ``(T, n)``.
@@ -1034,21 +1035,126 @@ class StatsSelector:
         Returns:
             ``(e4 (T,), mantissas (T, n), flags (T,))`` int64 arrays.
 
+        Raises:
+            ValueError: wrong shape or out-of-range values.
+
         Example:
             >>> s = StatsSelector(BfpFormat(w=8, e=5, n=2, stat_log2_win=1))
             >>> e4, m, fl = s.run([[64, 64], [64, 64], [200, 0]], 0)
             >>> e4.tolist(), decode_flags(int(fl[2]))
             ([0, 0, 0], ['ovf'])
         """
-        a = _int_array(accs, "accs")
-        if a.ndim != 2:
-            raise ValueError(f"accs: expected shape (T, n), got {a.shape}")
-        e = _broadcast(_int_array(e3s, "e3s"), (a.shape[0],), "e3s")
-        outs = [self.step(a[t], int(e[t])) for t in range(a.shape[0])]
-        e4 = np.array([o[0] for o in outs], dtype=np.int64)
-        m = np.array([o[1] for o in outs], dtype=np.int64).reshape(a.shape)
-        fl = np.array([o[2] for o in outs], dtype=np.int64)
+        e4, m, fl, _ = self.run_traced(accs, e3s)
         return e4, m, fl
+
+    def run_traced(self, accs: ArrayLike, e3s: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+        """:meth:`run`, and per vector what the selector did (for coverage).
+
+        The window state is sequential, but the offset only changes when a window
+        completes, so the vectors up to the next completion are computed together: the
+        exponents and guards from the offset in force, the restarts (a changed ``e3``,
+        a reshift) and the running count by segment; a horizon of about two windows
+        bounds each step's work, so a run costs O(T) whatever its length.
+
+        Returns:
+            ``(e4, mantissas, flags, trace)``; ``trace`` holds ``(T,)`` arrays:
+            ``max_mode`` (the exponent came from :func:`select_max`: before the first
+            window, or a reshift), ``restart`` (``e3`` changed: the sums were cleared),
+            ``guard`` (offset mode: ``lop(max|acc|)`` exceeded the offset's headroom),
+            ``window_end`` (a window completed with this vector) and ``window_lop``
+            (``lop(mu + k*sigma)`` of that window, -1 for none or ``hi = 0``).
+        """
+        fmt = self.fmt
+        a = _int_array(accs, "accs")
+        if a.ndim != 2 or a.shape[1] != fmt.n:
+            raise ValueError(f"accs: expected shape (T, {fmt.n}), got {a.shape}")
+        a = _check_acc(a, fmt, "accs")
+        T, n = a.shape
+        e = np.array(_check_e3(_int_array(e3s, "e3s"), fmt, (T,)), dtype=np.int64)
+        mag = _abs_u64(a)
+        mx = mag.max(axis=1) if T else np.zeros(0, np.uint64)
+        lop = _lop_u64(mx)
+        zero = mx == 0
+        prev = np.empty(T, np.int64)
+        if T:
+            prev[0] = e[0] if self.last_e3 is None else self.last_e3
+            prev[1:] = e[:-1]
+        restart = e != prev
+        e4 = np.zeros(T, np.int64)
+        flags = np.where(zero, FLAG_ZERO, 0).astype(np.int64)
+        sat = np.zeros(T, bool)
+        max_mode = np.zeros(T, bool)
+        guard = np.zeros(T, bool)
+        window_end = np.zeros(T, bool)
+        window_lop = np.full(T, -1, np.int64)
+        full = 1 << fmt.stat_log2_win
+        horizon = 2 * (full // n) + 8
+        i = 0
+        while i < T:
+            j = min(T, i + horizon)
+            sl = slice(i, j)
+            ez, zz = e[sl], zero[sl]
+            if self.offset is None:
+                e4s, fls = _select_max(mag[sl], ez, fmt)
+                g = np.zeros(j - i, bool)
+                mm = np.ones(j - i, bool)
+                accm = np.ones(j - i, bool)
+            else:
+                want = ez + self.offset
+                e4s = np.clip(want, fmt.e_min, fmt.e_max)
+                fls = np.where(zz, FLAG_ZERO, 0) | np.where(want > fmt.e_max, FLAG_EXP_HI, 0) \
+                    | np.where(want < fmt.e_min, FLAG_EXP_LO, 0)
+                g = ~zz & (lop[sl] > e4s - ez + fmt.w - 2)
+                mm = np.zeros(j - i, bool)
+                accm = np.ones(j - i, bool)
+                if fmt.stat_policy != "sat" and g.any():   # reshift: max mode, sums cleared, not accumulated
+                    e4m, fm = _select_max(mag[sl], ez, fmt)
+                    e4s = np.where(g, e4m, e4s)
+                    fls = np.where(g, fm, fls)
+                    mm, accm = g, ~g
+                fls = fls | np.where(g, FLAG_OVF, 0)
+            # the running count: a segment starts at a restart or after a reshift vector
+            start = restart[sl].copy()
+            start[1:] |= ~accm[:-1]
+            inc = np.where(accm, n, 0)
+            csum = np.cumsum(inc)
+            base = np.maximum.accumulate(np.where(start, csum - inc, 0))
+            first_seg = ~np.logical_or.accumulate(start)
+            cnt = csum - base + np.where(first_seg, self.count, 0)
+            done = accm & (cnt >= full)
+            stop = int(np.argmax(done)) if done.any() else j - i - 1
+            k = i + stop + 1   # this step settles the vectors [i, k)
+            e4[i:k], flags[i:k] = e4s[:stop + 1], flags[i:k] | fls[:stop + 1]
+            sat[i:k] = g[:stop + 1] & (fmt.stat_policy == "sat")
+            max_mode[i:k], guard[i:k] = mm[:stop + 1], g[:stop + 1]
+            # the sums of the segment the step ends in (its accumulated vectors)
+            seg0 = int(np.flatnonzero(start[:stop + 1])[-1]) if start[:stop + 1].any() else 0
+            keep = accm[seg0:stop + 1]
+            o = a[i + seg0:k][keep].astype(object)
+            s1 = int(np.abs(o).sum()) if o.size else 0
+            s2 = int((o * o).sum()) if o.size else 0
+            if first_seg[stop]:
+                s1, s2 = s1 + self.s1, s2 + self.s2
+            if not accm[stop]:   # ends on a reshift vector: cleared
+                s1 = s2 = 0
+            self.last_e3 = int(e[k - 1])
+            if done[stop]:
+                win = stats_window(s1, s2, fmt)
+                self.last_window = win
+                if win.offset is not None:
+                    self.offset = win.offset
+                window_end[k - 1] = True
+                window_lop[k - 1] = int(win.hi).bit_length() - 1
+                self._clear()
+            else:
+                self.s1, self.s2, self.count = s1, s2, int(cnt[stop]) if accm[stop] else 0
+            i = k
+        m, f2 = _shift_to(a, e, e4, fmt, fmt.overflow)
+        if sat.any() and fmt.overflow != "sat":
+            ms, fs = _shift_to(a[sat], e[sat], e4[sat], fmt, "sat")
+            m[sat], f2[sat] = ms, fs
+        trace = {"max_mode": max_mode, "restart": restart, "guard": guard, "window_end": window_end, "window_lop": window_lop}
+        return e4, m, flags | f2, trace
 
 
 # ---- BFP -> float32 ----------------------------------------------------------------------

@@ -314,20 +314,82 @@ class RenormTest(StreamTest):
 
 
 # ---- statistics mode (stretch) ------------------------------------------------------------
-def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``(acc (count, n), e3 (count,), kinds)``: segments of constant ``e3`` (so windows
-    complete), Gaussian lanes at a per-segment scale, outlier lanes (overflow guard),
-    zero vectors and corner vectors from :func:`acc_vectors`."""
+def _e3_span(fmt: BfpFormat, offset: int) -> tuple[int, int]:
+    """The ``e3`` (in its ``e_sum_bits`` range) whose ``e3 + offset`` needs no clamp to
+    ``[e_min, e_max]``: ``(lo, hi)``, empty when ``lo > hi``."""
+    return max(-(1 << fmt.e), fmt.e_min - offset), min((1 << fmt.e) - 1, fmt.e_max - offset)
+
+
+def _unclamped_e3(rng: np.random.Generator, fmt: BfpFormat, offset: int) -> int:
+    """A random ``e3`` of :func:`_e3_span` (which must not be empty)."""
+    lo, hi = _e3_span(fmt, offset)
+    return int(rng.integers(lo, hi + 1))
+
+
+def lop_bins(fmt: BfpFormat) -> list[int]:
+    """The leading-one positions ``p`` (``0 .. acc_bits - 2``: a magnitude an
+    accumulator lane holds, or a window of equal ones' ``mu + k*sigma``) whose exponent
+    ``e3 + p - (w - 2)`` some ``e3`` shows unclamped: the bins of ``bfp.stats.max_lop``
+    (the largest magnitude, max mode) and ``bfp.stats.window_lop`` (a window), and the
+    positions the stimulus sweeps."""
+    span = (lambda p: _e3_span(fmt, p - (fmt.w - 2)))
+    return [p for p in range(min(fmt.acc_bits - 1, 63)) if span(p)[0] <= span(p)[1]]
+
+
+def _lane_at(rng: np.random.Generator, p: int, size: int | None = None) -> np.ndarray:
+    """Magnitudes with their leading one at bit ``p`` (uniform in ``[2**p, 2**(p+1))``)."""
+    return (1 << p) + rng.integers(0, 1 << p, size=size, dtype=np.int64) if p else np.ones(size, np.int64)
+
+
+def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
+                  state: dict | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(acc (count, n), e3 (count,), kinds)``; ``state`` (a dict, empty at first) carries
+    the sweeps from one call to the next (the stimulus is drawn chunk by chunk).
+
+    First a *max-mode sweep* (kind ``sweep``): one vector per position of
+    :func:`lop_bins`, its largest magnitude's leading one there and its ``e3`` such
+    that max mode's exponent needs no clamp, ``e3`` changing from vector to vector (a
+    window of more than one vector never completes, so all of them are max mode: every
+    bit of the leading-one tree shows in ``e4``). Then segments of constant ``e3`` (so windows complete):
+    Gaussian lanes at a per-segment scale, outlier lanes (overflow guard), zero vectors
+    and corner vectors from :func:`acc_vectors`; and *flat* segments (kind ``flat``) of
+    equal magnitudes at the next position of :func:`lop_bins` (so the window's
+    ``mu + k*sigma`` has its leading one there) whose ``e3`` shows the resulting offset
+    unclamped."""
     n, w, a = fmt.n, fmt.w, fmt.acc_bits
     nv = (1 << fmt.stat_log2_win) // n
     lo, hi = -(1 << (a - 1)), (1 << (a - 1)) - 1
     es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
+    state = {} if state is None else state
     accs, e3s, kinds = [], [], []
+    sweep = [] if state.get("swept") else rng.permutation(lop_bins(fmt)).tolist()[:count]
+    state["swept"] = True
+    for p in sweep:
+        v = np.minimum(_lane_at(rng, int(rng.integers(0, p + 1)), n), hi) if p else rng.integers(0, 2, n)
+        v[int(rng.integers(0, n))] = min(int(_lane_at(rng, p, 1)[0]), hi)
+        e3 = _unclamped_e3(rng, fmt, p - (w - 2))
+        if e3s and e3 == e3s[-1]:
+            e3 = e3 + 1 if e3 < es_hi else e3 - 1
+        accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
+        e3s.append(e3)
+        kinds.append("sweep")
+    flat = state.setdefault("flat", [])
     corner, corner_kinds = acc_vectors(rng, fmt, count)
     names = list(RENORM_KINDS)
     while len(accs) < count:
         length = int(rng.integers(1, 3 * nv + 3))
-        b = int(rng.integers(1, a - 1))  # lanes ~ N(0, 2**b)
+        if rng.random() < 0.5 and count - len(accs) > nv:   # a window of equal magnitudes, then its offset shown
+            if not flat:
+                flat += rng.permutation(lop_bins(fmt)).tolist()
+            p = flat.pop()
+            e3 = _unclamped_e3(rng, fmt, p - (w - 2))
+            c = min(int(_lane_at(rng, p, 1)[0]), hi)
+            for _ in range(min(nv + int(rng.integers(1, 4)), count - len(accs))):
+                accs.append(np.where(rng.random(n) < 0.5, -c, c).astype(np.int64))
+                e3s.append(e3)
+                kinds.append("flat")
+            continue
+        b = int(rng.integers(0, a - 1))  # lanes ~ N(0, 2**b)
         target = int(rng.integers(fmt.e_min - 2, fmt.e_max + 3))
         e3 = int(np.clip(target - b + (w - 2), es_lo, es_hi)) if rng.random() < 0.8 else int(rng.integers(es_lo, es_hi + 1))
         for _ in range(min(length, count - len(accs))):
@@ -361,7 +423,7 @@ class StatsUnit(RenormUnit):
     covergroup = "bfp.stats"
 
     def items(self, rng: np.random.Generator, count: int) -> list[RenormItem]:
-        acc, e3, kinds = _stats_stream(rng, self.params, count)
+        acc, e3, kinds = _stats_stream(rng, self.params, count, self._stim)
         cols = {"acc": acc, "e3": e3, "fixed": np.zeros(count, bool), "e4": np.zeros(count, np.int64),
                 "kind": np.array(kinds, dtype=str)}
         return drawn_items(RenormItem, cols, _FIELDS)
@@ -376,12 +438,14 @@ class StatsUnit(RenormUnit):
         # checks the whole run in one call, the throughput one chunk by chunk.
         self._gold = bfp.StatsSelector(params)
         self._cov = bfp.StatsSelector(params)
+        self._stim: dict = {}              # the stimulus's sweeps, from chunk to chunk
+        self._pending = (-1, 0)            # (lop, e3) of a window ending a chunk: shown by the next one
 
     def save_state(self):
-        return copy.deepcopy((self._gold, self._cov))
+        return copy.deepcopy((self._gold, self._cov, self._pending))
 
     def load_state(self, state) -> None:
-        self._gold, self._cov = copy.deepcopy(state)
+        self._gold, self._cov, self._pending = copy.deepcopy(state)
 
     def golden(self, items, fmt=None, cols=None):
         fmt = fmt or self.params
@@ -394,6 +458,7 @@ class StatsUnit(RenormUnit):
         return [e.replace(", max)", ", stats)") for e in errors], bad, sticky
 
     def define_coverage(self, cg: Covergroup) -> None:
+        fmt: BfpFormat = self.params
         for name in ("zero", "exp_hi", "exp_lo", "ovf"):
             bit = bfp.FLAG_NAMES[name]
             cg.point(f"flag_{name}", lambda t, b=bit: bool(t["flags"] & b), [False, True])
@@ -401,38 +466,49 @@ class StatsUnit(RenormUnit):
         cg.point("guard", lambda t: t["guard"], [False, True])
         cg.point("restart", lambda t: t["restart"], [False, True])
         cg.point("window_end", lambda t: t["window_end"], [False, True])
-        cg.point("kind", lambda t: t["kind"].split("_")[0], ["gauss", "outlier", "zero", "corner"])
+        cg.point("kind", lambda t: t["kind"].split("_")[0], ["gauss", "outlier", "zero", "corner", "sweep", "flat"])
+        # the leading-one trees, position by position, where the output shows them: the
+        # largest magnitude's in max mode with e4 unclamped; a window's mu + k*sigma with
+        # the offset it sets unclamped on the next vector (-1: not such a vector). Max
+        # mode lasts through the stimulus's opening sweep only when a window spans more
+        # than one vector; under the reshift policy a window never completes above the
+        # offset in force (its vectors are reshifted and not accumulated), so the offset
+        # cannot climb to every position: those configurations have no such point.
+        if (1 << fmt.stat_log2_win) > fmt.n:
+            cg.point("max_lop", lambda t: t["max_lop"], lop_bins(fmt))
+        if fmt.stat_policy == "sat":
+            cg.point("window_lop", lambda t: t["window_lop"], lop_bins(fmt))
 
-    # The selector's window state is sequential: sampled transaction by transaction (the
-    # throughput mode transposes these rows), not with the renormaliser's columns.
-    sample_columns = StreamUnit.sample_columns
-
-    def samples(self, items: list[RenormItem], outs: list[Beat]) -> list[dict]:
-        fmt: BfpFormat = self.params
+    def sample_columns(self, items: list[RenormItem], outs: list[Beat]) -> dict[str, np.ndarray]:
+        """The cover fields, from a second selector traced over the same vectors
+        (:meth:`~lockstep.models.bfp.StatsSelector.run_traced`: the selector's window
+        state runs on from chunk to chunk)."""
         _, _, d_flg = self._decode(outs)
-        sel = self._cov
-        res = []
-        for it, f in zip(items, d_flg):
-            restart = sel.last_e3 is not None and it.e3 != sel.last_e3
-            off = sel.offset
-            guard = False
-            mx = int(np.abs(it.acc.astype(object)).max())
-            if off is not None and mx:
-                e4 = min(max(it.e3 + off, fmt.e_min), fmt.e_max)
-                guard = mx.bit_length() - 1 > e4 - it.e3 + fmt.w - 2
-            before = sel.last_window
-            sel.step(it.acc, it.e3)
-            res.append(
-                {
-                    "flags": int(f),
-                    "phase": "max" if off is None else "offset",
-                    "guard": guard,
-                    "restart": restart,
-                    "window_end": sel.last_window is not before,
-                    "kind": it.kind,
-                }
-            )
-        return res
+        c = self.columns(items)
+        acc, e3 = c["acc"], c["e3"]
+        _, _, _, tr = self._cov.run_traced(acc, e3)
+        clamp = bfp.FLAG_NAMES["exp_hi"] | bfp.FLAG_NAMES["exp_lo"]
+        mag = np.where(acc < 0, (~acc).astype(np.uint64) + np.uint64(1), acc.astype(np.uint64)).max(axis=1)
+        lop = np.where(mag > 0, bfp.lop_int(np.maximum(mag, np.uint64(1))), -1)   # -1: an all-zero vector
+        shown = tr["max_mode"] & (lop >= 0) & ((d_flg & clamp) == 0)
+        # a window's position counts on the next vector when that one shows the offset
+        # unclamped (same e3, offset mode); the window may end the previous chunk
+        prev_lop = np.concatenate([[self._pending[0]], np.where(tr["window_end"], tr["window_lop"], -1)[:-1]])
+        prev_e3 = np.concatenate([[self._pending[1]], e3[:-1]])
+        show = (prev_lop >= 0) & (e3 == prev_e3) & ~tr["max_mode"] & ((d_flg & clamp) == 0)
+        wl = np.where(show, prev_lop, -1)
+        if len(e3):
+            self._pending = (int(tr["window_lop"][-1]) if tr["window_end"][-1] else -1, int(e3[-1]))
+        return {
+            "flags": d_flg,
+            "phase": np.where(tr["max_mode"] & ~tr["guard"], "max", "offset"),
+            "guard": tr["guard"],
+            "restart": tr["restart"],
+            "window_end": tr["window_end"],
+            "kind": c["kind"],
+            "max_lop": np.where(shown, lop, -1),
+            "window_lop": wl,
+        }
 
 
 class StatsTest(StreamTest):
