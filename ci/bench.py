@@ -153,6 +153,12 @@ def models() -> list[dict[str, Any]]:
     fmt = BfpFormat(w=8, e=5, n=16, rounding="rne")
     blocks = x.view(np.uint32).reshape(-1, 16)
     add("bfp", "quantize w8 e5 n16 rne", "elements", _rate(lambda: bfp.quantize(blocks, fmt), x.size))
+    # the statistics selector (sequential window state): claim-29 widths, e3 changing every 500 vectors
+    sf = BfpFormat(w=16, e=5, n=16, stat_log2_win=10, k_sigma=3)
+    acc = np.rint(rng.standard_normal((100_000, 16)) * 4096).astype(np.int64)
+    e3 = np.repeat(rng.integers(-20, 20, size=200), 500)
+    add("bfp", "StatsSelector.run w16 n16 window 1024", "vectors",
+        _rate(lambda: bfp.StatsSelector(sf).run(acc, e3), len(acc), reps=3))
 
     prog = sched.random_program(3, FabricParams(sd=1024), n_txn=400, span=2000, max_len=16)
     cycles = sched.execute(prog).cycles

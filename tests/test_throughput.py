@@ -32,7 +32,7 @@ def test_every_bfp_unit_has_a_quick_throughput_testbench():
     """Each streaming unit of the BFP family runs in throughput mode in make test, with the
     quick tier's depth (100,000 transactions on Verilator, 10,000 on Icarus)."""
     units = {TESTBENCHES[n].toplevel for n in QUICK_TP}
-    assert units >= {"bfp_quantize", "bfp_dot", "bfp_renorm", "bfp_to_float", "bfp_mx_quantize"}
+    assert units >= {"bfp_quantize", "bfp_dot", "bfp_renorm", "bfp_stats", "bfp_to_float", "bfp_mx_quantize"}
     for n in QUICK_TP:
         tb = TESTBENCHES[n]
         if not tb.expect_fail:
