@@ -107,9 +107,10 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     s = bfp.StatsSelector(fmt)
     e4, _, fl, tr = s.run_traced(acc, e3)
     clamp = bfp.FLAG_EXP_HI | bfp.FLAG_EXP_LO
-    k = len(bins)
+    k = len(bins) + 1
     assert kinds[:k] == ["sweep"] * k and "sweep" not in kinds[k:]
-    assert sorted(bfp.lop_int(np.abs(acc[:k]).max(axis=1)).tolist()) == bins
+    mx = np.abs(acc[:k]).max(axis=1)
+    assert sorted(bfp.lop_int(mx[mx > 0]).tolist()) == bins and (mx == 0).sum() == 1
     if (1 << fmt.stat_log2_win) > fmt.n:
         assert tr["max_mode"][:k].all() and not (fl[:k] & clamp).any()
     if fmt.stat_policy != "sat":

@@ -347,7 +347,8 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     the sweeps from one call to the next (the stimulus is drawn chunk by chunk).
 
     First a *max-mode sweep* (kind ``sweep``): one vector per position of
-    :func:`lop_bins`, its largest magnitude's leading one there and its ``e3`` such
+    :func:`lop_bins` (and one all-zero vector), its largest magnitude's leading one
+    there, in each lane in turn, and its ``e3`` such
     that max mode's exponent needs no clamp, ``e3`` changing from vector to vector (a
     window of more than one vector never completes, so all of them are max mode: every
     bit of the leading-one tree shows in ``e4``). Then segments of constant ``e3`` (so windows complete):
@@ -362,12 +363,13 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
     state = {} if state is None else state
     accs, e3s, kinds = [], [], []
-    sweep = [] if state.get("swept") else rng.permutation(lop_bins(fmt)).tolist()[:count]
+    sweep = [] if state.get("swept") else rng.permutation([*lop_bins(fmt), -1]).tolist()[:count]
     state["swept"] = True
-    for p in sweep:
-        v = np.minimum(_lane_at(rng, int(rng.integers(0, p + 1)), n), hi) if p else rng.integers(0, 2, n)
-        v[int(rng.integers(0, n))] = min(int(_lane_at(rng, p, 1)[0]), hi)
-        e3 = _unclamped_e3(rng, fmt, p - (w - 2))
+    for k, p in enumerate(sweep):   # -1: an all-zero vector (max mode's e_min)
+        v = np.minimum(_lane_at(rng, int(rng.integers(0, p + 1)), n), hi) if p > 0 else rng.integers(0, 2, n) * (p + 1)
+        if p >= 0:
+            v[k % n] = min(int(_lane_at(rng, p, 1)[0]), hi)   # the largest in each lane in turn
+        e3 = _unclamped_e3(rng, fmt, max(p, 0) - (w - 2))
         if e3s and e3 == e3s[-1]:
             e3 = e3 + 1 if e3 < es_hi else e3 - 1
         accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
@@ -476,6 +478,7 @@ class StatsUnit(RenormUnit):
         # cannot climb to every position: those configurations have no such point.
         if (1 << fmt.stat_log2_win) > fmt.n:
             cg.point("max_lop", lambda t: t["max_lop"], lop_bins(fmt))
+            cg.point("max_zero", lambda t: t["max_zero"], [False, True])
         if fmt.stat_policy == "sat":
             cg.point("window_lop", lambda t: t["window_lop"], lop_bins(fmt))
 
@@ -507,6 +510,7 @@ class StatsUnit(RenormUnit):
             "window_end": tr["window_end"],
             "kind": c["kind"],
             "max_lop": np.where(shown, lop, -1),
+            "max_zero": tr["max_mode"] & (lop < 0),
             "window_lop": wl,
         }
 
