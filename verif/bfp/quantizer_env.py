@@ -22,7 +22,7 @@ from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
-from .stimulus import KINDS, drawn_items, float_blocks
+from .stimulus import KINDS, LONE_CLASSES, drawn_items, float_blocks, float_kind, lone_class
 
 __all__ = ["PATENT_VECTORS", "QuantItem", "QuantUnit", "QuantTest", "QuantPatentTest"]
 
@@ -76,12 +76,23 @@ class QuantUnit(StreamUnit):
     out_fields = ["data", "exp", "flags"]
     covergroup = "bfp.quantizer"
 
+    #: the run's opening sweep of ``lone`` blocks is drawn (the stimulus comes chunk by chunk)
+    _lone_swept = False
+
     def items(self, rng: np.random.Generator, count: int) -> list[QuantItem]:
+        """Random blocks of the ``kinds`` mix; a mix with ``lone`` blocks opens the run
+        with one of each class in each lane (:data:`~.stimulus.LONE_CLASSES`), so even a
+        short run sees every lane's detectors alone."""
         fmt: BfpFormat = self.params
-        bits, kinds = float_blocks(rng, fmt, count, self.ctx.opt("kinds", None))
+        mix = self.ctx.opt("kinds", None) or KINDS
+        bits, kinds = float_blocks(rng, fmt, count, mix)
+        if mix.get("lone", 0) > 0 and not self._lone_swept:
+            k = min(count, len(LONE_CLASSES) * fmt.n)
+            bits[:k], kinds[:k] = float_kind(rng, "lone", k, fmt), list(mix).index("lone")
+            self._lone_swept = True
         force = rng.random(count) < float(self.ctx.opt("force_rate", 0.1))
         exps = rng.integers(fmt.e_min, fmt.e_max + 1, size=count)
-        names = np.array(list(self.ctx.opt("kinds", None) or KINDS))
+        names = np.array(list(mix))
         return drawn_items(QuantItem, {"bits": bits, "force": force, "exp": exps, "kind": names[kinds]},
                            ["bits", "force", "exp", "kind"])
 
@@ -151,6 +162,8 @@ class QuantUnit(StreamUnit):
         cg.point("forced", lambda t: t["force"], [False, True])
         mix = self.ctx.opt("kinds", None) or KINDS
         cg.point("kind", lambda t: t["kind"], [k for k, wgt in mix.items() if wgt > 0])
+        if mix.get("lone", 0) > 0:   # each detector of each lane alone: a class in one lane, the rest normal
+            cg.point("lone", lambda t: t["lone"], [f"{c}@{lane}" for c in LONE_CLASSES for lane in range(fmt.n)])
         if fmt.rounding == "rne":
             cg.point("round_up", lambda t: t["round_up"], [False, True])
 
@@ -164,6 +177,7 @@ class QuantUnit(StreamUnit):
             "exp": d_exp,
             "force": col(items, "force", bool),
             "kind": col(items, "kind"),
+            "lone": lone_class(col(items, "bits", np.uint32)),
             "round_up": (np.abs(d_man) > np.abs(m_t)).any(axis=1),
         }
 

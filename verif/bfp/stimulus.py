@@ -15,7 +15,7 @@ import numpy as np
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.columns import Items, item_columns
 
-__all__ = ["KINDS", "drawn_items", "float_blocks", "float_kind", "item_columns", "pick_kinds"]
+__all__ = ["KINDS", "LONE_CLASSES", "drawn_items", "float_blocks", "float_kind", "item_columns", "lone_class", "pick_kinds"]
 
 F32_INF = np.uint32(0x7F800000)
 F32_QNAN = np.uint32(0x7FC00000)
@@ -32,7 +32,14 @@ KINDS: dict[str, float] = {
     "zero": 1.0,  # all +-0
     "special": 1.0,  # NaN / +-Inf mixed with normal values
     "subnormal": 1.0,  # float32 subnormals (alone or with normals)
+    "lone": 3.0,  # one lane of a class in LONE_CLASSES among normal values: every class in every lane
 }
+
+#: The value classes a ``lone`` block puts in one lane (the others normal), each class in
+#: each lane once per :func:`float_kind` call of at least ``len(LONE_CLASSES) * n`` blocks:
+#: a per-lane detector (NaN, Inf, subnormal) stuck or swapped shows only when its lane is
+#: the only one of its class.
+LONE_CLASSES = ("nan", "+inf", "-inf", "subnormal", "min_normal", "max_normal")
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -96,7 +103,37 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         out |= rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
         mix = rng.random((count, 1)) < 0.3
         return np.where(mix & (rng.random((count, n)) < 0.2), _bits(np.ldexp(1.0, -120) * np.ones((count, n))), out)
+    if kind == "lone":
+        # normal lanes, far from both ends of float32 (none of them is of a lone class)
+        out = _bits(rng.standard_normal((count, n)) * _scale(rng, count, max(lo, -90), min(hi, 90)))
+        combo = np.resize(rng.permutation(len(LONE_CLASSES) * n), count)
+        cls, lane = combo // n, combo % n
+        sign = rng.integers(0, 2, size=count, dtype=np.uint32) << np.uint32(31)
+        frac = rng.integers(1, 1 << 23, size=count, dtype=np.uint32)
+        val = np.select(
+            [cls == 0, cls == 1, cls == 2, cls == 3, cls == 4],
+            [F32_QNAN | (frac >> np.uint32(1)), F32_INF, F32_INF | np.uint32(0x80000000), sign | frac,
+             sign | np.uint32(1 << 23) | frac],
+            sign | np.uint32(254 << 23) | frac,
+        ).astype(np.uint32)
+        out[np.arange(count), lane] = val
+        return out
     raise ValueError(f"unknown stimulus kind {kind!r}; known: {sorted(KINDS)}")
+
+
+def lone_class(bits: np.ndarray) -> np.ndarray:
+    """Per block ``(count, n)`` of float32 bits: ``"<class>@<lane>"`` when exactly one
+    lane holds a value of a :data:`LONE_CLASSES` class (NaN, +-Inf, subnormal, the
+    smallest or the largest normal exponent), else ``""``."""
+    b = np.asarray(bits, dtype=np.uint32)
+    be, frac, neg = (b >> np.uint32(23)) & np.uint32(0xFF), b & np.uint32(0x7FFFFF), (b >> np.uint32(31)) == 1
+    cls = np.select([(be == 255) & (frac != 0), (be == 255) & ~neg, be == 255, (be == 0) & (frac != 0), be == 1,
+                     be == 254], list(range(len(LONE_CLASSES))), -1)
+    one = (cls >= 0).sum(axis=1) == 1
+    lane = np.argmax(cls >= 0, axis=1)
+    names = np.array([f"{c}@" for c in LONE_CLASSES], dtype=object)
+    got = names[cls[np.arange(len(b)), lane].clip(0)] + lane.astype(str).astype(object)
+    return np.where(one, got, "").astype(str)
 
 
 def pick_kinds(rng: np.random.Generator, weights: dict[str, float], count: int) -> np.ndarray:
