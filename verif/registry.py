@@ -461,6 +461,10 @@ def _sched_tp(edge: str, tier: str = "full", **opts: Any) -> None:
 # One configuration in the quick tier, with a negative twin on the same build (no extra
 # simulator build): its testbench believes the ALU takes 3 cycles, the fabric takes 2.
 _sched_tp("sched_random", tier="quick")
+# the 4-tile ring and the 2 x 2 mesh too: one program per run left most of their FWD
+# routes (every tile, every source and output port: sched.issue.fwd_route) untried
+_sched_tp("sched_random_nt4_hop2", tier="quick")
+_sched_tp("sched_mesh_random", tier="quick")
 _register(Testbench(
     name="sched_random_mutant_tp", family="sched", toplevel="sched_ring", params=FabricParams(),
     tb_params=FabricParams(l_alu=3), generator="lockstep.gen.sched:emit_ring",
