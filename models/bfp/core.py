@@ -1058,7 +1058,8 @@ class StatsSelector:
 
         Returns:
             ``(e4, mantissas, flags, trace)``; ``trace`` holds ``(T,)`` arrays:
-            ``max_mode`` (the exponent came from :func:`select_max`: before the first
+            ``lop`` (``lop(max|acc|)``, -1 for an all-zero vector), ``max_mode`` (the
+            exponent came from :func:`select_max`: before the first
             window, or a reshift), ``restart`` (``e3`` changed: the sums were cleared),
             ``guard`` (offset mode: ``lop(max|acc|)`` exceeded the offset's headroom),
             ``window_end`` (a window completed with this vector) and ``window_lop``
@@ -1153,7 +1154,8 @@ class StatsSelector:
         if sat.any() and fmt.overflow != "sat":
             ms, fs = _shift_to(a[sat], e[sat], e4[sat], fmt, "sat")
             m[sat], f2[sat] = ms, fs
-        trace = {"max_mode": max_mode, "restart": restart, "guard": guard, "window_end": window_end, "window_lop": window_lop}
+        trace = {"lop": lop, "max_mode": max_mode, "restart": restart, "guard": guard, "window_end": window_end,
+                 "window_lop": window_lop}
         return e4, m, flags | f2, trace
 
 

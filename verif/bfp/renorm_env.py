@@ -332,8 +332,8 @@ def lop_bins(fmt: BfpFormat) -> list[int]:
     ``e3 + p - (w - 2)`` some ``e3`` shows unclamped: the bins of ``bfp.stats.max_lop``
     (the largest magnitude, max mode) and ``bfp.stats.window_lop`` (a window), and the
     positions the stimulus sweeps."""
-    span = (lambda p: _e3_span(fmt, p - (fmt.w - 2)))
-    return [p for p in range(min(fmt.acc_bits - 1, 63)) if span(p)[0] <= span(p)[1]]
+    spans = ((p, _e3_span(fmt, p - (fmt.w - 2))) for p in range(min(fmt.acc_bits - 1, 63)))
+    return [p for p, (lo, hi) in spans if lo <= hi]
 
 
 def _lane_at(rng: np.random.Generator, p: int, size: int | None = None) -> np.ndarray:
@@ -491,8 +491,7 @@ class StatsUnit(RenormUnit):
         acc, e3 = c["acc"], c["e3"]
         _, _, _, tr = self._cov.run_traced(acc, e3)
         clamp = bfp.FLAG_NAMES["exp_hi"] | bfp.FLAG_NAMES["exp_lo"]
-        mag = np.where(acc < 0, (~acc).astype(np.uint64) + np.uint64(1), acc.astype(np.uint64)).max(axis=1)
-        lop = np.where(mag > 0, bfp.lop_int(np.maximum(mag, np.uint64(1))), -1)   # -1: an all-zero vector
+        lop = tr["lop"]   # of the largest magnitude; -1: an all-zero vector
         shown = tr["max_mode"] & (lop >= 0) & ((d_flg & clamp) == 0)
         # a window's position counts on the next vector when that one shows the offset
         # unclamped (same e3, offset mode); the window may end the previous chunk
