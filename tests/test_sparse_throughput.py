@@ -23,7 +23,7 @@ from lockstep.verif.runner import generate_rtl, run
 from lockstep.verif.sparse.stu_env import LD_DATA, LD_FC, LD_WEIGHTS, JobPauses, StuUnit, job_pause_seed, load_words
 from lockstep.verif.sparse.stu_jobs import acc_after, make_jobs
 from lockstep.verif.sparse.tp_env import (
-    End, Record, build_jobs, cfg_word, observation, read_record, stream_entry, stream_jobs_of, write_job,
+    End, Record, build_jobs, cfg_word, observation, read_record, stream_entry, write_job,
 )
 from lockstep.verif.twin import pause_threshold, xs32
 
@@ -287,7 +287,7 @@ def test_streamed_jobs_chain_the_accumulator():
     starts from the accumulator the last job left (an ``emit = 0`` job keeps it), as the
     hardware does -- each job's golden result is the model's from that accumulator."""
     w = {n: int(s["width"]) for n, s in _record()["ports"].items()}
-    it = stream_jobs_of(P, 4, {"scenario": "mixed", "jobs": 5}, w)
+    it = build_jobs(P, 4, {"scenario": "mixed", "jobs": 5}, w, stream=True)
     got = [next(it) for _ in range(40)]
     first = make_jobs("mixed", P, np.random.default_rng(4), 5, w)
     assert [repr(j) for j in got[:len(first)]] == [repr(j) for j in first]

@@ -21,10 +21,10 @@ run and how it ended: :meth:`EpisodeBfm.run_problems`).
 
 A run has a fixed count of episodes, or it is *streamed* (option ``cycles``,
 :func:`stream_cycles`; the full tier's depth on Verilator): its episodes are built as the
-sequence takes them (:func:`run_entries`), the harness is given :data:`STREAM_MAX` as its
-count, and the sequence stops once the harness's edge counter has reached ``cycles``
-(:meth:`EpisodeBfm.more`, which logs the progress) and tells the harness how many it
-sent (:meth:`EpisodeBfm.close`). Nothing per episode is kept once it is checked, so
+sequence takes them (:func:`run_entries`), :class:`EpisodeBfm` gives the harness
+:data:`STREAM_MAX` as its count, and the sequence stops once the harness's edge counter
+has reached ``cycles`` (:meth:`EpisodeBfm.more`, which logs the progress) and tells the
+harness how many it sent (:meth:`EpisodeBfm.close`). Nothing per episode is kept once it is checked, so
 memory stays flat however long the run is.
 """
 
@@ -74,11 +74,11 @@ def stream_cycles(opts: dict[str, Any]) -> int:
 
 
 def run_entries(opts: dict[str, Any], make: Callable[[], list[Any]],
-                stream: Callable[[], Iterator[Any]]) -> tuple[Iterable[Any], int]:
-    """A throughput run's episodes and their count for the harness: ``make()``'s list,
-    or for a streamed run (a ``cycles`` option: :func:`stream_cycles`) ``stream()``'s
-    iterator, taken as the run goes, and :data:`STREAM_MAX` (the sequence tells the
-    harness the real count at the end). Building is timed as ``golden`` either way."""
+                stream: Callable[[], Iterator[Any]]) -> tuple[Iterable[Any], int | None]:
+    """A throughput run's episodes and their count: ``make()``'s list and its length, or
+    for a streamed run (a ``cycles`` option: :func:`stream_cycles`) ``stream()``'s
+    iterator, taken as the run goes, and None (:class:`EpisodeBfm` gives the harness
+    :data:`STREAM_MAX`). Building is timed as ``golden`` either way."""
     if not stream_cycles(opts):
         with spent("golden"):
             entries = make()
@@ -92,7 +92,7 @@ def run_entries(opts: dict[str, Any], make: Callable[[], list[Any]],
                 return
             yield entry
 
-    return timed(stream()), STREAM_MAX
+    return timed(stream()), None
 
 
 _END = object()
@@ -133,10 +133,12 @@ class EpisodeBfm:
     Args:
         dut: the harness handle (the DUT is ``dut.dut``).
         ctx: the runner context.
-        count: episodes in the run.
+        count: episodes in the run; a streamed run (option ``cycles``) gives the harness
+            :data:`STREAM_MAX` instead, whatever ``count`` says, and tells it the real
+            count at the end (:meth:`close`).
 
     Raises:
-        ValueError: ``count`` below 1.
+        ValueError: ``count`` below 1 in a run that is not streamed.
     """
 
     #: what an episode is called in messages (``program``, ``job``).
@@ -148,12 +150,14 @@ class EpisodeBfm:
     #: what the watchdog's budget covers, for its message.
     budget_what = "the episode"
 
-    def __init__(self, dut: Any, ctx: TbContext, count: int) -> None:
-        if count < 1:
-            raise ValueError(f"a throughput run needs at least one {self.noun}, not {count}")
-        self.dut, self.ctx, self.count = dut, ctx, count
+    def __init__(self, dut: Any, ctx: TbContext, count: int | None) -> None:
         #: harness edges after which no further episode starts (option ``cycles``; 0: none).
         self.cycles = stream_cycles(ctx.opts)
+        if self.cycles:
+            count = STREAM_MAX
+        elif count is None or count < 1:
+            raise ValueError(f"a throughput run needs at least one {self.noun}, not {count}")
+        self.dut, self.ctx, self.count = dut, ctx, count
         self.tenth = 0     # tenths of ``cycles`` logged
         self.stopped = False   # a streamed run reached its cycles: no further episode
         self.folder = Path.cwd()  # the simulator's working folder: the harness opens its files there

@@ -328,7 +328,7 @@ class GemmTpBfm(EpisodeBfm):
     end_port = "ended"
     budget_what = "loads, CSR writes, the job's budget and the read-back"
 
-    def __init__(self, dut: Any, ctx: TbContext, tp: TopPorts, count: int) -> None:
+    def __init__(self, dut: Any, ctx: TbContext, tp: TopPorts, count: int | None) -> None:
         super().__init__(dut, ctx, count)
         self.tp = tp
 

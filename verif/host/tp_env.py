@@ -255,15 +255,13 @@ def build_episodes(p: HostParams, seed: int, opts: dict[str, Any]) -> list[Episo
     """The run's episodes: ``episodes`` (option, default 1) of :func:`build_episode` with
     the ``scenario`` (default ``stream``) and ``tasks`` (default 24, the per-edge
     default) options."""
-    scenario = str(opts.get("scenario", "stream"))
-    tasks = int(opts.get("tasks", 24))
-    return [build_episode(p, scenario, seed, tasks, e) for e in range(int(opts.get("episodes", 1)))]
+    return list(itertools.islice(stream_episodes(p, seed, opts), int(opts.get("episodes", 1))))
 
 
 def stream_episodes(p: HostParams, seed: int, opts: dict[str, Any]) -> Iterator[Episode]:
-    """The episodes of a streamed run (a ``cycles`` option): :func:`build_episode` for
-    ``e = 0, 1, ...`` without end (each episode is a run of its own seed), built as
-    they are taken."""
+    """:func:`build_episode` for ``e = 0, 1, ...`` without end (each episode is a run of
+    its own seed), built as they are taken: a streamed run's episodes (a ``cycles``
+    option), and the first ``episodes`` of them :func:`build_episodes`'s."""
     scenario = str(opts.get("scenario", "stream"))
     tasks = int(opts.get("tasks", 24))
     return (build_episode(p, scenario, seed, tasks, e) for e in itertools.count())
@@ -545,7 +543,7 @@ class HostTpBfm(EpisodeBfm):
     end_port = "ended"
     budget_what = "reset, set-up, memory load, the task stream, final reads and the read-back"
 
-    def __init__(self, dut: Any, ctx: TbContext, hp: HostPorts, count: int) -> None:
+    def __init__(self, dut: Any, ctx: TbContext, hp: HostPorts, count: int | None) -> None:
         super().__init__(dut, ctx, count)
         self.hp = hp
 

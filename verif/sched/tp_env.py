@@ -56,8 +56,8 @@ from lockstep.models.sched.params import FabricParams
 
 from ..context import TbContext
 from ..episodes import (
-    STREAM_MAX, EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest,
-    RecordError, hex_field, stream_cycles, write_episode_files,
+    EpisodeBfm, EpisodeDriver, EpisodeEnv, EpisodeMonitor, EpisodeScoreboard, EpisodeSeq, EpisodeTest, RecordError,
+    hex_field, write_episode_files,
 )
 from ..throughput import spent
 from .env import (
@@ -609,7 +609,7 @@ class SchedTpTest(EpisodeTest):
         if bad:
             raise ValueError(f"the testbench's parameters cannot drive this fabric: {', '.join(bad)}")
         self.ctx, self.params = ctx, p
-        self.count = STREAM_MAX if stream_cycles(ctx.opts) else int(ctx.opt("programs", 1))
+        self.count = int(ctx.opt("programs", 1))
         self.bfm = SchedBfm(cocotb.top, ctx, fp, self.count)
         for k, v in (("CTX", ctx), ("BFM", self.bfm), ("TB_PARAMS", p), ("PARAMS", ctx.params)):
             ConfigDB().set(None, "*", k, v)

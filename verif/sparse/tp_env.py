@@ -75,24 +75,21 @@ from .stu_jobs import StuJob, make_jobs, stream_jobs
 __all__ = [
     "EdgeStreamTest", "End", "JobDriver", "JobItem", "JobRecord", "JobSeq", "Record", "RecordMonitor", "StuTpBfm",
     "StuTpCoverage", "StuTpEnv", "StuTpScoreboard", "StuTpTest", "build_jobs", "cfg_word",
-    "max_cycles", "observation", "read_record", "stream_entry", "stream_jobs_of", "write_job",
+    "max_cycles", "observation", "read_record", "stream_entry", "write_job",
 ]
 
 
 # ---- jobs and their files -------------------------------------------------------------------
-def build_jobs(params: SparseParams, seed: int, opts: dict[str, Any], widths: dict[str, int]) -> list[StuJob]:
+def build_jobs(params: SparseParams, seed: int, opts: dict[str, Any], widths: dict[str, int],
+               stream: bool = False) -> list[StuJob] | Iterator[StuJob]:
     """The run's jobs: the per-edge testbench's ``make_jobs(scenario, params,
     default_rng(seed), jobs, widths)`` (golden results included; ``jobs`` defaults to
-    the per-edge :attr:`StuUnit.default_jobs`)."""
-    return make_jobs(str(opts.get("scenario", "random")), params, np.random.default_rng(seed),
-                     int(opts.get("jobs", StuUnit.default_jobs)), widths)
-
-
-def stream_jobs_of(params: SparseParams, seed: int, opts: dict[str, Any], widths: dict[str, int]) -> Iterator[StuJob]:
-    """The jobs of a streamed run (a ``cycles`` option): :func:`build_jobs`'s, then more
-    of the scenario, ``jobs`` at a time (:func:`~lockstep.verif.sparse.stu_jobs.stream_jobs`)."""
-    return stream_jobs(str(opts.get("scenario", "random")), params, np.random.default_rng(seed),
-                       int(opts.get("jobs", StuUnit.default_jobs)), widths)
+    the per-edge :attr:`StuUnit.default_jobs`); with ``stream`` (a streamed run)
+    :func:`~lockstep.verif.sparse.stu_jobs.stream_jobs`'s iterator: those jobs, then more
+    of the scenario, ``jobs`` at a time."""
+    make = stream_jobs if stream else make_jobs
+    return make(str(opts.get("scenario", "random")), params, np.random.default_rng(seed),
+                int(opts.get("jobs", StuUnit.default_jobs)), widths)
 
 
 def cfg_word(values: dict[str, int], sp: StuPorts) -> int:
@@ -362,7 +359,7 @@ class StuTpBfm(EpisodeBfm):
     end_port = "ended"
     budget_what = "the loads and the job's watchdog"
 
-    def __init__(self, dut: Any, ctx: TbContext, sp: StuPorts, unit: StuUnit, count: int) -> None:
+    def __init__(self, dut: Any, ctx: TbContext, sp: StuPorts, unit: StuUnit, count: int | None) -> None:
         super().__init__(dut, ctx, count)
         self.sp, self.unit = sp, unit
 
@@ -507,7 +504,7 @@ class StuTpTest(EpisodeTest):
         unit = StuUnit(ctx, p)
         self.ctx, self.unit = ctx, unit
         self.jobs, self.count = run_entries(ctx.opts, lambda: build_jobs(p, ctx.seed, ctx.opts, unit.widths),
-                                            lambda: stream_jobs_of(p, ctx.seed, ctx.opts, unit.widths))
+                                            lambda: build_jobs(p, ctx.seed, ctx.opts, unit.widths, stream=True))
         self.bfm = StuTpBfm(cocotb.top, ctx, sp, unit, self.count)
         for k, v in (("CTX", ctx), ("BFM", self.bfm), ("UNIT", unit), ("EPISODES", self.jobs)):
             ConfigDB().set(None, "*", k, v)
