@@ -78,8 +78,8 @@ regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n]
 coverage: $(SETUP_STAMP) ## quick tier with Verilator code + functional coverage -> build/reports/coverage/
 	@$(call REGRESS,quick,coverage,LOCKSTEP_COVERAGE=1,--regress-coverage)
 
-mutate: $(SETUP_STAMP) ## mutation testing: TESTS=glob [N=100] [SEED=] [SIM=icarus] [JOBS=] -> build/reports/mutate/
-	@$(RUN) python -m lockstep.verif.mutate $(if $(TESTS),--tests "$(TESTS)") --n $(N) $(if $(SEED),--seed $(SEED)) \
+mutate: $(SETUP_STAMP) ## mutation testing: TESTS=glob [DUTS=top@hash glob] [N=100] [SEED=] [SIM=icarus] [JOBS=] -> build/reports/mutate/
+	@$(RUN) python -m lockstep.verif.mutate $(if $(TESTS),--tests "$(TESTS)") $(if $(DUTS),--duts "$(DUTS)") --n $(N) $(if $(SEED),--seed $(SEED)) \
 	  $(if $(SIM),--sim $(SIM)) --jobs $(if $(filter auto,$(JOBS)),$$(nproc),$(JOBS))
 
 check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs this)

@@ -71,6 +71,39 @@ def test_constants_wrap_in_their_width_and_operators_swap():
     assert got == {"y = (a - 4'hf);", "y = (a + 4'h0);", "y = (a + 4'he);"}
 
 
+def test_a_stuck_bit_is_never_the_value_a_constant_already_gives_it():
+    text = ("module t (\n    clk,\n    rst,\n    a,\n    q,\n    f\n);\n"   # MyHDL's style
+            "input clk;\ninput rst;\ninput [7:0] a;\noutput [7:0] q;\nreg [7:0] q;\noutput f;\nreg f;\n"
+            "reg [7:0] mem [0:3];\n"
+            "always @(posedge clk) begin: b\n"
+            "    if (rst == 1) begin\n"
+            "        q <= 0;\n"
+            "        f <= (0 != 0);\n"
+            "        mem[a] <= 8'h0;\n"
+            "    end\n"
+            "    else begin\n"
+            "        q <= a;\n"
+            "        f <= a[0];\n"
+            "    end\n"
+            "end\n"
+            "endmodule\n")
+    stuck = {m.after.strip() for m in M.sites(text) if m.kind == "stuck"}
+    bit = {m.line: int(m.after.rsplit("[", 1)[1].split("]")[0]) for m in M.sites(text) if m.kind == "stuck"
+           and m.after.count(";") == 2}   # the bit the sampler chose for each word's statement
+    q0, mem0, qa = sorted(bit)
+    assert stuck == {
+        f"q <= 0; q[{bit[q0]}] <= 1'b1;",                          # never q[b] <= 1'b0 after q <= 0
+        "f <= 1'b1;",                                              # never f <= 1'b0 for (0 != 0)
+        f"mem[a] <= 8'h0; mem[a][{bit[mem0]}] <= 1'b1;",  # a memory word's bit, not the word
+        f"q <= a; q[{bit[qa]}] <= 1'b0;", f"q <= a; q[{bit[qa]}] <= 1'b1;",
+        "f <= 1'b0;", "f <= 1'b1;",
+    }
+    tmp = Path(subprocess.check_output(["mktemp", "-d"], text=True).strip())
+    for i, m in enumerate(m for m in M.sites(text) if m.kind == "stuck"):
+        (tmp / f"s{i}.v").write_text(M.apply(text, m))
+        assert compiles(tmp / f"s{i}.v", "t") is None, m.diff
+
+
 def test_apply_refuses_a_text_the_mutant_was_not_drawn_from():
     m = M.sites(COUNTER.read_text())[0]
     with pytest.raises(ValueError, match=f"line {m.line}"):

@@ -107,6 +107,19 @@ def _width(expr: str | None) -> int | None:
         return None
 
 
+def _literal_value(tok: str) -> int | None:
+    """The value of an unsigned integer literal (``12``, ``8'h0c``); None for anything else."""
+    if tok.isdigit():
+        return int(tok)
+    m = _LITERAL_VALUE.fullmatch(tok)
+    if m is None or m[2]:
+        return None
+    try:
+        return int(m[4].replace("_", ""), {"b": 2, "o": 8, "d": 10, "h": 16}[m[3].lower()])
+    except ValueError:  # x or z digits
+        return None
+
+
 def _literal_mutants(tok: str) -> list[tuple[str, str]]:
     """(new literal, description) for an integer literal: value +1 and -1, in its width."""
     m = _LITERAL_VALUE.match(tok)
@@ -161,6 +174,7 @@ def sites(text: str) -> list[Mutant]:
     """Every mutant of :data:`KINDS` the Verilog ``text`` admits, in line order."""
     lines = text.split("\n")
     widths: dict[str, int | None] = {}  # the nearest preceding declaration of each name
+    words: dict[str, int | None] = {}   # the memories among them: the width of a word
     out: list[Mutant] = []
     in_initial = False
     preamble = False  # in the default assignments at the top of an always block
@@ -169,6 +183,10 @@ def sites(text: str) -> list[Mutant]:
         d = _DECL.match(line)
         if d:
             widths[d["name"]] = None if d["mem"] else _width(d["range"])
+            if d["mem"]:
+                words[d["name"]] = _width(d["range"])
+            else:
+                words.pop(d["name"], None)
             continue
         if s.startswith("initial"):
             in_initial = True
@@ -196,14 +214,23 @@ def sites(text: str) -> list[Mutant]:
                     continue
                 add(kind, col, line[:col] + new + line[col + len(old):], desc)
             name = lhs.split("[")[0]
-            w = widths.get(name) if "[" not in lhs else (1 if ":" not in lhs and "+:" not in lhs else None)
+            if name in words:  # a memory word: its bits are the word's
+                w, target = words[name], lhs
+            else:
+                w = widths.get(name) if "[" not in lhs else (1 if ":" not in lhs and "+:" not in lhs else None)
+                target = name
+            # a constant right-hand side already holds its bits: sticking one at the value
+            # it has is the same statement (an equivalent mutant by construction)
+            value = {"(0 != 0)": 0, "(1 != 0)": 1}.get(rhs, _literal_value(rhs))
             if w == 1:
                 for bit in (0, 1):
-                    add("stuck", -1, f"{indent}{cont or ''}{lhs} {op} 1'b{bit};", f"{lhs} stuck at {bit}")
+                    if value is None or value & 1 != bit:
+                        add("stuck", -1, f"{indent}{cont or ''}{lhs} {op} 1'b{bit};", f"{lhs} stuck at {bit}")
             elif w and not cont:
                 bit = (i * 7919) % w  # one bit per statement, spread over the word
                 for v in (0, 1):
-                    add("stuck", -1, f"{line.rstrip()} {name}[{bit}] {op} 1'b{v};", f"{name}[{bit}] stuck at {v}")
+                    if value is None or (value >> bit) & 1 != v:
+                        add("stuck", -1, f"{line.rstrip()} {target}[{bit}] {op} 1'b{v};", f"{target}[{bit}] stuck at {v}")
             if not cont and not is_default:
                 add("drop", -1, f"{indent}// mutant: dropped {s}", f"dropped '{s}'")
             continue

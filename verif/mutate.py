@@ -520,6 +520,8 @@ def _on_term(signum: int, frame: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lockstep.verif.mutate", description=__doc__.split("\n")[0])
     ap.add_argument("--tests", default="", help="comma-separated testbench globs (default: the whole quick tier)")
+    ap.add_argument("--duts", default="", help="comma-separated globs of DUT names (toplevel@hash; default: all "
+                    "the selected testbenches simulate)")
     ap.add_argument("--n", type=int, default=Options.n, help="mutants per DUT")
     ap.add_argument("--seed", type=int, default=Options.seed, help="seed of the mutant sample")
     ap.add_argument("--sim", choices=SIMULATORS, default=Options.sim)
@@ -546,6 +548,14 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"error: no quick-tier, non-negative testbench on {a.sim} matches {a.tests!r}", file=sys.stderr)
         return 2
+    dut_globs = [p for p in a.duts.split(",") if p]
+    if dut_globs:
+        names = [d.name for d in chosen]
+        for p in dut_globs:
+            if not fnmatch.filter(names, p):
+                print(f"error: DUTS={p!r} matches none of the {len(names)} DUTs: {', '.join(names)}", file=sys.stderr)
+                return 2
+        chosen = [d for d in chosen if any(fnmatch.fnmatch(d.name, p) for p in dut_globs)]
     yosys(), smtbmc()  # fail now, not after an hour of simulation
     print(f"[mutate] {len(chosen)} DUT(s), {opt.n} mutants each (seed {opt.seed}) on {opt.sim}, {opt.jobs} at once")
     t0 = time.monotonic()
