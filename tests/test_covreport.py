@@ -241,3 +241,29 @@ def test_an_exclusion_condition_names_real_parameters():
     assert not x.matches("line", "m", "", "y", {"e": 5})       # the source does not match: not evaluated
     with pytest.raises(testplan.TestplanError, match=r"m has no parameter\(s\) \['q'\]"):
         x.matches("line", "m", "", "x", {"e": 5})
+
+
+def test_bits_a_constant_drives_are_set_apart_and_their_start_up_rise_is_no_toggle(tmp_path):
+    """The constant parts at either end of a concatenation (MyHDL's zero extension, fixed
+    low fields) cannot toggle: set apart without an exclusions file. A bit tied to 1 rises
+    once as the simulation starts (not a hit); a toggle of a tied bit would be one."""
+    src = tmp_path / "rtl" / "top-abc" / "host_front.v"
+    src.parent.mkdir(parents=True)
+    src.write_text("module host_front(input [3:0] a, output [7:0] x);\n"
+                   "wire [7:0] a__x;\nwire [6:0] ra;\n"
+                   "assign a__x = {4'h0, a};\n"           # bits 7..4 tied to 0
+                   "assign ra = {a, 3'h5};\n"             # bits 2..0 tied to 1, 0, 1
+                   "endmodule\n")
+    tied = covreport._tied_bits(src.read_text().splitlines())
+    assert tied == {"a__x": {4: 0, 5: 0, 6: 0, 7: 0}, "ra": {0: 1, 1: 0, 2: 1}}
+    counts = {_dat_key(src, 2, "toggle", "a___05Fx[7]:0->1"): 0, _dat_key(src, 2, "toggle", "a___05Fx[3]:0->1"): 5,
+              _dat_key(src, 3, "toggle", "ra[0]:0->1"): 1, _dat_key(src, 3, "toggle", "ra[0]:1->0"): 0,
+              _dat_key(src, 3, "toggle", "ra[1]:0->1"): 0, _dat_key(src, 3, "toggle", "ra[3]:0->1"): 2}
+    kept, excluded = covreport.split_excluded(counts, lambda s: ())
+    assert sorted(x["name"] for x in excluded) == ["a___05Fx[7]:0->1", "ra[0]:0->1", "ra[0]:1->0", "ra[1]:0->1"]
+    assert all(x["count"] == 0 and x["reason"] == covreport.TIED_REASON for x in excluded)
+    assert sorted(kept.values()) == [2, 5]
+    # a tied bit that falls was not tied: the count stays, and the report fails on it
+    counts[_dat_key(src, 3, "toggle", "ra[1]:0->1")] = 1
+    _, excluded = covreport.split_excluded(counts, lambda s: ())
+    assert [x["count"] for x in excluded if x["name"] == "ra[1]:0->1"] == [1]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections import defaultdict
@@ -132,7 +133,8 @@ def code_summary(counts: dict[str, int]) -> dict[str, dict[str, list[int]]]:
 
 def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[Any]]
                    ) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Set apart the points an exclusion covers.
+    """Set apart the points an exclusion covers, and the toggle points of bits a constant
+    drives (:func:`_tied_bits`, reason :data:`TIED_REASON`), which no exclusion file need list.
 
     Args:
         counts: merged code coverage, key -> count.
@@ -149,25 +151,96 @@ def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[An
     excluded: list[dict[str, Any]] = []
     # per source, read once (there are thousands of points per source): its rules, module
     # name, lines and parameters (the last two only for a source that has rules)
-    seen: dict[str, tuple[Sequence[Any], str, list[str], dict[str, Any]]] = {}
+    seen: dict[str, tuple[Sequence[Any], str, list[str], dict[str, Any], dict[str, set[int]]]] = {}
     for key, n in counts.items():
         f = _fields(key)
         src, kind, name = f.get("f", "?"), _kind(f), f.get("o", "")
         if src not in seen:
             rules = rules_of(src)
-            seen[src] = (rules, Path(src).stem, _source_lines(src) if rules else [], _params_of(src) if rules else {})
-        rules, module, lines, params = seen[src]
-        rule = None
+            lines = _source_lines(src)
+            seen[src] = (rules, Path(src).stem, lines, _params_of(src) if rules else {}, _tied_bits(lines))
+        rules, module, lines, params, tied = seen[src]
+        reason = None
         ln = int(f.get("l", 0) or 0)
-        if rules and kind in ("line", "branch", "toggle"):
+        if kind == "toggle" and tied and (bit := _point_bit(name)) and bit[1] in tied.get(bit[0], {}):
+            reason = TIED_REASON
+            if tied[bit[0]][bit[1]] and name.endswith(":0->1"):
+                n = 0   # a bit tied to 1 rises once, as the simulation starts from 0: no toggle
+        elif rules and kind in ("line", "branch", "toggle"):
             text = lines[ln - 1] if 0 < ln <= len(lines) else ""
             rule = next((r for r in rules if r.matches(kind, module, name, text, params)), None)
-        if rule is None:
+            reason = rule and rule.reason
+        if reason is None:
             kept[key] = n
         else:
             excluded.append({"source": src, "module": module, "kind": kind, "line": ln, "name": name, "count": n,
-                             "reason": rule.reason})
+                             "reason": reason})
     return kept, excluded
+
+
+_DECL_W = re.compile(r"^\s*(?:wire|reg)\s+(?:signed\s+)?\[(\d+):0\]\s*(\w+)\s*;")
+_CONCAT = re.compile(r"^\s*assign\s+(\w+)\s*=\s*\{(.*)\};\s*$")
+_CONST = re.compile(r"(\d+)'[hHbBdDoO]([0-9a-fA-F_]+)$")
+
+#: Why a tied bit's toggle points are set apart (the report's reason).
+TIED_REASON = "a bit driven by a constant ({N'h0, x}, {x, 3'h1}: MyHDL's extensions and fixed fields): it cannot toggle"
+
+
+def _tied_bits(lines: Sequence[str]) -> dict[str, dict[int, int]]:
+    """The bits of each net that a continuous assignment drives with a constant, and their
+    values: the constant parts at either end of ``assign x = {8'h0, y};`` (MyHDL's zero
+    extension) or ``{y, 3'h1}``, the bit positions counted from the declared width. Names
+    as in the source (Verilator writes ``a__b`` as ``a___05Fb`` in a point's name)."""
+    widths: dict[str, int] = {}
+    out: dict[str, dict[int, int]] = {}
+    for ln in lines:
+        d = _DECL_W.match(ln)
+        if d:
+            widths[d[2]] = int(d[1]) + 1
+            continue
+        a = _CONCAT.match(ln)
+        if not a or a[1] not in widths:
+            continue
+        parts, depth, cur = [], 0, ""
+        for ch in a[2]:   # the concatenation's top-level parts
+            depth += ch in "({[" and 1 or (ch in ")}]" and -1 or 0)
+            if ch == "," and depth == 0:
+                parts.append(cur.strip())
+                cur = ""
+            else:
+                cur += ch
+        parts.append(cur.strip())
+        top, bits = widths[a[1]], {}
+
+        def value(c: re.Match) -> int | None:
+            radix = {"h": 16, "b": 2, "d": 10, "o": 8}[c[0].split("'")[1][0].lower()]
+            try:
+                return int(c[2].replace("_", ""), radix)
+            except ValueError:   # x / z digits
+                return None
+
+        for part in parts:                  # from the top down, while the parts are constants
+            c = _CONST.fullmatch(part)
+            if not c or (v := value(c)) is None:
+                break
+            top -= int(c[1])
+            bits.update({top + i: (v >> i) & 1 for i in range(int(c[1]))})
+        low = 0
+        for part in reversed(parts[1:]):    # from the bottom up
+            c = _CONST.fullmatch(part)
+            if not c or (v := value(c)) is None:
+                break
+            bits.update({low + i: (v >> i) & 1 for i in range(int(c[1]))})
+            low += int(c[1])
+        if bits:
+            out[a[1]] = bits
+    return out
+
+
+def _point_bit(name: str) -> tuple[str, int] | None:
+    """``('a__b', 3)`` for Verilator's toggle point ``a___05Fb[3]:0->1``."""
+    m = re.fullmatch(r"(.*)\[(\d+)\]", name.rsplit(":", 1)[0])
+    return (m[1].replace("___05F", "__"), int(m[2])) if m else None
 
 
 def _source_lines(src: str) -> list[str]:

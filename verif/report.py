@@ -88,6 +88,8 @@ def analyse(rows: list[dict[str, Any]], outdir: Path, build: Path, code: bool = 
                 covreport.read_dat(merged), lambda src: plans[f].exclusions if (f := family_of(src)) else ())
             for x in excluded:
                 fam = family_of(x["source"])
+                if fam is None:   # a harness's tied bit: the harness is not counted anyway
+                    continue
                 families[fam]["excluded"].append(x)
                 if x["count"]:
                     problems.append(f"{fam}: excluded {x['kind']} point hit {x['count']} time(s): {x['module']} "
