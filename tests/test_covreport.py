@@ -267,3 +267,19 @@ def test_bits_a_constant_drives_are_set_apart_and_their_start_up_rise_is_no_togg
     counts[_dat_key(src, 3, "toggle", "ra[1]:0->1")] = 1
     _, excluded = covreport.split_excluded(counts, lambda s: ())
     assert [x["count"] for x in excluded if x["name"] == "ra[1]:0->1"] == [1]
+
+
+def test_a_source_covered_in_any_build_is_covered():
+    """A generated source simulated alone (per-edge build) and under a throughput harness
+    (another hierarchy) is one module: a point hit in either build is hit."""
+    src = Path("/x/rtl/sched_ring-abc/sched_ring.v")
+
+    def key(h: str, line: int, obj: str) -> str:
+        return "".join(f"\x01{k}\x02{v}" for k, v in (("f", src), ("l", line), ("n", 3), ("t", "branch"),
+                                                        ("page", "v_branch/sched_ring"), ("o", obj), ("h", h)))
+    counts = {key("sched_ring", 5, "if"): 0, key("tp_sched_ring.dut", 5, "if"): 7,
+              key("sched_ring", 5, "else"): 2, key("tp_sched_ring.dut", 5, "else"): 3}
+    merged = covreport.merge_instances(counts)
+    assert merged == {key("sched_ring", 5, "if"): 7, key("sched_ring", 5, "else"): 5}
+    assert covreport.code_summary(merged)[str(src)]["branch"] == [2, 2]
+    assert covreport.code_summary(counts)[str(src)]["branch"] == [3, 4]   # per instance, one looked unhit

@@ -32,7 +32,7 @@ import yaml
 
 __all__ = [
     "merge_functional", "bins_total", "select_points", "read_dat", "write_dat", "code_summary",
-    "merge_dat", "render_code_html", "split_excluded", "CoverageToolMissing", "KINDS",
+    "merge_dat", "merge_instances", "render_code_html", "split_excluded", "CoverageToolMissing", "KINDS",
 ]
 
 #: Code coverage kinds reported, in order (``line`` holds Verilator's line points,
@@ -118,6 +118,20 @@ def write_dat(counts: dict[str, int], path: Path | str) -> Path:
 def _kind(f: dict[str, str]) -> str:
     t = f.get("t") or f.get("page", "").split("/")[0].removeprefix("v_")
     return t if t in KINDS else "user"
+
+
+def merge_instances(counts: dict[str, int]) -> dict[str, int]:
+    """One point per place in a source, whatever instance hit it: the counts of points that
+    differ only in their hierarchy (``h``: the DUT alone in a per-edge build, under a
+    throughput harness in another) added up, under the first one's key. A generated
+    source's coverage is its module's, over every build that instantiates it."""
+    out: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for key, n in counts.items():
+        place = "".join(f"\x01{k}\x02{v}" for k, v in _fields(key).items() if k != "h")
+        k0 = first.setdefault(place, key)
+        out[k0] = out.get(k0, 0) + n
+    return out
 
 
 def code_summary(counts: dict[str, int]) -> dict[str, dict[str, list[int]]]:

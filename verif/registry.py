@@ -380,6 +380,10 @@ for _rule in ("ORDER", "DUPLICATE", "OPCODE", "BUSY", "RECV_EARLY", "OVERFLOW", 
               "DECOMP", "HALT"):
     _sched(f"sched_illegal_{_rule.lower()}", FabricParams(), f"illegal:{_rule}",
            f"illegal program ({_rule}): the predicted error bit at the predicted cycle, then the golden trace")
+for _suffix, _fp in (("", FabricParams()), ("_nt4_hop2", FabricParams(nt=4, hop_lat=2, buf_d=4, l_alu=1))):
+    _sched(f"sched_illegal_all{_suffix}", _fp, "illegal:*",
+           "illegal programs, every rule in turn (seed s breaks rule s mod 11): the predicted error bit at the "
+           "predicted cycle" + (" (4 tiles, 2-cycle hops)" if _suffix else ""), tier="full")
 for _mode, _why in (("within", "legal: same final memories as the unjittered program"),
                     ("beyond", "illegal: UNDERFLOW on the receiver at the RECV's issue count")):
     _sched(f"sched_jitter_{_mode}", FabricParams(), f"jitter:{_mode}",
@@ -428,6 +432,8 @@ _sched("sched_mesh_random_k2", FabricParams(k=2, nt=4, rows=2), "random",
        "random legal program on a 2 x 2 mesh with 2x2 MAC arrays: psum chains along the rows")
 _sched("sched_mesh_random_3x3", FabricParams(nt=9, rows=3, hop_lat=2), "random",
        "random legal program on a 3 x 3 torus mesh with 2-cycle hops", tier="full")
+_sched("sched_mesh_illegal_all", FabricParams(nt=4, rows=2), "illegal:*",
+       "illegal programs on a 2 x 2 torus mesh, every rule in turn (seed s breaks rule s mod 11)", tier="full")
 _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_mesh",
                     params=FabricParams(nt=4, rows=2), tb_params=FabricParams(nt=4),
                     generator="lockstep.gen.sched:emit_mesh", test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},
@@ -470,6 +476,11 @@ _sched_tp("sched_random", tier="quick")
 # routes (every tile, every source and output port: sched.issue.fwd_route) untried
 _sched_tp("sched_random_nt4_hop2", tier="quick")
 _sched_tp("sched_mesh_random", tier="quick")
+# and every illegal rule, several times, on those three configurations' harness builds (no
+# extra build): one program per rule left most tiles and variants of each rule untried (a
+# SEND to port 3 on tile 1 was never refused: a mutant that stopped refusing it survived)
+for _name in ("sched_illegal_all", "sched_illegal_all_nt4_hop2", "sched_mesh_illegal_all"):
+    _sched_tp(_name, tier="quick", programs=44, by_sim={"icarus": {"programs": 11}})
 _register(Testbench(
     name="sched_random_mutant_tp", family="sched", toplevel="sched_ring", params=FabricParams(),
     tb_params=FabricParams(l_alu=3), generator="lockstep.gen.sched:emit_ring",

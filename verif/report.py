@@ -85,7 +85,7 @@ def analyse(rows: list[dict[str, Any]], outdir: Path, build: Path, code: bool = 
                 return fam_of[min(tbs)] if tbs else None
 
             counts, excluded = covreport.split_excluded(
-                covreport.read_dat(merged), lambda src: plans[f].exclusions if (f := family_of(src)) else ())
+                covreport.merge_instances(covreport.read_dat(merged)), lambda src: plans[f].exclusions if (f := family_of(src)) else ())
             for x in excluded:
                 fam = family_of(x["source"])
                 if fam is None:   # a harness's tied bit: the harness is not counted anyway

@@ -55,7 +55,9 @@ PROGRAMS = {
 
 def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Program, Any]:
     """The program a test runs, and what it expects of the errors (``None`` for a legal
-    program; for ``illegal:<RULE>`` the expectation of :func:`sched.illegal_variant`).
+    program; for ``illegal:<RULE>`` the expectation of :func:`sched.illegal_variant`;
+    ``illegal:*`` breaks rule ``ILLEGAL_RULES[seed % 11]``, so consecutive seeds take
+    every rule in turn).
 
     Raises:
         ValueError: an unknown program name, or a legal program the linter rejects.
@@ -77,6 +79,8 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
             raise ValueError("no random program with a transfer across the wrap in 64 draws")
     elif name.startswith("illegal:"):
         rule = name.split(":", 1)[1]
+        if rule == "*":   # every rule in turn: a throughput run's episode e (seed s + e) breaks the next
+            rule = sched.ILLEGAL_RULES[seed % len(sched.ILLEGAL_RULES)]
         program, expected = _draw(rng, params, lambda prog: sched.illegal_variant(rng, prog, rule),
                                   f"to break {rule}")
     elif name.startswith("jitter:"):
@@ -106,7 +110,7 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
             path = Path(__file__).resolve().parents[2] / path
         program = sched.assemble(path.read_text(), params)
     else:
-        raise ValueError(f"unknown program {name!r}: use {sorted(PROGRAMS)}, random, illegal:<RULE>, "
+        raise ValueError(f"unknown program {name!r}: use {sorted(PROGRAMS)}, random, illegal:<RULE>|*, "
                          f"jitter:within|beyond or asm:<path>")
     if expected is None:
         problems = sched.lint(program)
