@@ -16,7 +16,7 @@ from ..record import ParamError
 from .params import FabricParams
 from .core import (
     ERR_BUSY, ERR_COLLISION, ERR_DECOMP, ERR_MISSED, ERR_OPCODE, ERR_OVERFLOW, ERR_TAP_IDLE, ERR_UNDERFLOW,
-    ERR_WCONF, MAC_OPS, OPS, RESERVED_OPS, Entry, ExpandedEntry, Program, decode, encode, entry_busy_len,
+    ERR_WCONF, MAC_OPS, OP_NAMES, OPS, RESERVED_OPS, Entry, ExpandedEntry, Program, decode, encode, entry_busy_len,
     entry_units, expand, opcode_problem, unwrap_times,
 )
 
@@ -646,7 +646,7 @@ def _insert_word(prog: Program, t: int, w: int, e: Entry) -> list[list[int]]:
     return s
 
 
-def illegal_variant(rng: Any, program: Program, rule: str) -> tuple[Program, Expected]:
+def illegal_variant(rng: Any, program: Program, rule: str, stratum: int | None = None) -> tuple[Program, Expected]:
     """Break one rule class of a legal program and predict the executor's first error.
 
     The prediction is made from the program's structure (and, for RECV_EARLY, OVERFLOW
@@ -659,7 +659,9 @@ def illegal_variant(rng: Any, program: Program, rule: str) -> tuple[Program, Exp
     ORDER / DUPLICATE       a plain entry's T set to before / equal to the   MISSED
                             previous entry's T
     OPCODE                  reserved opcode, UNIT != 0, PORT 3 on a SEND,    OPCODE
-                            or a bus SEND without a bus
+                            RECV, TAP or FWD, port 2 without a bus, RECV
+                            on the bus, FWD source 3 (or the bus without
+                            one)
     BUSY                    a copy of an entry (N >= 2) one cycle later      BUSY
     RECV_EARLY              a RECV moved to its first word's arrival cycle   UNDERFLOW
     OVERFLOW                the consumer of more than ``buf_d`` words        OVERFLOW
@@ -678,12 +680,19 @@ def illegal_variant(rng: Any, program: Program, rule: str) -> tuple[Program, Exp
         program: a legal program (for RECV_EARLY, OVERFLOW and TAP: from
             :func:`random_program`).
         rule: one of :data:`ILLEGAL_RULES` (``HALT-missing`` is accepted for HALT).
+        stratum: the places to break the rule are grouped by tile (and, for OPCODE, by
+            the kind of change: reserved opcode, UNIT, PORT 3 on a SEND, ...; for BUSY
+            by the opcode of the entry copied); stratum
+            ``s`` is tile ``s % nt`` and kind ``s // nt`` (modulo their number), so
+            consecutive strata sweep every tile and kind; None: a random group. The
+            place is a random one of the group.
 
     Returns:
         ``(variant, expected)``; ``variant.meta`` holds ``{"illegal": rule, "expected": expected}``.
 
     Raises:
-        ValueError: unknown rule, or the program offers no place to break it.
+        ValueError: unknown rule, or the program offers no place to break it (in the
+            stratum, when one is given).
     """
     r = _as_rng(rng)
     key = rule.upper().replace("-", "_")
@@ -700,9 +709,37 @@ def illegal_variant(rng: Any, program: Program, rule: str) -> tuple[Program, Exp
     cands = _CANDIDATES[key](r, program, tiles)
     if not cands:
         raise ValueError(f"illegal_variant: the program offers no place to break rule {key}")
-    scheds, exp = r.choice(cands)
+    groups: dict[tuple[int, str], list] = {}
+    for c in cands:   # (scheds, expected[, kind of change])
+        groups.setdefault((c[1].tile, c[2] if len(c) > 2 else ""), []).append(c)
+    keys = sorted(groups)
+    if stratum is None:
+        key_ = r.choice(keys)
+    else:   # the stratum's tile and kind
+        kinds = _kinds(key, p)
+        key_ = (stratum % p.nt, kinds[(stratum // p.nt) % len(kinds)])
+        if key_ not in groups:
+            raise ValueError(f"illegal_variant: the program offers no place to break rule {key} "
+                             f"({key_[1] or 'any'} on tile {key_[0]})")
+    group = groups[key_]
+    scheds, exp = r.choice(group)[:2]
     prog = Program(p, scheds, program.data, {"illegal": key, "expected": exp})
     return prog, exp
+
+
+def _kinds(rule: str, p: FabricParams) -> list[str]:
+    """The kinds of places of a rule (the strata of a sweep, with the tiles): for OPCODE
+    the kinds of change :func:`_c_opcode` makes, for BUSY the opcode of the entry copied
+    (each opcode checks another unit's busy flag); one kind for the other rules."""
+    if rule == "BUSY":
+        return ["SEND", "RECV", "TAP", "FWD", "VADD", "VMUL", "DOT"] + (sorted(MAC_OPS) if p.k else [])
+    if rule != "OPCODE":
+        return [""]
+    ports = ("SEND", "RECV", "TAP", "FWD")
+    kinds = ["reserved opcode", "UNIT != 0", *(f"PORT 3 on a {o}" for o in ports), "FWD source 3"]
+    if p.bus:
+        return kinds + ["RECV on the bus"]
+    return kinds + [f"bus port without a bus on a {o}" for o in ports] + ["FWD source bus without a bus"]
 
 
 def _exp(p: FabricParams, rule: str, tile: int, cycle: int, bits: int, detail: str) -> Expected:
@@ -735,21 +772,40 @@ def _c_dup(r, prog, tiles):
 def _c_opcode(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
     p = prog.params
     out = []
+    # a RECV that does not issue leaves its words in the buffer: with more than buf_d of
+    # them, the buffer overflows at a + buf_d (a: the first word's arrival), which is the
+    # RECV's own cycle when it has no buffer slack left -- two errors in one cycle. Only
+    # the random builder's RECVs (whose arrivals its plan keeps) with room are broken.
+    # (A TAP or FWD issues at its first word's arrival, so its overflow comes later.)
+    plan = prog.meta.get("consumers") if prog.meta.get("generator") == "random_program" else None
+    room = {(c["tile"], c["word"]) for c in plan or () if c["kind"] == "RECV" and not c["in_block"]
+            and (c["n"] <= p.buf_d or c["u"] < c["a"] + p.buf_d)}
     for tl in tiles:
+        # a RECV moved to the bus would find the bus port's unit busy while a TAP or FWD
+        # reads the bus: only in tiles that never read it is OPCODE its only error
+        bus_read = any(y.entry.op == TAP and y.entry.port == 2 or y.entry.op == FWD and y.entry.b & 3 == 2
+                       for y in tl.eff if y.header is None)
         for j, x in enumerate(tl.eff):
             e = x.entry
-            if x.header is not None or x.poison or e.op in (RECV, TAP, FWD):
+            if x.header is not None or x.poison or e.op == RECV and (tl.t, x.src) not in room:
                 continue
             reserved = sorted(RESERVED_OPS - (set(MAC_OPS.values()) if p.k else set()))
             mods = [("reserved opcode", e.replace(op=r.choice(reserved))),
                     ("UNIT != 0", e.replace(unit=r.randint(1, 3)))]
-            if e.op == SEND:
-                mods.append(("PORT 3", e.replace(port=3)))
+            if e.op in (SEND, RECV, TAP, FWD):   # a port 3 names no unit: never BUSY as well
+                mods.append((f"PORT 3 on a {OP_NAMES[e.op]}", e.replace(port=3)))
+                if not p.bus:   # without a bus, the port-2 units never start: never busy
+                    mods.append((f"bus port without a bus on a {OP_NAMES[e.op]}", e.replace(port=2)))
+            if e.op == RECV and p.bus and not bus_read:
+                mods.append(("RECV on the bus", e.replace(port=2)))
+            if e.op == FWD:   # a source port 3 (or 2 without a bus) names no unit: never busy
+                mods.append(("FWD source 3", e.replace(b=(e.b & ~3) | 3)))
                 if not p.bus:
-                    mods.append(("bus port without a bus", e.replace(port=2)))
-            what, ne = r.choice(mods)
-            out.append((_replace_word(prog, tl.t, x.src, ne),
-                        _exp(p, "OPCODE", tl.t, tl.us[j], ERR_OPCODE, f"tile {tl.t} entry {x.src}: {what}")))
+                    mods.append(("FWD source bus without a bus", e.replace(b=(e.b & ~3) | 2)))
+            for what, ne in mods:
+                out.append((_replace_word(prog, tl.t, x.src, ne),
+                            _exp(p, "OPCODE", tl.t, tl.us[j], ERR_OPCODE, f"tile {tl.t} entry {x.src}: {what}"),
+                            what))
     return out
 
 
@@ -768,7 +824,8 @@ def _c_busy(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
                 continue
             out.append((_insert_word(prog, tl.t, w, e.replace(t=u1 & mask)),
                         _exp(p, "BUSY", tl.t, u1, ERR_BUSY, f"tile {tl.t}: copy of entry {x.src} inserted at "
-                                                            f"word {w}, one cycle later")))
+                                                            f"word {w}, one cycle later"),
+                        OP_NAMES.get(e.op, "")))
     return out
 
 
