@@ -286,9 +286,9 @@ def _miter(gold: Path, gate: Path, top: str, stem: str, workdir: Path, timeout: 
 
     1. k-induction up to ``induction`` cycles from *any* state, in a third of the time: if
        it closes, the base case (from reset, as in 2, to the same depth) makes it a proof;
-    2. otherwise a bounded search from reset (all registers zero, ``rst`` high in the first
-       cycle, every input free afterwards), cycle by cycle up to ``depth`` cycles: a
-       counterexample, or none within the depth.
+    2. otherwise a bounded search from reset (all registers and memories zero, the same on
+       both sides, ``rst`` high in the first cycle, every input free afterwards), cycle by
+       cycle up to ``depth`` cycles: a counterexample, or none within the depth.
     """
     t_end = time.monotonic() + timeout
     # YoWASP's Yosys sees the file system through WASI: paths relative to its working
@@ -298,7 +298,7 @@ def _miter(gold: Path, gate: Path, top: str, stem: str, workdir: Path, timeout: 
     rc, text, _ = _yosys_script(workdir, f"{stem}.miter", [
         f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
         "proc", "opt_clean", "memory_collect", "flatten", "miter -equiv -flatten -make_assert gold gate miter",
-        "hierarchy -top miter", "setundef -zero -init", "opt -fast", "dffunmap", f"write_smt2 -wires {smt2}",
+        "hierarchy -top miter", "setundef -zero -init -params", "opt -fast", "dffunmap", f"write_smt2 -wires {smt2}",
     ], timeout)
     if rc != 0:
         err = next((ln for ln in text.splitlines() if "ERROR" in ln), f"exit status {rc}")
