@@ -313,3 +313,18 @@ def test_equivalence_tries_the_mutated_block_alone_first(tmp_path, old, new, ver
     orig, mut_file, line = _block_mutant(tmp_path, old, new)
     got, detail = equivalence(orig, mut_file, "top", depth=6, workdir=tmp_path, line=line)
     assert got == verdict and how in detail, detail
+
+
+def test_no_mutant_is_drawn_on_a_store_overwritten_before_any_read():
+    text = ("module t (\n    clk,\n    a,\n    q\n);\ninput clk;\ninput [3:0] a;\noutput [3:0] q;\nreg [3:0] q;\n"
+            "always @(posedge clk) begin: b\n"
+            "    reg [3:0] pw;\n    reg [3:0] nx;\n"
+            "    pw = 4'h0;\n"          # dead: overwritten below before any read
+            "    nx = 4'h0;\n"          # live: read (conditionally assigned) below
+            "    if (a[0]) begin\n        nx = a;\n    end\n"
+            "    pw = (a + 1);\n"
+            "    q <= (pw ^ nx);\n"
+            "end\nendmodule\n")
+    lines = {m.before.strip() for m in M.sites(text)}
+    assert "pw = 4'h0;" not in lines
+    assert {"nx = 4'h0;", "pw = (a + 1);", "q <= (pw ^ nx);"} <= lines

@@ -22,7 +22,10 @@ one-line change can be made in the logic (never in a declaration, a sensitivity 
 
 The default assignments MyHDL writes at the top of a combinational block (``x = 8'h0;``
 before the block's real statements) are left alone by ``const`` and ``drop``: every path
-assigns those variables again, so such mutants are equivalent by construction.
+assigns those variables again, so such mutants are equivalent by construction. So is
+every line of a dead store, a blocking assignment that a later statement of the same
+level overwrites before anything reads it (a variable's initial value in a clocked block,
+``pw = 64'h0;`` before ``pw = word;``): no mutant is drawn there.
 
 :func:`sample` picks ``n`` of them reproducibly from a seed, drawing the kinds in turn so
 that each kind is represented; :func:`apply` writes one into the text. A mutant keeps the
@@ -202,6 +205,8 @@ def sites(text: str) -> list[Mutant]:
                 out.append(Mutant(kind, i + 1, col, line, after, desc))
 
         a = _ASSIGN.match(line)
+        if a and _dead_store(lines, i, a):
+            continue
         if a:
             indent, cont, lhs, op, rhs = a.groups()
             is_default = preamble and not cont and op == "=" and (
@@ -242,6 +247,30 @@ def sites(text: str) -> list[Mutant]:
             for kind, col, old, new, desc in _expr_mutants(cond, len(head)):
                 add(kind, col, line[:col] + new + line[col + len(old):], desc)
     return out
+
+
+def _dead_store(lines: list[str], i: int, a: re.Match) -> bool:
+    """Is line ``i`` (matched by ``_ASSIGN``) a blocking assignment to a whole variable that
+    a later statement of the same block level assigns again, with no read in between?
+    (MyHDL writes a variable's initial value where the block starts -- ``pw = 64'h0;``
+    followed, lines later, by ``pw = word;``.) Any mutant of such a line is equivalent by
+    construction: its value is never read."""
+    indent, cont, lhs, op, _rhs = a.groups()
+    if cont or op != "=" or "[" in lhs:
+        return False
+    word = re.compile(rf"(?<![\w$]){re.escape(lhs)}(?![\w$])")
+    for nxt in lines[i + 1:]:
+        s = nxt.strip()
+        if not s or s.startswith("//"):
+            continue
+        ind = len(nxt) - len(nxt.lstrip())
+        if ind < len(indent):
+            return False   # the level ends first: the value may be read after it
+        if not word.search(nxt):
+            continue
+        b = _ASSIGN.match(nxt)
+        return bool(b and ind == len(indent) and b[3] == lhs and b[4] == "=" and not word.search(b[5]))
+    return False
 
 
 def sample(text: str, n: int, seed: int) -> list[Mutant]:
