@@ -35,6 +35,7 @@ import myhdl._instance
 import myhdl._simulator
 import myhdl._util
 import myhdl.conversion._analyze
+import myhdl.conversion._toVerilog
 from myhdl import ConcatSignal, ResetSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 from myhdl._Signal import Constant
 
@@ -339,6 +340,28 @@ class Emitted:
     record: dict[str, Any] = field(default_factory=dict)
 
 
+def _reset_values(inst: Any) -> dict[str, int]:
+    """The registers the design's ``always_seq`` blocks reset, by their Verilog names, and
+    the value ``rst`` gives each (the signal's initial value, as MyHDL resets it). Read
+    from the MyHDL design while the converter has its names, never from the Verilog text:
+    a testbench holds the RTL's state after reset to it. Memory words (reset in loops, no
+    name of their own) are left out."""
+    out: dict[str, int] = {}
+
+    def walk(b: Any) -> None:
+        for sub in getattr(b, "subs", ()):
+            if isinstance(sub, myhdl._always_seq._AlwaysSeq):
+                if sub.reset is not None and sub.reset._name == "rst":   # the top's rst port
+                    for sig in sub.sigregs:
+                        if sig._name:
+                            out[sig._name] = int(sig._init) & ((1 << len(sig)) - 1)
+            else:
+                walk(sub)
+
+    walk(inst)
+    return dict(sorted(out.items()))
+
+
 def emit(
     make_block: Callable[[], Any],
     name: str,
@@ -387,7 +410,15 @@ def emit(
         with warnings.catch_warnings():
             # Signals named *unused* are sinks for bits a block ignores on purpose.
             warnings.filterwarnings("ignore", message=r"Signal is driven but not read: .*unused")
-            inst.convert(hdl="Verilog", name=name, path=tmp, testbench=False, timescale="1ns/1ps")
+            resets: dict[str, int] = {}
+            # the converter's hook after it has named every signal (and before it forgets them)
+            conv = myhdl.conversion._toVerilog._ToVerilogConvertor
+            hook = conv._convert_filter
+            conv._convert_filter = lambda _self, *_a: resets.update(_reset_values(inst))
+            try:
+                inst.convert(hdl="Verilog", name=name, path=tmp, testbench=False, timescale="1ns/1ps")
+            finally:
+                conv._convert_filter = hook
         text = (Path(tmp) / f"{name}.v").read_text()
     text = _DATE_LINE.sub("", _FILE_LINE.sub("", text))
 
@@ -397,6 +428,7 @@ def emit(
     got = [p.strip() for p in declared.group(1).split(",")] if declared else []
     if sorted(got) != sorted(ports):
         raise ParamError(f"{name}: converted ports {got} differ from the declared {list(ports)}")
+    regs = set(re.findall(r"^reg\s+(?:signed\s+)?(?:\[[^\]]+\]\s*)?(\w+)\s*;", text, re.M))
     record = {
         "module": name,
         "family": family,
@@ -406,6 +438,7 @@ def emit(
         "ports": ports,
         "timing": timing,
         "doc": doc,
+        "resets": {n: v for n, v in resets.items() if n in regs},
     }
     header = (
         f"// {name}: {doc}\n"

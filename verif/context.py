@@ -9,6 +9,9 @@ The runner (:mod:`lockstep.verif.runner`) starts the simulator with:
 * ``LOCKSTEP_OPTS``: JSON of testbench options (transaction count, pause rates, ...);
 * ``LOCKSTEP_RESULTS``: folder for ``summary.json`` and coverage files;
 * ``LOCKSTEP_SEED``: the run's seed (``make sim SEED=``), the stimulus's seed.
+
+Every test also holds the DUT's state after ``rst`` to the generator's reset values
+(:func:`check_reset`, the record's ``resets``), on Icarus, which shows internal signals.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from typing import Any
 import cocotb
 from cocotb.clock import Clock
 from cocotb.handle import SimHandleBase
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-__all__ = ["TbContext", "CLOCK_NS", "start"]
+__all__ = ["TbContext", "CLOCK_NS", "start", "reset_values", "check_reset"]
 
 #: Clock period used by every testbench (ns). Cycle counts, not times, are checked.
 CLOCK_NS = 10
@@ -95,13 +98,48 @@ class TbContext:
         self.write_summary()
 
 
+def reset_values() -> dict[str, int]:
+    """The DUT's registers and the values ``rst`` gives them (the generator's record,
+    ``resets``: read from the MyHDL design, not from the Verilog), when the simulator
+    shows internal signals (Icarus; a Verilator build keeps them private): else ``{}``."""
+    path = os.environ.get("LOCKSTEP_RECORD")
+    if not path or "icarus" not in cocotb.SIM_NAME.lower():
+        return {}
+    return dict(json.loads(Path(path).read_text()).get("resets") or {})
+
+
+async def check_reset(inst: SimHandleBase, clk: SimHandleBase, resets: dict[str, int]) -> None:
+    """After the first rising edge of ``clk`` (``rst`` high), every register of ``resets``
+    in the DUT instance ``inst`` must hold its reset value: an AssertionError (the test
+    fails) names the first that does not, or that is unknown (a reset never written).
+    Run it beside the test (``cocotb.start_soon``): it changes no timing."""
+    await RisingEdge(clk)
+    await ReadOnly()
+    bad = []
+    for name, want in resets.items():
+        try:
+            v = inst[name].value
+        except (AttributeError, KeyError):
+            bad.append(f"{name}: not in the design")
+            continue
+        if not v.is_resolvable or int(v) != want:
+            bad.append(f"{name} = {v}, reset value {want}")
+    if bad:
+        raise AssertionError(f"{len(bad)} register(s) not at their reset value after rst (the generator's record): "
+                             + "; ".join(bad[:8]))
+
+
 async def start(dut: SimHandleBase, reset_cycles: int = 2) -> None:
-    """Start the clock and hold ``rst`` high for ``reset_cycles`` edges.
+    """Start the clock and hold ``rst`` high for ``reset_cycles`` edges (the state after
+    the first is checked: :func:`check_reset`).
 
     Args:
         dut: DUT with ``clk`` and ``rst`` ports.
         reset_cycles: edges with reset asserted.
     """
+    resets = reset_values()
+    if resets:
+        cocotb.start_soon(check_reset(dut, dut.clk, resets))
     Clock(dut.clk, CLOCK_NS, unit="ns").start()
     dut.rst.value = 1
     await ClockCycles(dut.clk, reset_cycles)

@@ -43,7 +43,7 @@ from pyuvm import (
     uvm_test,
 )
 
-from .context import CLOCK_NS, TbContext
+from .context import CLOCK_NS, TbContext, check_reset, reset_values
 from .seq import Item
 from .throughput import SPENT, spent
 
@@ -201,6 +201,8 @@ class EpisodeBfm:
     async def run(self) -> None:
         """Raise ``go`` once the first episode is written; wake per episode until the end."""
         d = self.dut
+        if resets := reset_values():   # the DUT instance under the harness, after its first rst edge
+            cocotb.start_soon(check_reset(d.dut, d.clk, resets))
         await Timer(1, "ns")  # the harness's initial block has set its state (Icarus runs it after cocotb starts)
         getattr(d, self.count_port).value = self.count
         d.n_ready.value = self.written

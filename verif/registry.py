@@ -508,6 +508,22 @@ SCHED_QUICK_IN_HARNESS = (
 for _name in SCHED_QUICK_IN_HARNESS:
     TESTBENCHES[_name] = dataclasses.replace(TESTBENCHES[_name], tier="full")
     _sched_tp(_name, tier="quick")
+
+
+def _sched_long(name: str) -> None:
+    """Register ``<name>_long``: the full tier's streamed run (:data:`SCHED_TP_FULL`) of the
+    quick-tier twin ``name`` (same build), which the full tier would otherwise run only
+    at the quick tier's depth. A directed program (one per run) has none."""
+    q = TESTBENCHES[name]
+    if q.opts.get("programs") == 1:
+        return
+    opts = {k: v for k, v in q.opts.items() if k not in ("programs", "by_sim")}
+    _register(dataclasses.replace(q, name=f"{name}_long", tier="full", doc=f"{q.doc} (streamed: the full tier's depth)",
+                                  opts={**opts, **SCHED_TP_FULL}))
+
+
+for _name in (*SCHED_QUICK_IN_HARNESS, "sched_illegal_opcode", "sched_illegal_busy"):
+    _sched_long(f"{_name}_tp")
 # every other program-running sched testbench in the full tier
 for _name, _tb in list(TESTBENCHES.items()):
     if _tb.family == "sched" and _tb.test_module.endswith(".test_ring") and f"{_name}_tp" not in TESTBENCHES:

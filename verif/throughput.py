@@ -50,7 +50,7 @@ from pyuvm import (
 from lockstep.gen.harness import CHUNK, HarnessPorts, harness_ports
 
 from .columns import Outs, join_items, nibble_ints, parse_hex_lines
-from .context import CLOCK_NS, TbContext
+from .context import CLOCK_NS, TbContext, check_reset, reset_values
 from .coverage import Covergroup
 from .seq import Item
 from .stream_env import StreamUnit
@@ -244,6 +244,8 @@ class TpBfm:
     async def run(self, budget_per_chunk: int) -> None:
         """Start the harness once the first chunks are written; wake per chunk until done."""
         d = self.dut
+        if resets := reset_values():   # the DUT instance under the harness, after its first rst edge
+            cocotb.start_soon(check_reset(d.dut, d.clk, resets))
         await Timer(1, "ns")  # the harness's initial block has set its state (Icarus runs it after cocotb starts)
         idle, bp = float(self.ctx.opt("idle", 0.2)), float(self.ctx.opt("backpressure", 0.3))
         s_idle, s_bp = pause_seeds(self.ctx.seed)
