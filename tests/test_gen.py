@@ -6,6 +6,7 @@ Each unit appears once in :data:`UNITS`; unit-specific checks live in
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -110,6 +111,35 @@ def test_record_matches_the_verilog(unit, tmp_path):
     assert rec["module"] == u.module and em.verilog.name == f"{u.module}.v"
     assert rec["timing"]["latency"] >= 1
     check_rtl_ports(em.verilog, u.module, rec)
+
+
+def test_the_record_names_every_register_rst_resets_and_its_value():
+    """The record's ``resets`` come from the MyHDL design (the always_seq blocks reset by
+    the rst port), by Verilog name: every one is a ``reg`` of the module; the sched tile's
+    registers are there, the memories (reset in loops, no name of their own) are not."""
+    for tb in ("sched_counter_cw8", "sched_random", "gemm_tile_random", "host_top_stream"):
+        path = generate_rtl(TESTBENCHES[tb])
+        rec = json.loads(path.with_suffix(".json").read_text())
+        text = path.with_suffix(".v").read_text()
+        regs = set(re.findall(r"^reg\s+(?:signed\s+)?(?:\[[^\]]+\]\s*)?(\w+)\s*;", text, re.M))
+        assert rec["resets"] and set(rec["resets"]) <= regs, tb
+    rec = json.loads(generate_rtl(TESTBENCHES["sched_counter_cw8"]).with_suffix(".json").read_text())
+    assert rec["resets"] == {"count": 0, "wrap": 0}
+
+
+@pytest.mark.sim
+def test_a_register_rst_leaves_alone_fails_the_test(tmp_path):
+    """A reset assignment dropped from the RTL (the register keeps X on Icarus) fails a
+    testbench at its first rst edge, naming the register."""
+    from lockstep.verif.runner import run
+    path = generate_rtl(TESTBENCHES["sched_counter_cw8"]).with_suffix(".v")
+    text = path.read_text()
+    assert text.count("        wrap <= 0;\n") >= 1
+    bad = tmp_path / "sched_counter.v"
+    bad.write_text(text.replace("        wrap <= 0;\n", "        // wrap <= 0;\n", 1))
+    res = run("sched_counter_cw8", "icarus", seed=1, rtl=bad)
+    assert not res.ok
+    assert "wrap = " in (res.results / "sim.log").read_text() and "reset value 0" in (res.results / "sim.log").read_text()
 
 
 @pytest.mark.parametrize("unit", UNITS)
