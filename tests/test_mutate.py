@@ -327,4 +327,6 @@ def test_no_mutant_is_drawn_on_a_store_overwritten_before_any_read():
             "end\nendmodule\n")
     lines = {m.before.strip() for m in M.sites(text)}
     assert "pw = 4'h0;" not in lines
+    sink = text.replace("    q <= (pw ^ nx);\n", "    q <= (pw ^ nx);\n    wrap_unused <= a[0];\n")
+    assert "wrap_unused" in sink and not any("wrap_unused" in m.before for m in M.sites(sink))   # nothing reads it
     assert {"nx = 4'h0;", "pw = (a + 1);", "q <= (pw ^ nx);"} <= lines

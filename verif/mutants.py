@@ -25,7 +25,8 @@ before the block's real statements) are left alone by ``const`` and ``drop``: ev
 assigns those variables again, so such mutants are equivalent by construction. So is
 every line of a dead store, a blocking assignment that a later statement of the same
 level overwrites before anything reads it (a variable's initial value in a clocked block,
-``pw = 64'h0;`` before ``pw = word;``): no mutant is drawn there.
+``pw = 64'h0;`` before ``pw = word;``), and every assignment to a sink the generators name
+``*unused*`` (bits a block ignores on purpose; nothing reads them): no mutant is drawn there.
 
 :func:`sample` picks ``n`` of them reproducibly from a seed, drawing the kinds in turn so
 that each kind is represented; :func:`apply` writes one into the text. A mutant keeps the
@@ -205,8 +206,8 @@ def sites(text: str) -> list[Mutant]:
                 out.append(Mutant(kind, i + 1, col, line, after, desc))
 
         a = _ASSIGN.match(line)
-        if a and _dead_store(lines, i, a):
-            continue
+        if a and (_dead_store(lines, i, a) or "unused" in a[3]):
+            continue   # a value nothing reads (a dead store, or a sink named *unused*)
         if a:
             indent, cont, lhs, op, rhs = a.groups()
             is_default = preamble and not cont and op == "=" and (
