@@ -330,3 +330,12 @@ def test_no_mutant_is_drawn_on_a_store_overwritten_before_any_read():
     sink = text.replace("    q <= (pw ^ nx);\n", "    q <= (pw ^ nx);\n    wrap_unused <= a[0];\n")
     assert "wrap_unused" in sink and not any("wrap_unused" in m.before for m in M.sites(sink))   # nothing reads it
     assert {"nx = 4'h0;", "pw = (a + 1);", "q <= (pw ^ nx);"} <= lines
+
+
+def test_a_stuck_bit_is_never_the_value_a_leading_constant_fixes():
+    assert M._fixed_bits("{3'h5, y}", 8) == {5: 1, 6: 0, 7: 1} and M._fixed_bits("{y, 3'h5}", 8) == {}
+    text = ("module t (\n    clk,\n    a,\n    q\n);\ninput clk;\ninput [3:0] a;\noutput [31:0] q;\nreg [31:0] q;\n"
+            "always @(posedge clk) begin: b\n    q <= {31'h0, a[0]};\nend\nendmodule\n")
+    stuck = [m for m in M.sites(text) if m.kind == "stuck"]
+    bit = int(stuck[0].after.rsplit("[", 1)[1].split("]")[0])
+    assert [m.after.strip()[-5:-1] for m in stuck] == (["1'b1"] if bit >= 1 else ["1'b0", "1'b1"])

@@ -124,6 +124,18 @@ def _literal_value(tok: str) -> int | None:
         return None
 
 
+def _fixed_bits(rhs: str, width: int | None) -> dict[int, int]:
+    """The bits a concatenation's leading sized constant fixes (``{24'h0, y}`` in a 32-bit
+    target: bits 31..8 are 0), position -> value; ``{}`` for anything else."""
+    m = re.fullmatch(r"\{\s*(\d+'[bBoOdDhH][0-9a-fA-F_]+)\s*,.*\}", rhs)
+    if not m or not width:
+        return {}
+    n, v = int(m[1].split("'")[0]), _literal_value(m[1])
+    if v is None:
+        return {}
+    return {width - n + i: (v >> i) & 1 for i in range(n)}
+
+
 def _literal_mutants(tok: str) -> list[tuple[str, str]]:
     """(new literal, description) for an integer literal: value +1 and -1, in its width."""
     m = _LITERAL_VALUE.match(tok)
@@ -228,6 +240,7 @@ def sites(text: str) -> list[Mutant]:
             # a constant right-hand side already holds its bits: sticking one at the value
             # it has is the same statement (an equivalent mutant by construction)
             value = {"(0 != 0)": 0, "(1 != 0)": 1}.get(rhs, _literal_value(rhs))
+            fixed = _fixed_bits(rhs, w) if value is None else {}   # {24'h0, y}: the top 24 bits
             if w == 1:
                 for bit in (0, 1):
                     if value is None or value & 1 != bit:
@@ -235,7 +248,7 @@ def sites(text: str) -> list[Mutant]:
             elif w and not cont:
                 bit = (i * 7919) % w  # one bit per statement, spread over the word
                 for v in (0, 1):
-                    if value is None or (value >> bit) & 1 != v:
+                    if (value is None or (value >> bit) & 1 != v) and fixed.get(bit) != v:
                         add("stuck", -1, f"{line.rstrip()} {target}[{bit}] {op} 1'b{v};", f"{target}[{bit}] stuck at {v}")
             if not cont and not is_default:
                 add("drop", -1, f"{indent}// mutant: dropped {s}", f"dropped '{s}'")
