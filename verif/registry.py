@@ -485,8 +485,8 @@ for _name in ("sched_illegal_all", "sched_illegal_all_nt4_hop2", "sched_mesh_ill
 # opcode, UNIT, PORT 3 on each of SEND/RECV/TAP/FWD, RECV on the bus, FWD source 3): a sweep
 # of every tile and kind (consecutive programs take consecutive strata, 24 on the 3-tile ring)
 _sched_tp("sched_illegal_opcode", tier="quick", programs=48, by_sim={"icarus": {"programs": 24}})
-# BUSY likewise: each opcode checks another unit's busy flag (7 opcodes a tile)
-_sched_tp("sched_illegal_busy", tier="quick", programs=42, by_sim={"icarus": {"programs": 21}})
+# BUSY likewise: each opcode and port checks another unit's busy flag (14 kinds a tile)
+_sched_tp("sched_illegal_busy", tier="quick", programs=42, by_sim={"icarus": {"programs": 42}})
 _register(Testbench(
     name="sched_random_mutant_tp", family="sched", toplevel="sched_ring", params=FabricParams(),
     tb_params=FabricParams(l_alu=3), generator="lockstep.gen.sched:emit_ring",

@@ -682,7 +682,7 @@ def illegal_variant(rng: Any, program: Program, rule: str, stratum: int | None =
         rule: one of :data:`ILLEGAL_RULES` (``HALT-missing`` is accepted for HALT).
         stratum: the places to break the rule are grouped by tile (and, for OPCODE, by
             the kind of change: reserved opcode, UNIT, PORT 3 on a SEND, ...; for BUSY
-            by the opcode of the entry copied); stratum
+            by the opcode of the entry copied, and its port); stratum
             ``s`` is tile ``s % nt`` and kind ``s // nt`` (modulo their number), so
             consecutive strata sweep every tile and kind; None: a random group. The
             place is a random one of the group.
@@ -727,12 +727,21 @@ def illegal_variant(rng: Any, program: Program, rule: str, stratum: int | None =
     return prog, exp
 
 
+def _busy_kind(e: Entry) -> str:
+    """The kind of a BUSY place: the opcode copied, and for a port opcode its port (each
+    port's unit has its own busy flag)."""
+    name = OP_NAMES.get(e.op, "")
+    return f"{name}@{e.port}" if e.op in (SEND, RECV, TAP, FWD) else name
+
+
 def _kinds(rule: str, p: FabricParams) -> list[str]:
     """The kinds of places of a rule (the strata of a sweep, with the tiles): for OPCODE
     the kinds of change :func:`_c_opcode` makes, for BUSY the opcode of the entry copied
-    (each opcode checks another unit's busy flag); one kind for the other rules."""
+    and its port (each checks another unit's busy flag); one kind for the other rules."""
     if rule == "BUSY":
-        return ["SEND", "RECV", "TAP", "FWD", "VADD", "VMUL", "DOT"] + (sorted(MAC_OPS) if p.k else [])
+        ports = range(3) if p.bus else range(2)
+        return ([f"{o}@{q}" for o in ("SEND", "FWD", "TAP") for q in ports] + [f"RECV@{q}" for q in range(2)]
+                + ["VADD", "VMUL", "DOT"] + (sorted(MAC_OPS) if p.k else []))
     if rule != "OPCODE":
         return [""]
     ports = ("SEND", "RECV", "TAP", "FWD")
@@ -825,7 +834,7 @@ def _c_busy(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
             out.append((_insert_word(prog, tl.t, w, e.replace(t=u1 & mask)),
                         _exp(p, "BUSY", tl.t, u1, ERR_BUSY, f"tile {tl.t}: copy of entry {x.src} inserted at "
                                                             f"word {w}, one cycle later"),
-                        OP_NAMES.get(e.op, "")))
+                        _busy_kind(e)))
     return out
 
 
