@@ -30,6 +30,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
+from .mutants import literal_value
+
 __all__ = [
     "merge_functional", "bins_total", "select_points", "read_dat", "write_dat", "code_summary",
     "merge_dat", "merge_instances", "render_code_html", "split_excluded", "CoverageToolMissing", "KINDS",
@@ -226,23 +228,16 @@ def _tied_bits(lines: Sequence[str]) -> dict[str, dict[int, int]]:
         parts.append(cur.strip())
         top, bits = widths[a[1]], {}
 
-        def value(c: re.Match) -> int | None:
-            radix = {"h": 16, "b": 2, "d": 10, "o": 8}[c[0].split("'")[1][0].lower()]
-            try:
-                return int(c[2].replace("_", ""), radix)
-            except ValueError:   # x / z digits
-                return None
-
         for part in parts:                  # from the top down, while the parts are constants
             c = _CONST.fullmatch(part)
-            if not c or (v := value(c)) is None:
+            if not c or (v := literal_value(part)) is None:
                 break
             top -= int(c[1])
             bits.update({top + i: (v >> i) & 1 for i in range(int(c[1]))})
         low = 0
         for part in reversed(parts[1:]):    # from the bottom up
             c = _CONST.fullmatch(part)
-            if not c or (v := value(c)) is None:
+            if not c or (v := literal_value(part)) is None:
                 break
             bits.update({low + i: (v >> i) & 1 for i in range(int(c[1]))})
             low += int(c[1])

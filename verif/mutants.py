@@ -41,7 +41,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["KINDS", "Mutant", "sites", "sample", "apply", "local_pair"]
+__all__ = ["KINDS", "Mutant", "sites", "sample", "apply", "local_pair", "literal_value"]
 
 #: The mutation kinds, in the order :func:`sample` draws them.
 KINDS = ("op", "const", "cond", "stuck", "drop")
@@ -111,7 +111,7 @@ def _width(expr: str | None) -> int | None:
         return None
 
 
-def _literal_value(tok: str) -> int | None:
+def literal_value(tok: str) -> int | None:
     """The value of an unsigned integer literal (``12``, ``8'h0c``); None for anything else."""
     if tok.isdigit():
         return int(tok)
@@ -130,7 +130,7 @@ def _fixed_bits(rhs: str, width: int | None) -> dict[int, int]:
     m = re.fullmatch(r"\{\s*(\d+'[bBoOdDhH][0-9a-fA-F_]+)\s*,.*\}", rhs)
     if not m or not width:
         return {}
-    n, v = int(m[1].split("'")[0]), _literal_value(m[1])
+    n, v = int(m[1].split("'")[0]), literal_value(m[1])
     if v is None:
         return {}
     return {width - n + i: (v >> i) & 1 for i in range(n)}
@@ -239,7 +239,7 @@ def sites(text: str) -> list[Mutant]:
                 target = name
             # a constant right-hand side already holds its bits: sticking one at the value
             # it has is the same statement (an equivalent mutant by construction)
-            value = {"(0 != 0)": 0, "(1 != 0)": 1}.get(rhs, _literal_value(rhs))
+            value = {"(0 != 0)": 0, "(1 != 0)": 1}.get(rhs, literal_value(rhs))
             fixed = _fixed_bits(rhs, w) if value is None else {}   # {24'h0, y}: the top 24 bits
             if w == 1:
                 for bit in (0, 1):
