@@ -40,7 +40,7 @@ import numpy as np
 from lockstep.models import sparse
 from lockstep.models.sparse.params import SparseParams
 
-from .raster_env import random_map
+from .raster_env import nonzero_values, random_map
 
 __all__ = ["SCENARIOS", "StuJob", "acc_after", "chain", "make_jobs", "stream_jobs"]
 
@@ -343,6 +343,12 @@ def fc(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[
     jobs.append(fc_job(random_map(rng, 1, W, W, params.dw).ravel(), random_map(rng, N, W, N * W, params.ww), "fc-full"))
     jobs.append(fc_job(np.zeros(W, np.int64), random_map(rng, N, W, N * W, params.ww), "fc-zero"))
     jobs.append(fc_job(random_map(rng, 1, 1, 1, params.dw).ravel(), random_map(rng, 1, 1, 1, params.ww), "fc-1x1"))
+    # the nonzeros of x go to the gather lanes in turn: l + 1 of them ending at W - 1 put the
+    # last index on lane l (a lane that never read it let a bound mutant through)
+    for l in range(min(params.p, W)):
+        x = np.zeros(W, np.int64)
+        x[W - 1 - l:] = nonzero_values(rng, l + 1, params.dw)
+        jobs.append(fc_job(x, random_map(rng, N, W, N * W, params.ww), f"fc-tail-lane{l}"))
     if params.p >= 3 and params.kmax >= 2 and params.wmax >= 2 and params.depth >= 2:
         jobs += fc_after_conv(params)
     while len(jobs) < count:
