@@ -340,12 +340,13 @@ class Emitted:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def _reset_values(inst: Any) -> dict[str, int]:
+def _reset_values(inst: Any, memlist: Any = ()) -> dict[str, int]:
     """The registers the design's ``always_seq`` blocks reset, by their Verilog names, and
     the value ``rst`` gives each (the signal's initial value, as MyHDL resets it). Read
     from the MyHDL design while the converter has its names, never from the Verilog text:
-    a testbench holds the RTL's state after reset to it. Memory words (reset in loops, no
-    name of their own) are left out."""
+    a testbench holds the RTL's state after reset to it. A word of a memory (a list of
+    signals; ``memlist``, the converter's) is ``name[i]``."""
+    words = {id(s): f"{m.name}[{i}]" for m in memlist for i, s in enumerate(m.mem) if m.name}
     out: dict[str, int] = {}
 
     def walk(b: Any) -> None:
@@ -353,8 +354,8 @@ def _reset_values(inst: Any) -> dict[str, int]:
             if isinstance(sub, myhdl._always_seq._AlwaysSeq):
                 if sub.reset is not None and sub.reset._name == "rst":   # the top's rst port
                     for sig in sub.sigregs:
-                        if sig._name:
-                            out[sig._name] = int(sig._init) & ((1 << len(sig)) - 1)
+                        if name := sig._name or words.get(id(sig)):
+                            out[name] = int(sig._init) & ((1 << len(sig)) - 1)
             else:
                 walk(sub)
 
@@ -414,7 +415,7 @@ def emit(
             # the converter's hook after it has named every signal (and before it forgets them)
             conv = myhdl.conversion._toVerilog._ToVerilogConvertor
             hook = conv._convert_filter
-            conv._convert_filter = lambda _self, *_a: resets.update(_reset_values(inst))
+            conv._convert_filter = lambda _self, _h, _intf, _sigs, mems, _gens: resets.update(_reset_values(inst, mems))
             try:
                 inst.convert(hdl="Verilog", name=name, path=tmp, testbench=False, timescale="1ns/1ps")
             finally:
@@ -428,7 +429,7 @@ def emit(
     got = [p.strip() for p in declared.group(1).split(",")] if declared else []
     if sorted(got) != sorted(ports):
         raise ParamError(f"{name}: converted ports {got} differ from the declared {list(ports)}")
-    regs = set(re.findall(r"^reg\s+(?:signed\s+)?(?:\[[^\]]+\]\s*)?(\w+)\s*;", text, re.M))
+    regs = set(re.findall(r"^reg\s+(?:signed\s+)?(?:\[[^\]]+\]\s*)?(\w+)\s*(?:\[[^\]]+\]\s*)?;", text, re.M))
     record = {
         "module": name,
         "family": family,
@@ -438,7 +439,7 @@ def emit(
         "ports": ports,
         "timing": timing,
         "doc": doc,
-        "resets": {n: v for n, v in resets.items() if n in regs},
+        "resets": {n: v for n, v in resets.items() if n.split("[")[0] in regs},
     }
     header = (
         f"// {name}: {doc}\n"

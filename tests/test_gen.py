@@ -115,16 +115,18 @@ def test_record_matches_the_verilog(unit, tmp_path):
 
 def test_the_record_names_every_register_rst_resets_and_its_value():
     """The record's ``resets`` come from the MyHDL design (the always_seq blocks reset by
-    the rst port), by Verilog name: every one is a ``reg`` of the module; the sched tile's
-    registers are there, the memories (reset in loops, no name of their own) are not."""
+    the rst port), by Verilog name: every one is a ``reg`` of the module (a memory's words
+    as ``name[i]``)."""
     for tb in ("sched_counter_cw8", "sched_random", "gemm_tile_random", "host_top_stream"):
         path = generate_rtl(TESTBENCHES[tb])
         rec = json.loads(path.with_suffix(".json").read_text())
         text = path.with_suffix(".v").read_text()
-        regs = set(re.findall(r"^reg\s+(?:signed\s+)?(?:\[[^\]]+\]\s*)?(\w+)\s*;", text, re.M))
-        assert rec["resets"] and set(rec["resets"]) <= regs, tb
+        regs = set(re.findall(r"^reg\s+(?:signed\s+)?(?:\[[^\]]+\]\s*)?(\w+)\s*(?:\[[^\]]+\]\s*)?;", text, re.M))
+        assert rec["resets"] and {n.split("[")[0] for n in rec["resets"]} <= regs, tb
     rec = json.loads(generate_rtl(TESTBENCHES["sched_counter_cw8"]).with_suffix(".json").read_text())
     assert rec["resets"] == {"count": 0, "wrap": 0}
+    rec = json.loads(generate_rtl(TESTBENCHES["sparse_stu_random"]).with_suffix(".json").read_text())
+    assert {"stu0__rmw0_pv[0]", "stu0__rmw0_pv[1]"} <= set(rec["resets"])   # words of a memory reset in a loop
 
 
 @pytest.mark.sim

@@ -117,9 +117,10 @@ async def check_reset(inst: SimHandleBase, clk: SimHandleBase, resets: dict[str,
     await ReadOnly()
     bad = []
     for name, want in resets.items():
+        base, _, idx = name.partition("[")
         try:
-            v = inst[name].value
-        except (AttributeError, KeyError):
+            v = (inst[base][int(idx[:-1])] if idx else inst[name]).value   # a memory word: name[i]
+        except (AttributeError, KeyError, IndexError):
             bad.append(f"{name}: not in the design")
             continue
         if not v.is_resolvable or int(v) != want:
