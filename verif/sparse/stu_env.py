@@ -62,7 +62,8 @@ COUNTERS = ("cyc_compute", "n_rounds", "n_mults", "n_deferred", "cyc_drain", "nn
 def load_words(job: StuJob, p: SparseParams) -> list[tuple[int, int, int]]:
     """``(ld_sel, ld_addr, ld_data)`` of every load-port write of a job, in the per-edge
     order (:meth:`StuUnit.load` writes them; the throughput harness reads them from a file): the packed data entries from 0, then the packed
-    weights from 0, or the FC matrix row by row at ``o * wmax`` (values masked to
+    weights from 0 and, past them, a copy of the last (a weight read beyond ``cfg_wnz``
+    would count twice), or the FC matrix row by row at ``o * wmax`` (values masked to
     ``ww`` bits); nothing for a start the STU refuses."""
     if job.refused:
         return []
@@ -72,7 +73,10 @@ def load_words(job: StuJob, p: SparseParams) -> list[tuple[int, int, int]]:
         for o, row in enumerate(np.asarray(job.weights)):
             words += [(LD_FC, o * p.wmax + i, int(v) & mask) for i, v in enumerate(row)]
     else:
-        words += [(LD_WEIGHTS, a, w) for a, w in enumerate(sparse.pack_weights(job.weights, p))]
+        packed = sparse.pack_weights(job.weights, p)
+        words += [(LD_WEIGHTS, a, w) for a, w in enumerate(packed)]
+        if 0 < len(packed) < p.kmax * p.kmax:   # poison: a copy of the last weight just past cfg_wnz,
+            words.append((LD_WEIGHTS, len(packed), packed[-1]))   # which the STU must never read
     return words
 
 
@@ -170,7 +174,7 @@ class StuUnit(JobUnit):
 
     def budget(self, job: StuJob) -> int:
         g = job.golden
-        load = len(job.data) + (np.size(job.weights) if job.cfg.mode == sparse.FC else len(job.weights))
+        load = len(job.data) + (np.size(job.weights) if job.cfg.mode == sparse.FC else len(job.weights) + 1)
         stalls = int((g.nnz_out + 1) * 16 * job.bp / (1 - job.bp)) if job.bp else 0
         return load + sparse.cycles(g) + stalls + 8
 
