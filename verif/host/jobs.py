@@ -81,7 +81,13 @@ def _rechk(words: list[int]) -> list[int]:
 
 #: Descriptor corruptions, each aimed at one status (fn(words, exp_seq) -> words).
 MUTATIONS: dict[str, tuple[str, Callable[[list[int], int], list[int]]]] = {
-    "magic": ("BAD_MAGIC", lambda w, s: _rewrite(w, 7, 0xFF, 0x5A)),
+    # the magic alone wrong (checksum recomputed), and a sequence number the front end must
+    # not adopt from a descriptor it cannot trust (the next good one would be BAD_SEQ): with
+    # the checksum wrong too and the right sequence number, a front end that trusted a
+    # descriptor with either check passing was not told apart
+    "magic": ("BAD_MAGIC", lambda w, s: _rechk(_rewrite(_rewrite(w, 7, 0xFF, 0x5A), 7, 0xFFFF0000,
+                                                        ((s + 5) & 0xFFFF) << 16))),
+    "magic+checksum": ("BAD_MAGIC", lambda w, s: _rewrite(w, 7, 0xFF, 0x5A)),
     "checksum": ("BAD_CHECKSUM", lambda w, s: _rewrite(w, 7, 0xFF00, (((w[7] >> 8) & 0xFF) ^ 0x10) << 8)),
     "replay": ("BAD_SEQ", lambda w, s: _rechk(_rewrite(w, 7, 0xFFFF0000, ((s - 1) & 0xFFFF) << 16))),
     "conv": ("BAD_OPCODE", lambda w, s: _rechk(_rewrite(w, 0, 0xF, 2))),
