@@ -469,6 +469,12 @@ class HostTopTest(uvm_test):
         sh.dma_at_tp = dict(drv.dma_bytes)  # before the final read-back
         device = await drv.dma_read(0, p.mem_bytes)
         self.device = device  # what EdgeStreamTest (verif/host/tp_env.py) dumps
+        # PERF_CTRL clears every counter: at the start they are 0 anyway (a counter that
+        # ignored the clear went unseen), so clear them again at the end, after the work
+        await drv.set_reg("PERF_CTRL", 1)
+        for n in [c for c in hm.CSR if c.startswith("PERF_") and c not in ("PERF_CTRL", "PERF_TOTAL")]:
+            if v := await drv.reg(n):
+                sh.note(f"{n} = {v} after PERF_CTRL cleared the counters at the end")
         errs = self.env.scoreboard.check_all(sh, image, device, regs, tp)
         cg = _coverage(sh)
         for c in sh.cq:
