@@ -334,6 +334,8 @@ def test_no_mutant_is_drawn_on_a_store_overwritten_before_any_read():
 
 def test_a_stuck_bit_is_never_the_value_a_leading_constant_fixes():
     assert M._fixed_bits("{3'h5, y}", 8) == {5: 1, 6: 0, 7: 1} and M._fixed_bits("{y, 3'h5}", 8) == {}
+    assert M._fixed_bits("{3'h0, y} + {3'h0, z}", 8) == {}   # a sum of two, whose carry reaches the top
+    assert M.concat_parts("{8'h0, a[3:0], {b, c}}") == ["8'h0", "a[3:0]", "{b, c}"] and M.sized_literal("8'sh1") is None
     text = ("module t (\n    clk,\n    a,\n    q\n);\ninput clk;\ninput [3:0] a;\noutput [31:0] q;\nreg [31:0] q;\n"
             "always @(posedge clk) begin: b\n    q <= {31'h0, a[0]};\nend\nendmodule\n")
     stuck = [m for m in M.sites(text) if m.kind == "stuck"]

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
-from .mutants import literal_value
+from .mutants import concat_parts, sized_literal
 
 __all__ = [
     "merge_functional", "bins_total", "select_points", "read_dat", "write_dat", "code_summary",
@@ -199,8 +199,7 @@ def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[An
 
 
 _DECL_W = re.compile(r"^\s*(?:wire|reg)\s+(?:signed\s+)?\[(\d+):0\]\s*(\w+)\s*;")
-_CONCAT = re.compile(r"^\s*assign\s+(\w+)\s*=\s*\{(.*)\};\s*$")
-_CONST = re.compile(r"(\d+)'[hHbBdDoO]([0-9a-fA-F_]+)$")
+_ASSIGN = re.compile(r"^\s*assign\s+(\w+)\s*=\s*(\{.*\});\s*$")
 
 #: Why a tied bit's toggle points are set apart (the report's reason).
 TIED_REASON = "a bit driven by a constant ({N'h0, x}, {x, 3'h1}: MyHDL's extensions and fixed fields): it cannot toggle"
@@ -218,33 +217,22 @@ def _tied_bits(lines: Sequence[str]) -> dict[str, dict[int, int]]:
         if d:
             widths[d[2]] = int(d[1]) + 1
             continue
-        a = _CONCAT.match(ln)
-        if not a or a[1] not in widths:
+        a = _ASSIGN.match(ln)
+        parts = concat_parts(a[2]) if a and a[1] in widths else None
+        if not parts:
             continue
-        parts, depth, cur = [], 0, ""
-        for ch in a[2]:   # the concatenation's top-level parts
-            depth += ch in "({[" and 1 or (ch in ")}]" and -1 or 0)
-            if ch == "," and depth == 0:
-                parts.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        parts.append(cur.strip())
         top, bits = widths[a[1]], {}
-
         for part in parts:                  # from the top down, while the parts are constants
-            c = _CONST.fullmatch(part)
-            if not c or (v := literal_value(part)) is None:
+            if (c := sized_literal(part)) is None:
                 break
-            top -= int(c[1])
-            bits.update({top + i: (v >> i) & 1 for i in range(int(c[1]))})
+            top -= c[0]
+            bits.update({top + i: (c[1] >> i) & 1 for i in range(c[0])})
         low = 0
         for part in reversed(parts[1:]):    # from the bottom up
-            c = _CONST.fullmatch(part)
-            if not c or (v := literal_value(part)) is None:
+            if (c := sized_literal(part)) is None:
                 break
-            bits.update({low + i: (v >> i) & 1 for i in range(int(c[1]))})
-            low += int(c[1])
+            bits.update({low + i: (c[1] >> i) & 1 for i in range(c[0])})
+            low += c[0]
         if bits:
             out[a[1]] = bits
     return out

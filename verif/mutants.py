@@ -41,7 +41,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["KINDS", "Mutant", "sites", "sample", "apply", "local_pair", "literal_value"]
+__all__ = ["KINDS", "Mutant", "sites", "sample", "apply", "local_pair", "literal_value", "sized_literal",
+           "concat_parts"]
 
 #: The mutation kinds, in the order :func:`sample` draws them.
 KINDS = ("op", "const", "cond", "stuck", "drop")
@@ -124,15 +125,40 @@ def literal_value(tok: str) -> int | None:
         return None
 
 
+def sized_literal(tok: str) -> tuple[int, int] | None:
+    """``(width, value)`` of an unsigned sized literal (``8'h0c``); None for anything else."""
+    m = _LITERAL_VALUE.fullmatch(tok)
+    v = literal_value(tok) if m else None
+    return (int(m[1]), v) if m and v is not None else None
+
+
+def concat_parts(text: str) -> list[str] | None:
+    """The top-level parts of a concatenation (``{8'h0, a[3:0], b}``), or None when
+    ``text`` is not one concatenation (``{a, b} + {c, d}`` is not)."""
+    text = text.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    parts, depth, cur = [], 0, ""
+    for ch in text[1:-1]:
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch in "({[") - (ch in ")}]")
+        if depth < 0:   # the first brace closed before the end: more than one expression
+            return None
+        cur += ch
+    return parts + [cur.strip()]
+
+
 def _fixed_bits(rhs: str, width: int | None) -> dict[int, int]:
     """The bits a concatenation's leading sized constant fixes (``{24'h0, y}`` in a 32-bit
     target: bits 31..8 are 0), position -> value; ``{}`` for anything else."""
-    m = re.fullmatch(r"\{\s*(\d+'[bBoOdDhH][0-9a-fA-F_]+)\s*,.*\}", rhs)
-    if not m or not width:
+    parts = concat_parts(rhs)
+    lead = sized_literal(parts[0]) if parts and len(parts) > 1 and width else None
+    if lead is None:
         return {}
-    n, v = int(m[1].split("'")[0]), literal_value(m[1])
-    if v is None:
-        return {}
+    n, v = lead
     return {width - n + i: (v >> i) & 1 for i in range(n)}
 
 
