@@ -304,6 +304,31 @@ def test_the_mutated_block_alone_reads_free_inputs_and_drives_what_others_read(t
     assert "input [3:0] _lockstep_rd0;" in gold and "t <= (_lockstep_rd0 + a);" in gold and "input [1:0] b;" not in gold
 
 
+
+def test_the_block_alone_keeps_constants_case_targets_and_refuses_a_loop_over_a_memory():
+    from lockstep.verif.mutants import local_pair
+
+    # a localparam the block reads stays a constant (MyHDL writes a constant signal as one):
+    # as a free input, (k == 0) && (k > 6) would not be the always-false it is
+    text = BLOCKS.replace("reg [3:0] dead;", "reg [3:0] dead;\nlocalparam [3:0] k = 4'd6;")
+    text = text.replace("s = (a >>> 1);", "s = ((k == 0) || (k > 6)) ? a : (a >>> 1);")
+    line = text.split("\n").index("    s = ((k == 0) || (k > 6)) ? a : (a >>> 1);") + 1
+    gold, gate = local_pair(text, text.replace("(k == 0) || (k > 6)", "(k == 0) && (k > 6)"), line)
+    assert "localparam [3:0] k = 4'd6;" in gold and "input [3:0] k;" not in gold
+    # a case item's target is assigned, not read: an output, never also an input
+    text = BLOCKS.replace("    s = (a >>> 1);", "    case (b)\n        0: s = 1;\n        default: s = a;\n    endcase")
+    line = text.split("\n").index("        0: s = 1;") + 1
+    gold, _ = local_pair(text, text.replace("0: s = 1;", "0: s = 2;"), line)
+    assert "output [3:0] s;" in gold and "input [3:0] s;" not in gold
+    # mem[i] in a loop reads a word per i: one free input for all of them would tie them
+    text = BLOCKS.replace("        mem[b] <= a;\n", "").replace("            mem[i] <= 0;\n", "")
+    text = text.replace("        t <= (mem[b] + a);", "        for (i=0; i<4; i=i+1) begin\n            t <= (t ^ mem[i]);\n"
+                        "        end")
+    text = text.replace("assign z = s;", "assign z = s;\nalways @(posedge clk) begin: w\n    mem[b] <= a;\nend")
+    line = text.split("\n").index("            t <= (t ^ mem[i]);") + 1
+    assert local_pair(text, text.replace("(t ^ mem[i])", "(t | mem[i])"), line) is None
+
+
 @pytest.mark.parametrize("old,new,verdict,how", [
     ("dead = (a >> 1);", "dead = (a << 1);", "equivalent", "nothing reads"),
     ("s = (a >>> 1);", "s = (a >> 1);", "equivalent", "on the mutated block alone"),

@@ -62,6 +62,8 @@ _TOKEN = re.compile(
 #: A declaration; ``indent`` is empty at module level (a block's own are indented).
 _DECL = re.compile(r"^(?P<indent>\s*)(?P<kind>input|output|inout|reg|wire)\b(?P<signed>\s+signed)?\s*"
                    r"(?:\[(?P<range>[^\]]+)\])?\s*(?P<name>[A-Za-z_][\w$]*)\s*(?P<mem>\[[^\]]*\])?\s*;")
+#: A module-level constant (MyHDL writes a constant signal as one).
+_LOCALPARAM = re.compile(r"^localparam\b[^=]*?(?P<name>[A-Za-z_][\w$]*)\s*=[^;]*;")
 _SKIP_START = re.compile(r"^\s*(?://|`|module\b|endmodule\b|input\b|output\b|inout\b|reg\b|wire\b|integer\b|"
                          r"localparam\b|parameter\b|begin\b|end\b|else\s+begin\b|endcase\b|default\b|case\b|\$)")
 _ASSIGN = re.compile(r"^(\s*)(assign\s+)?([A-Za-z_][\w$]*(?:\[[^\]]*\])?)\s*(<=|=)\s*(.*);\s*$")
@@ -362,6 +364,31 @@ def _block_span(lines: list[str], line: int) -> tuple[int, int] | None:
     return (start, end) if end is not None and end >= i else None
 
 
+def _names(block: list[str]) -> tuple[set[str], set[str], set[str]]:
+    """(identifiers used, assigned, declared inside) of a block's lines."""
+    used, assigned, local = set(), set(), set()
+    for text in block:
+        s = text.strip()
+        label = re.search(r"\bbegin\s*:\s*([A-Za-z_][\w$]*)", s)
+        if re.match(r"(reg|integer)\b", s):
+            local.update(re.findall(r"([A-Za-z_][\w$]*)\s*(?:\[[^\]]*\])?\s*;", s))
+            continue
+        for stmt in s.split(";"):
+            a = _ASSIGN.match(_CASE_LABEL.sub("", stmt.strip()) + ";")
+            if a:
+                assigned.add(a[3].split("[")[0])
+        for m in _TOKEN.finditer(re.sub(r"//.*", "", s)):
+            if m.lastgroup == "id" and not m.group().startswith("$") and m.group() not in _KEYWORDS:
+                used.add(m.group())
+        if label:
+            used.discard(label[1])
+    return used - local, assigned - local, local
+
+
+#: A case item's label in front of its statement (``2'b01: x = 3;``, ``default: x = 0;``).
+_CASE_LABEL = re.compile(r"^(?:default|\d+'[sS]?[bBoOdDhH][0-9a-fA-F_xXzZ]+|\d+|[A-Za-z_][\w$]*)\s*:\s*(?!begin\b)")
+
+
 def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tuple[str, str] | None:
     """The block of ``line`` (an ``always`` block or an ``assign``) cut out of each text as
     module ``top``: every signal it reads an input (free: any value, any time), every
@@ -370,20 +397,31 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     Whatever the rest of the design does, it sees the block only through those outputs: if
     the two modules are equivalent for all inputs, so are the two designs (the converse
     does not hold). Both modules have the same ports. None when the block is not
-    self-contained: it touches a memory (an unpacked array) or a name with no module-level
+    self-contained: it writes a memory (an unpacked array) that another block reads, reads
+    a memory at an address made of its own variables, or reads a name with no module-level
     declaration, or ``line`` lies in no block.
     """
+    lines = original.split("\n")
+    span = _block_span(lines, line) if 0 < line <= len(lines) else None
+    return None if span is None else _cut(original, mutated, [span], top)
+
+
+def _cut(original: str, mutated: str, spans: list[tuple[int, int]], top: str) -> tuple[str, str] | None:
+    """The blocks at ``spans`` (0-based line ranges, the same in both texts) of each text
+    as module ``top``: what they read and nothing of them assigns an input, what they
+    assign that a port is or that other lines read an output."""
     lines, mlines = original.split("\n"), mutated.split("\n")
     if len(lines) != len(mlines):
         return None
-    span = _block_span(lines, line)
-    if span is None:
-        return None
-    first, last = span
     decls: dict[str, tuple[str, str, str]] = {}   # name -> (signed, range, memory dimensions)
     ports_out: set[str] = set()
     decl_lines: set[int] = set()
+    params: dict[str, str] = {}   # localparam name -> its declaration (copied: a constant, not an input)
     for j, text in enumerate(lines):
+        lp = _LOCALPARAM.match(text)
+        if lp:
+            params[lp["name"]] = text.strip()
+            decl_lines.add(j)
         d = _DECL.match(text)
         if d and not d["indent"]:
             decl_lines.add(j)
@@ -396,37 +434,28 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
             prev = decls.get(name)
             decls[name] = (signed or (prev[0] if prev else ""), rng or (prev[1] if prev else ""), mem or "")
 
-    def names(block: list[str]) -> tuple[set[str], set[str], set[str]]:
-        """(identifiers used, assigned, declared inside) of a block's lines."""
-        used, assigned, local = set(), set(), set()
-        for text in block:
-            s = text.strip()
-            label = re.search(r"\bbegin\s*:\s*([A-Za-z_][\w$]*)", s)
-            if re.match(r"(reg|integer)\b", s):
-                local.update(re.findall(r"([A-Za-z_][\w$]*)\s*(?:\[[^\]]*\])?\s*;", s))
-                continue
-            for stmt in s.split(";"):
-                a = _ASSIGN.match(stmt.strip() + ";")
-                if a:
-                    assigned.add(a[3].split("[")[0])
-            for m in _TOKEN.finditer(re.sub(r"//.*", "", s)):
-                if m.lastgroup == "id" and not m.group().startswith("$") and m.group() not in _KEYWORDS:
-                    used.add(m.group())
-            if label:
-                used.discard(label[1])
-        return used - local, assigned - local, local
-
-    outside = {m.group() for j, text in enumerate(lines) if not first <= j <= last and j not in decl_lines
+    inside = {j for a, b in spans for j in range(a, b + 1)}
+    outside = {m.group() for j, text in enumerate(lines) if j not in inside and j not in decl_lines
                for m in _TOKEN.finditer(text) if m.lastgroup == "id"}
-    gold, gate = lines[first:last + 1], mlines[first:last + 1]
-    # A memory the block only reads: each distinct read ``mem[address]`` becomes an input
-    # of its own (any value: more behaviours than the real memory, so still sound; the
-    # mutants never change an address, so both blocks read the same expressions).
-    assigned = names(gold)[1] | names(gate)[1]   # replacing reads below assigns nothing new
+    golds = [lines[a:b + 1] for a, b in spans]
+    gates = [mlines[a:b + 1] for a, b in spans]
+    infos = [_names(g) for g in golds] + [_names(g) for g in gates]
+    assigned = set().union(*(i[1] for i in infos))   # replacing reads below assigns nothing new
+    # A memory the blocks only read: each distinct read ``mem[address]`` of a block becomes
+    # an input of its own (any value: more behaviours than the real memory, so still sound;
+    # the mutants never change an address, so both sides read the same expressions). An
+    # address made of a block's own variables (a loop index) names many words: no cut.
     reads: dict[str, str] = {}
-    for mem in sorted(n for n, d in decls.items() if d[2] and n not in assigned):
-        gold, gate = (_replace_reads(b, mem, reads) for b in (gold, gate))
-    used = names(gold)[0] | names(gate)[0]
+    for k in range(len(spans)):
+        for mem in sorted(n for n, d in decls.items() if d[2] and n not in assigned):
+            local = infos[k][2] | infos[len(spans) + k][2]
+            pair = [_replace_reads(b, mem, reads, f"{k}:", local) for b in (golds[k], gates[k])]
+            if pair[0] is None or pair[1] is None:
+                return None
+            golds[k], gates[k] = pair   # type: ignore[assignment]
+    used = set().union(*(_names(b)[0] for b in golds + gates))
+    consts = sorted(n for n in used if n in params and n not in decls)
+    used -= set(consts)
     read_inputs = set(reads.values())
     if any(n not in decls and n not in read_inputs for n in used):
         return None
@@ -435,28 +464,32 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     outputs = sorted(n for n in assigned if (n in outside or n in ports_out))
     inputs = sorted((used - assigned) | {"clk", "rst"})
     internal = sorted(assigned - set(outputs))
-    procedural = lines[first].startswith("always")
-    mem_elem = {v: decls[k.split("[", 1)[0]] for k, v in reads.items()}
+    procedural = {n for (a, b), info in zip(spans, infos) if lines[a].startswith("always") for n in info[1]}
+    mem_elem = {v: decls[k.split(":", 1)[1].split("[", 1)[0]] for k, v in reads.items()}
 
-    def module(block: list[str]) -> str:
+    def module(blocks: list[list[str]]) -> str:
         def decl(kind: str, n: str) -> str:
             signed, rng, mem = mem_elem.get(n) or decls.get(n, ("", "", ""))
             dims = f" {mem}" if mem and n not in mem_elem else ""
             return f"{kind}{signed} {rng + ' ' if rng else ''}{n}{dims};"
 
         head = [f"module {top} ({', '.join(inputs + outputs)});"]
+        head += [params[n] for n in consts]
         head += [decl("input", n) for n in inputs]
         for n in outputs:
-            head += [decl("output", n), decl("reg" if procedural else "wire", n)]
-        head += [decl("reg" if procedural else "wire", n) for n in internal]
-        return "\n".join(head + block + ["endmodule", ""])
+            head += [decl("output", n), decl("reg" if n in procedural else "wire", n)]
+        head += [decl("reg" if n in procedural else "wire", n) for n in internal]
+        body = [text for b in blocks for text in b + [""]]
+        return "\n".join(head + body + ["endmodule", ""])
 
-    return module(gold), module(gate)
+    return module(golds), module(gates)
 
 
-def _replace_reads(block: list[str], mem: str, reads: dict[str, str]) -> list[str]:
+def _replace_reads(block: list[str], mem: str, reads: dict[str, str], prefix: str = "",
+                   local: set[str] | frozenset[str] = frozenset()) -> list[str] | None:
     """``block`` with every ``mem[...]`` replaced by the input name ``reads`` gives that
-    read's text (a new ``_lockstep_rd<k>`` for a new one)."""
+    read's text (keyed ``prefix + text``; a new ``_lockstep_rd<k>`` for a new one). None
+    when an address reads one of the block's own variables ``local``."""
     out = []
     pat = re.compile(rf"(?<![\w$]){re.escape(mem)}\s*\[")
     for text in block:
@@ -467,7 +500,9 @@ def _replace_reads(block: list[str], mem: str, reads: dict[str, str]) -> list[st
                 if depth == 0:
                     break
             key = re.sub(r"\s+", "", text[m.start():j + 1])
-            name = reads.setdefault(key, f"_lockstep_rd{len(reads)}")
+            if any(t.group() in local for t in _TOKEN.finditer(key[len(mem):]) if t.lastgroup == "id"):
+                return None
+            name = reads.setdefault(prefix + key, f"_lockstep_rd{len(reads)}")
             text = text[:m.start()] + name + text[j + 1:]
         out.append(text)
     return out
