@@ -119,3 +119,28 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     shown = ends[(e3[ends + 1] == e3[ends]) & ~tr["max_mode"][ends + 1] & ((fl[ends + 1] & clamp) == 0)]
     flat = [t for t in shown if kinds[t] == "flat"]
     assert set(tr["window_lop"][flat].tolist()) >= set(bins)
+
+
+@pytest.mark.parametrize("fmt", [BfpFormat(w=16, e=5, n=16, overflow="wrap"), BfpFormat(w=4, e=8, n=8, rounding="rne"),
+                                 BfpFormat(w=16, e=6, n=8, acc=64, rounding="rne", overflow="wrap")])
+def test_the_edge_kind_puts_every_lane_alone_on_the_overflow_edge(fmt):
+    """Kind ``edge``: fixed mode one exponent below max mode's, so a block maximum 2**k
+    overflows by exactly one and 2**k - 2**(k-w+1) is the largest mantissa, in each lane in
+    turn (a lane's ``ip > 2**(w-1) - 1`` written ``> 2**(w-1)`` survived every run while
+    the maxima stood in lane 0)."""
+    from lockstep.verif.bfp.renorm_env import _exponents, _kind
+
+    rng = np.random.default_rng(3)
+    count = 4 * fmt.n
+    acc = _kind(rng, "edge", count, fmt)
+    e3, fixed, e4 = _exponents(rng, fmt, acc, 0.0, np.ones(count, bool))
+    assert fixed.all()
+    mags = np.abs(acc)
+    lane = mags.argmax(axis=1)
+    assert sorted(np.bincount(lane, minlength=fmt.n).tolist()) == [4] * fmt.n   # every lane, in turn
+    top = mags.max(axis=1)
+    pow2 = (top & (top - 1)) == 0
+    _, _, flags = bfp.renormalize(acc, e3, fmt, "fixed", e4)
+    ovf = (flags & bfp.FLAG_NAMES["ovf"]) != 0
+    assert pow2.any() and (~pow2).any()
+    assert (ovf == pow2).all()   # on the edge: 2**k overflows, 2**k - 2**(k-w+1) fits

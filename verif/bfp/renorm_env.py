@@ -24,7 +24,7 @@ from lockstep.verif.columns import ints, lanes, signed
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit
-from lockstep.verif.bfp.stimulus import drawn_items, item_columns, pick_kinds
+from lockstep.verif.bfp.stimulus import any_lane, drawn_items, item_columns, pick_kinds
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
 __all__ = ["RENORM_KINDS", "RenormItem", "RenormUnit", "RenormTest", "StatsUnit", "StatsTest", "acc_vectors"]
@@ -39,6 +39,7 @@ RENORM_KINDS: dict[str, float] = {
     "pow2": 2.0,  # maximum exactly +-2**k or +-(2**k - 1)
     "ties": 2.0,  # lanes exactly halfway between two mantissas (max-mode e4)
     "roundup": 2.0,  # maximum just below 2**(w-1+r): RNE rounds up to 2**(w-1)
+    "edge": 2.0,  # fixed mode, e4 one below max mode's: a maximum 2**k overflows by one, or is the largest mantissa; lanes in turn
 }
 
 
@@ -103,6 +104,18 @@ def _kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np
         top = np.maximum(top, 1)
         rest = _mags_below(rng, np.broadcast_to(k, shape))  # below 2**k
         rest[:, :1] = top
+        return any_lane(rng, rest * _signs(rng, shape))
+    if kind == "edge":
+        # a right shift (k >= w - 1) of the maximum, 2**k (one past the largest mantissa at
+        # the edge exponent: the first n vectors, one per lane) or 2**k - 2**(k-w+1) (exactly
+        # the largest: the next n), to the lane of its turn; the rest below 2**(k-1)
+        k = rng.integers(min(w - 1, a - 2), a - 1, size=(count, 1)).astype(np.int64)
+        one = np.int64(1)
+        inside = ((np.arange(count) // n) % 2).reshape(count, 1)
+        top = (one << k) - inside * (one << (k - w + 1))
+        rest = _mags_below(rng, np.broadcast_to(k - 1, shape))
+        lane = np.resize(rng.permutation(n), count)
+        rest[np.arange(count), lane] = top[:, 0]
         return rest * _signs(rng, shape)
     if kind in ("ties", "roundup"):
         # max lane with lop = w - 2 + r so max-mode e4 = e3 + r (right shift r >= 1)
@@ -119,7 +132,7 @@ def _kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np
             rest = _mags_below(rng, np.broadcast_to(w - 2 + r, shape))
             rest[:, :1] = top
         sign = _signs(rng, shape)
-        return np.clip(rest, 0, hi) * sign
+        return any_lane(rng, np.clip(rest, 0, hi) * sign)
     raise ValueError(f"unknown stimulus kind {kind!r}; known: {sorted(RENORM_KINDS)}")
 
 
@@ -154,14 +167,16 @@ def acc_vectors(
 
 
 def _exponents(
-    rng: np.random.Generator, fmt: BfpFormat, acc: np.ndarray, fixed_rate: float
+    rng: np.random.Generator, fmt: BfpFormat, acc: np.ndarray, fixed_rate: float, edge_rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(e3, fixed, e4)`` per vector.
 
     Half the ``e3`` values are uniform over the ``e_sum_bits`` range; the other half are
     aimed so that the max-mode e4 lands in ``[e_min - 3, e_max + 3]`` (clamping on both
-    sides, and unclamped exponents). Fixed-mode ``e4`` is uniform, an extreme, or near
-    ``e3`` (small shifts in both directions).
+    sides, and unclamped exponents). Fixed-mode ``e4`` is uniform, an extreme, near ``e3``
+    (small shifts in both directions) or one below the max-mode exponent (the maximum on
+    the overflow edge); ``edge_rows`` (kind ``edge``) are always that, with ``e3`` drawn so
+    that the exponent is not clamped.
     """
     count = acc.shape[0]
     es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
@@ -171,11 +186,21 @@ def _exponents(
     aimed = np.clip(target - lop + (fmt.w - 2), es_lo, es_hi)
     e3 = np.where(rng.random(count) < 0.5, aimed, rng.integers(es_lo, es_hi + 1, size=count))
     fixed = rng.random(count) < fixed_rate
-    pick = rng.integers(0, 4, size=count)
+    pick = rng.integers(0, 5, size=count)
     e4 = rng.integers(fmt.e_min, fmt.e_max + 1, size=count)
     e4 = np.where(pick == 1, fmt.e_min, np.where(pick == 2, fmt.e_max, e4))
     near = np.clip(e3 + rng.integers(-fmt.w - 2, fmt.w + 3, size=count), fmt.e_min, fmt.e_max)
     e4 = np.where(pick == 3, near, e4)
+    # one below the exponent max mode would pick: the block maximum lands on the overflow
+    # edge (2**(w-1) for a maximum 2**k, just inside for 2**k - 1), in whichever lane holds it
+    edge = np.clip(e3 + lop - (fmt.w - 2) - 1, fmt.e_min, fmt.e_max)
+    e4 = np.where(pick == 4, edge, e4)
+    if edge_rows is not None and edge_rows.any():   # kind "edge": fixed, on the edge, unclamped
+        up = lop + ((mx & (mx - np.uint64(1))) != 0)   # ceil(log2 max): the edge 2**k of either maximum
+        e3_edge = np.clip(rng.integers(fmt.e_min, fmt.e_max + 1, size=count) - up + (fmt.w - 2) + 1, es_lo, es_hi)
+        e3 = np.where(edge_rows, e3_edge, e3)
+        fixed = fixed | edge_rows
+        e4 = np.where(edge_rows, np.clip(e3 + up - (fmt.w - 2) - 1, fmt.e_min, fmt.e_max), e4)
     return e3.astype(np.int64), fixed, e4.astype(np.int64)
 
 
@@ -190,7 +215,8 @@ class RenormUnit(StreamUnit):
     def items(self, rng: np.random.Generator, count: int) -> list[RenormItem]:
         fmt: BfpFormat = self.params
         acc, kinds = acc_vectors(rng, fmt, count)
-        e3, fixed, e4 = _exponents(rng, fmt, acc, float(self.ctx.opt("fixed_rate", 0.25)))
+        e3, fixed, e4 = _exponents(rng, fmt, acc, float(self.ctx.opt("fixed_rate", 0.25)),
+                                   kinds == list(RENORM_KINDS).index("edge"))
         kind = np.array(list(RENORM_KINDS))[kinds]
         return drawn_items(RenormItem, {"acc": acc, "e3": e3, "fixed": fixed, "e4": e4, "kind": kind}, _FIELDS)
 

@@ -15,7 +15,7 @@ import numpy as np
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.columns import Items, item_columns
 
-__all__ = ["KINDS", "LONE_CLASSES", "drawn_items", "float_blocks", "float_kind", "item_columns", "lone_class", "pick_kinds"]
+__all__ = ["KINDS", "LONE_CLASSES", "any_lane", "drawn_items", "float_blocks", "float_kind", "item_columns", "lone_class", "pick_kinds"]
 
 F32_INF = np.uint32(0x7F800000)
 F32_QNAN = np.uint32(0x7FC00000)
@@ -50,6 +50,13 @@ def _scale(rng: np.random.Generator, count: int, lo: int, hi: int) -> np.ndarray
     return np.ldexp(1.0, rng.integers(lo, hi + 1, size=(count, 1)))
 
 
+def any_lane(rng: np.random.Generator, blocks: np.ndarray) -> np.ndarray:
+    """``blocks`` (one per row) with their lanes shuffled, each row its own way: a kind
+    built around its block maximum writes it in lane 0, and a per-lane overflow or
+    round-up detector is only exercised in the lane that holds the maximum."""
+    return rng.permuted(blocks, axis=1)
+
+
 def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) -> np.ndarray:
     """``count`` blocks of stimulus kind ``kind`` (see :data:`KINDS`): uint32 ``(count, fmt.n)``."""
     n, w = fmt.n, fmt.w
@@ -73,13 +80,13 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         rest[:, :1] = base
         rest = rest.astype(np.uint32)
         sign = rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
-        return rest | sign
+        return any_lane(rng, rest | sign)
     if kind == "roundup":
         k = rng.integers(lo, hi + 1, size=(count, 1))
         top = _bits(np.ldexp(np.ones((count, 1)), k + 1)).astype(np.int64) - rng.integers(1, 4, size=(count, 1))
         rest = _bits(rng.uniform(-1, 1, (count, n)) * np.ldexp(1.0, k)).astype(np.int64)
         rest[:, :1] = top
-        return rest.astype(np.uint32)
+        return any_lane(rng, rest.astype(np.uint32))
     if kind == "ties":
         # x = (m + 1/2) * 2**e exactly, with e the block exponent Eq. 4 picks when the
         # first element is the maximum 2**(w-2) * 2**e.
@@ -87,7 +94,7 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         m = rng.integers(0, 1 << (w - 2), size=(count, n)).astype(np.float64)
         x = np.ldexp(m + 0.5, e)
         x[:, :1] = np.ldexp(float(1 << (w - 2)), e)
-        return _bits(x * rng.choice([-1.0, 1.0], size=(count, n)))
+        return any_lane(rng, _bits(x * rng.choice([-1.0, 1.0], size=(count, n))))
     if kind == "zero":
         return rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
     if kind == "special":
