@@ -401,18 +401,13 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     a memory at an address made of its own variables, or reads a name with no module-level
     declaration, or ``line`` lies in no block.
     """
-    lines = original.split("\n")
-    span = _block_span(lines, line) if 0 < line <= len(lines) else None
-    return None if span is None else _cut(original, mutated, [span], top)
-
-
-def _cut(original: str, mutated: str, spans: list[tuple[int, int]], top: str) -> tuple[str, str] | None:
-    """The blocks at ``spans`` (0-based line ranges, the same in both texts) of each text
-    as module ``top``: what they read and nothing of them assigns an input, what they
-    assign that a port is or that other lines read an output."""
     lines, mlines = original.split("\n"), mutated.split("\n")
-    if len(lines) != len(mlines):
+    if len(lines) != len(mlines) or not 0 < line <= len(lines):
         return None
+    span = _block_span(lines, line)
+    if span is None:
+        return None
+    first, last = span
     decls: dict[str, tuple[str, str, str]] = {}   # name -> (signed, range, memory dimensions)
     ports_out: set[str] = set()
     decl_lines: set[int] = set()
@@ -434,26 +429,23 @@ def _cut(original: str, mutated: str, spans: list[tuple[int, int]], top: str) ->
             prev = decls.get(name)
             decls[name] = (signed or (prev[0] if prev else ""), rng or (prev[1] if prev else ""), mem or "")
 
-    inside = {j for a, b in spans for j in range(a, b + 1)}
-    outside = {m.group() for j, text in enumerate(lines) if j not in inside and j not in decl_lines
+    outside = {m.group() for j, text in enumerate(lines) if not first <= j <= last and j not in decl_lines
                for m in _TOKEN.finditer(text) if m.lastgroup == "id"}
-    golds = [lines[a:b + 1] for a, b in spans]
-    gates = [mlines[a:b + 1] for a, b in spans]
-    infos = [_names(g) for g in golds] + [_names(g) for g in gates]
-    assigned = set().union(*(i[1] for i in infos))   # replacing reads below assigns nothing new
-    # A memory the blocks only read: each distinct read ``mem[address]`` of a block becomes
-    # an input of its own (any value: more behaviours than the real memory, so still sound;
-    # the mutants never change an address, so both sides read the same expressions). An
-    # address made of a block's own variables (a loop index) names many words: no cut.
+    gold, gate = lines[first:last + 1], mlines[first:last + 1]
+    _, asg_gold, local_gold = _names(gold)
+    _, asg_gate, local_gate = _names(gate)
+    assigned = asg_gold | asg_gate   # replacing reads below assigns nothing new
+    # A memory the block only reads: each distinct read ``mem[address]`` becomes an input
+    # of its own (any value: more behaviours than the real memory, so still sound; the
+    # mutants never change an address, so both blocks read the same expressions). An
+    # address made of the block's own variables (a loop index) names many words: no cut.
     reads: dict[str, str] = {}
-    for k in range(len(spans)):
-        for mem in sorted(n for n, d in decls.items() if d[2] and n not in assigned):
-            local = infos[k][2] | infos[len(spans) + k][2]
-            pair = [_replace_reads(b, mem, reads, f"{k}:", local) for b in (golds[k], gates[k])]
-            if pair[0] is None or pair[1] is None:
-                return None
-            golds[k], gates[k] = pair   # type: ignore[assignment]
-    used = set().union(*(_names(b)[0] for b in golds + gates))
+    for mem in sorted(n for n, d in decls.items() if d[2] and n not in assigned):
+        g, m = (_replace_reads(b, mem, reads, local_gold | local_gate) for b in (gold, gate))
+        if g is None or m is None:
+            return None
+        gold, gate = g, m
+    used = _names(gold)[0] | _names(gate)[0]
     consts = sorted(n for n in used if n in params and n not in decls)
     used -= set(consts)
     read_inputs = set(reads.values())
@@ -464,10 +456,10 @@ def _cut(original: str, mutated: str, spans: list[tuple[int, int]], top: str) ->
     outputs = sorted(n for n in assigned if (n in outside or n in ports_out))
     inputs = sorted((used - assigned) | {"clk", "rst"})
     internal = sorted(assigned - set(outputs))
-    procedural = {n for (a, b), info in zip(spans, infos) if lines[a].startswith("always") for n in info[1]}
-    mem_elem = {v: decls[k.split(":", 1)[1].split("[", 1)[0]] for k, v in reads.items()}
+    procedural = lines[first].startswith("always")
+    mem_elem = {v: decls[k.split("[", 1)[0]] for k, v in reads.items()}
 
-    def module(blocks: list[list[str]]) -> str:
+    def module(block: list[str]) -> str:
         def decl(kind: str, n: str) -> str:
             signed, rng, mem = mem_elem.get(n) or decls.get(n, ("", "", ""))
             dims = f" {mem}" if mem and n not in mem_elem else ""
@@ -477,19 +469,17 @@ def _cut(original: str, mutated: str, spans: list[tuple[int, int]], top: str) ->
         head += [params[n] for n in consts]
         head += [decl("input", n) for n in inputs]
         for n in outputs:
-            head += [decl("output", n), decl("reg" if n in procedural else "wire", n)]
-        head += [decl("reg" if n in procedural else "wire", n) for n in internal]
-        body = [text for b in blocks for text in b + [""]]
-        return "\n".join(head + body + ["endmodule", ""])
+            head += [decl("output", n), decl("reg" if procedural else "wire", n)]
+        head += [decl("reg" if procedural else "wire", n) for n in internal]
+        return "\n".join(head + block + ["endmodule", ""])
 
-    return module(golds), module(gates)
+    return module(gold), module(gate)
 
 
-def _replace_reads(block: list[str], mem: str, reads: dict[str, str], prefix: str = "",
-                   local: set[str] | frozenset[str] = frozenset()) -> list[str] | None:
+def _replace_reads(block: list[str], mem: str, reads: dict[str, str], local: set[str]) -> list[str] | None:
     """``block`` with every ``mem[...]`` replaced by the input name ``reads`` gives that
-    read's text (keyed ``prefix + text``; a new ``_lockstep_rd<k>`` for a new one). None
-    when an address reads one of the block's own variables ``local``."""
+    read's text (a new ``_lockstep_rd<k>`` for a new one). None when an address reads one
+    of the block's own variables ``local``."""
     out = []
     pat = re.compile(rf"(?<![\w$]){re.escape(mem)}\s*\[")
     for text in block:
@@ -502,7 +492,7 @@ def _replace_reads(block: list[str], mem: str, reads: dict[str, str], prefix: st
             key = re.sub(r"\s+", "", text[m.start():j + 1])
             if any(t.group() in local for t in _TOKEN.finditer(key[len(mem):]) if t.lastgroup == "id"):
                 return None
-            name = reads.setdefault(prefix + key, f"_lockstep_rd{len(reads)}")
+            name = reads.setdefault(key, f"_lockstep_rd{len(reads)}")
             text = text[:m.start()] + name + text[j + 1:]
         out.append(text)
     return out

@@ -191,16 +191,20 @@ def _exponents(
     e4 = np.where(pick == 1, fmt.e_min, np.where(pick == 2, fmt.e_max, e4))
     near = np.clip(e3 + rng.integers(-fmt.w - 2, fmt.w + 3, size=count), fmt.e_min, fmt.e_max)
     e4 = np.where(pick == 3, near, e4)
-    # one below the exponent max mode would pick: the block maximum lands on the overflow
-    # edge (2**(w-1) for a maximum 2**k, just inside for 2**k - 1), in whichever lane holds it
-    edge = np.clip(e3 + lop - (fmt.w - 2) - 1, fmt.e_min, fmt.e_max)
-    e4 = np.where(pick == 4, edge, e4)
+    def below_max(e3: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """One below the exponent max mode picks for a maximum of lop ``k``: a maximum
+        ``2**k`` becomes exactly ``2**(w-1)``, one past the largest mantissa."""
+        return np.clip(e3 + k - (fmt.w - 2) - 1, fmt.e_min, fmt.e_max)
+
+    # the block maximum on or past the overflow edge (exactly on it for 2**k; any other
+    # maximum overflows by less than a factor 2), in whichever lane holds it
+    e4 = np.where(pick == 4, below_max(e3, lop), e4)
     if edge_rows is not None and edge_rows.any():   # kind "edge": fixed, on the edge, unclamped
         up = lop + ((mx & (mx - np.uint64(1))) != 0)   # ceil(log2 max): the edge 2**k of either maximum
         e3_edge = np.clip(rng.integers(fmt.e_min, fmt.e_max + 1, size=count) - up + (fmt.w - 2) + 1, es_lo, es_hi)
         e3 = np.where(edge_rows, e3_edge, e3)
         fixed = fixed | edge_rows
-        e4 = np.where(edge_rows, np.clip(e3 + up - (fmt.w - 2) - 1, fmt.e_min, fmt.e_max), e4)
+        e4 = np.where(edge_rows, below_max(e3, up), e4)
     return e3.astype(np.int64), fixed, e4.astype(np.int64)
 
 

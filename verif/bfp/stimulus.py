@@ -89,7 +89,7 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         return any_lane(rng, rest.astype(np.uint32))
     if kind == "ties":
         # x = (m + 1/2) * 2**e exactly, with e the block exponent Eq. 4 picks when the
-        # first element is the maximum 2**(w-2) * 2**e.
+        # maximum is 2**(w-2) * 2**e (written in lane 0, then shuffled to any lane).
         e = rng.integers(lo - w + 2, hi - w + 3, size=(count, 1))
         m = rng.integers(0, 1 << (w - 2), size=(count, n)).astype(np.float64)
         x = np.ldexp(m + 0.5, e)
