@@ -27,7 +27,8 @@ clock edge:
   per-edge sink drives it. :class:`lockstep.verif.twin.CyclePauses` is the
   Python twin, so both modes can run the identical stream.
 * **a recorder**: every accepted input's cycle to ``tp_acc_<k>.log`` and every output
-  beat as ``cycle first_valid_cycle field...`` (hex, fields in port-record order) to
+  beat as ``cycle first_valid_cycle field... [err]`` (hex, fields in port-record order,
+  then the sticky ``err`` in the cycle the beat is taken, when the unit has one) to
   ``tp_out_<k>.log``, where ``k`` is the chunk being presented; each pair of files is
   closed when chunk ``k + 1`` starts, so a reader never sees half a file. After the
   last output (and ``latency + 2`` more cycles, so a stray extra output shows), the
@@ -150,8 +151,8 @@ def stream_harness(record: dict[str, Any], chunk: int = CHUNK) -> str:
              *(f"out_{f}" for f, _ in hp.outputs)] + (["err"] if hp.err else [])
     inst = ",\n".join(f"    .{c}({c})" for c in conns)
     unpack = "{" + ", ".join(f"in_{f}" for f, _ in hp.inputs) + "}"
-    out_fmt = " ".join(["%h", "%h"] + ["%h"] * len(hp.outputs))
-    out_args = ", ".join(["cycle", "(pend ? fv : cycle)"] + [f"out_{f}" for f, _ in hp.outputs])
+    out_fmt = " ".join(["%h", "%h"] + ["%h"] * (len(hp.outputs) + bool(hp.err)))
+    out_args = ", ".join(["cycle", "(pend ? fv : cycle)"] + [f"out_{f}" for f, _ in hp.outputs] + (["err"] if hp.err else []))
     err_arg = "err" if hp.err else "1'b0"
     tail = hp.latency + 2
     settings = "    // Settings: from plusargs when given (a run without cocotb), else the testbench's.\n" + "".join(

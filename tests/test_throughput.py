@@ -17,6 +17,7 @@ from lockstep.verif.coverage import Covergroup
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import generate_rtl, rtl_dir, run
 from lockstep.verif.columns import Outs, ints, lanes, parse_hex_lines, signed
+from lockstep.verif.stream_env import sticky_beats
 from lockstep.verif.throughput import StimulusError, read_records, write_chunk
 from lockstep.verif.twin import CyclePauses, pause_threshold, xs32
 
@@ -149,6 +150,32 @@ def test_read_records_parses_fixed_width_lines_and_refuses_x(tmp_path):
     (tmp_path / "tp_out_3.log").write_text(line + "\n" + line2[:-1] + "\n")
     with pytest.raises(AssertionError, match="line 2 has 54 characters, not 55"):
         read_records(tmp_path, 3, hp)
+
+
+def test_read_records_takes_the_sticky_err_after_the_fields(tmp_path):
+    hp = HarnessPorts((("a", 5),), (("y", 7), ("flags", 5)), 5, 1)
+    (tmp_path / "tp_acc_0.log").write_text("0000000000000005\n0000000000000009\n")
+    (tmp_path / "tp_out_0.log").write_text(f"{12:016x} {10:016x} 41 04 04\n{13:016x} {13:016x} 7f 01 05\n")
+    *_, outs = read_records(tmp_path, 0, hp, keep=True)
+    assert outs.rows() == [{"y": 0x41, "flags": 4, "err": 4}, {"y": 0x7F, "flags": 1, "err": 5}]
+    assert sticky_beats(outs) == ([], 5)
+    (tmp_path / "tp_out_0.log").write_text(f"{12:016x} {10:016x} 41 04\n")   # a recorder without err
+    with pytest.raises(AssertionError, match="line 1 has 39 characters, not 42"):
+        read_records(tmp_path, 0, hp)
+
+
+@pytest.mark.parametrize("flags,err,carry,base,msg", [
+    ([1, 0, 4, 0], [1, 1, 5, 5], 0, 0, None),
+    ([1, 0, 4], [1, 1, 5], 2, 7, "sticky err=0x1 at output beat 7, the OR of the flags of beats 0..7 is 0x3 \\(3 beat"),
+    ([0, 0, 4, 0], [4, 4, 4, 4], 0, 0, "sticky err=0x4 at output beat 0, .* is 0x0 \\(2 beat\\(s\\) of 4"),  # raised early
+    ([0, 2, 0], [0, 0, 2], 0, 0, "at output beat 1, .* is 0x2 \\(1 beat"),                            # raised late
+    ([1, 0, 0], [1, 0, 0], 0, 0, "at output beat 1, .* is 0x1 \\(2 beat"),                            # dropped
+])
+def test_sticky_beats_wants_the_or_of_the_flags_so_far(flags, err, carry, base, msg):
+    outs = [{"flags": f, "err": e} for f, e in zip(flags, err)]
+    errors, out = sticky_beats(outs, carry, base)
+    assert out == carry | np.bitwise_or.reduce(flags)
+    assert (errors == []) if msg is None else (len(errors) == 1 and re.search(msg, errors[0])), errors
 
 
 @pytest.mark.parametrize("width,count", [(4, 3), (7, 5), (16, 4), (32, 3), (1, 9), (40, 1)])
@@ -293,6 +320,25 @@ def test_a_hang_or_an_invented_output_is_an_error(tmp_path, sim, in_ready, out_v
               opts={"blocks": 3000})
     assert not res.passed
     assert any(re.search(match, e) for e in res.summary["errors"]), res.summary["errors"]
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("tb,sim", [("bfp_quantize_patent_tp", "verilator"), ("bfp_quantize_patent", "icarus")])
+def test_a_sticky_err_bit_raised_early_fails_at_its_beat(tmp_path, tb, sim):
+    """err[4] (EXP_LO) set by the first block accepted, whatever its flags: by the end of
+    the run some block has raised it, so the end-of-run OR agrees; the check at every
+    output beat names the first beat where err is not the OR of the flags so far."""
+    src = generate_rtl(TESTBENCHES[tb]).with_suffix(".v").read_text()
+    good = "err <= (err | stream_register0_flags);"
+    assert src.count(good) == 1
+    bad = tmp_path / "bfp_quantize.v"
+    bad.write_text(src.replace(good, "err <= (err | stream_register0_flags | 7'h10);"))
+    res = run(tb, sim, seed=3, rtl=bad, opts={"blocks": 1500})
+    assert not res.passed and res.summary.get("transactions") == 1500, res.line()
+    errs = res.summary["errors"]
+    assert any(re.match(r"sticky err=0x1\w at output beat 0, the OR of the flags of beats 0..0 is 0x\w", e)
+               for e in errs), errs
+    assert not any("golden OR of flags" in e for e in errs), errs   # the end-of-run OR could not see it
 
 
 @pytest.mark.sim

@@ -9,7 +9,8 @@ stimulus, the golden-model check and the cover points. Everything else is shared
 * :class:`PairMonitor` pairs each output beat with the input accepted in the same order
   and publishes the pairs to the scoreboard and the coverage collector;
 * :class:`StreamScoreboard` asks the unit to check all pairs in one vectorised golden
-  model call (check phase) and checks count, order, timing and the sticky ``err``;
+  model call (check phase) and checks count, order, timing and the sticky ``err``: at
+  every output beat (:func:`sticky_beats`) and at the end against the golden flags;
 * :class:`StreamTest` starts clock and reset, runs the sequence under a watchdog derived
   from the cycle model, and writes ``summary.json``.
 
@@ -39,15 +40,45 @@ from pyuvm import (
 from lockstep.gen.harness import CHUNK
 
 from .agents.stream import Beat, CycleCounter, StreamSink, StreamSource, random_pauses
-from .columns import Outs
+from .columns import Outs, ints
 from .context import CLOCK_NS, TbContext, start
 from .coverage import Covergroup
 from .seq import ListSeq
 
 __all__ = [
     "PairMonitor", "StreamBfm", "StreamCoverage", "StreamDriver", "StreamEnv", "StreamScoreboard", "StreamSeq", "StreamTest",
-    "StreamUnit",
+    "StreamUnit", "sticky_beats",
 ]
+
+
+def sticky_beats(outs: Outs | Sequence[dict[str, int]], carry: int = 0, base: int = 0) -> tuple[list[str], int]:
+    """The sticky ``err`` at every output beat: in the cycle beat ``k`` is taken it holds
+    the OR of the ``flags`` of beats ``0..k`` (every streaming unit loads ``err`` with its
+    output register, latency 1: ``gen/stream.py``), so a bit raised early, late, never or
+    for good shows at the beat it goes wrong, not only in the end-of-run OR (where every
+    flag has long been raised). The beat's ``flags`` field is itself checked against
+    the golden model.
+
+    Args:
+        outs: beats with ``err`` (sampled with the beat) and ``flags`` fields.
+        carry: the OR of the flags of the beats before these.
+        base: index of the first of these beats (for the message).
+
+    Returns:
+        ``(errors, carry)``: at most one message (the first wrong beat and how many
+        are wrong) and the OR of the flags up to the last of these beats.
+    """
+    if not len(outs):
+        return [], carry
+    flags, err = ints(outs, "flags"), ints(outs, "err")
+    want = np.bitwise_or.accumulate(flags) | carry
+    bad = np.flatnonzero(err != want)
+    errors = []
+    if len(bad):
+        k = int(bad[0])
+        errors.append(f"sticky err={int(err[k]):#x} at output beat {base + k}, the OR of the flags of beats "
+                      f"0..{base + k} is {int(want[k]):#x} ({len(bad)} beat(s) of {len(outs)} wrong)")
+    return errors, int(want[-1])
 
 
 class StreamUnit:
@@ -164,7 +195,8 @@ class StreamBfm:
         else:
             idle, bp = random_pauses(ctx.seed + 1, p_idle), random_pauses(ctx.seed + 2, p_bp)
         self.source = StreamSource(dut, self.counter, "in", unit.in_fields, idle)
-        self.sink = StreamSink(dut, self.counter, "out", unit.out_fields, bp)
+        self.has_err = "err" in ctx.record["ports"]
+        self.sink = StreamSink(dut, self.counter, "out", unit.out_fields, bp, also={"err": dut.err} if self.has_err else None)
 
     async def send(self, item: Any) -> None:
         """Queue one transaction on the input stream."""
@@ -271,6 +303,7 @@ class StreamScoreboard(uvm_component):
                 )
             ctx.summary["late"] = len(late)
             if sticky is not None:
+                errors += sticky_beats([o.fields for _, o in pairs])[0]
                 dut_err = int(cocotb.top.err.value)
                 if dut_err != sticky:
                     errors.append(f"sticky err={dut_err:#x}, golden OR of flags={sticky:#x}")

@@ -16,7 +16,8 @@ Python wakes once per chunk of :data:`~lockstep.gen.harness.CHUNK` transactions:
 * :class:`TpScoreboard`: :meth:`~.StreamUnit.check` on each batch (value, in one
   vectorised golden-model call), count and order (a beat with no input, an input that
   never came out), timing (``first_valid - accepted == latency`` for every beat), and
-  the sticky ``err`` against the OR of every golden flag; and
+  the sticky ``err`` at every beat (:func:`~.stream_env.sticky_beats`) and at the end
+  against the OR of every golden flag; and
 * :class:`TpCoverage`: the unit's cover points from each batch, the same points as the
   per-edge environment's.
 
@@ -53,7 +54,7 @@ from .columns import Outs, join_items, nibble_ints, parse_hex_lines
 from .context import CLOCK_NS, TbContext, check_reset, reset_values
 from .coverage import Covergroup
 from .seq import Item
-from .stream_env import StreamUnit
+from .stream_env import StreamUnit, sticky_beats
 from .twin import pause_seeds, pause_threshold, stream_record
 
 __all__ = [
@@ -150,7 +151,8 @@ def write_chunk(path: Path, columns: dict[str, np.ndarray], hp: HarnessPorts, ba
 
 def read_records(folder: Path, k: int, hp: HarnessPorts, keep: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, Outs]:
     """Parse chunk ``k``'s record files in bulk: the accepted cycles, and the output
-    beats as their cycles, first-valid cycles and fields (:class:`~.columns.Outs`).
+    beats as their cycles, first-valid cycles and fields (:class:`~.columns.Outs`; a
+    unit with a sticky ``err`` has it as the field ``err``, recorded with each beat).
     Deletes the files unless ``keep``.
 
     The recorder writes ``%h`` values, which have a fixed width (the signal's, in hex
@@ -162,10 +164,11 @@ def read_records(folder: Path, k: int, hp: HarnessPorts, keep: bool = False) -> 
     """
     acc_p, out_p = folder / f"tp_acc_{k}.log", folder / f"tp_out_{k}.log"
     (acc_n,) = parse_hex_lines(acc_p.read_bytes(), [16], ["accepted cycle"], acc_p.name)
-    names = ["cycle", "first_valid", *(f"out_{f}" for f, _ in hp.outputs)]
-    digits = [16, 16] + [(w + 3) // 4 for _, w in hp.outputs]
+    beat = list(hp.outputs) + ([("err", hp.err)] if hp.err else [])
+    names = ["cycle", "first_valid", *(f"out_{f}" for f, _ in hp.outputs)] + (["err"] if hp.err else [])
+    digits = [16, 16] + [(w + 3) // 4 for _, w in beat]
     cyc, fv, *fields = parse_hex_lines(out_p.read_bytes(), digits, names, out_p.name)
-    outs = Outs({f: m for (f, _), m in zip(hp.outputs, fields)}, dict(hp.outputs))
+    outs = Outs({f: m for (f, _), m in zip(beat, fields)}, dict(beat))
     if not keep:
         acc_p.unlink()
         out_p.unlink()
@@ -373,6 +376,7 @@ class TpScoreboard(uvm_subscriber):
         self.mismatches = 0
         self.late = 0
         self.sticky: int | None = None
+        self.dut_flags = 0      # OR of the flags of every beat so far (the per-beat err check)
         self.errors: list[str] = []
         self.stream: list[dict[str, Any]] = []
 
@@ -386,6 +390,9 @@ class TpScoreboard(uvm_subscriber):
         errs, bad, sticky = self.unit.check(b.items, b.outs)
         if sticky is not None:
             self.sticky = (self.sticky or 0) | int(sticky)
+            errs_err, self.dut_flags = sticky_beats(b.outs, self.dut_flags, b.base)
+            for e in errs_err:
+                self._error(e)
         if bad:
             self.mismatches += int(bad)
             after = self.unit.save_state()

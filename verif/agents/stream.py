@@ -105,6 +105,8 @@ class _StreamEnd:
         prefix: stream name (``"in"`` for ``in_valid``...).
         fields: payload field names.
         pauses: pause generator (source: idle cycles; sink: back-pressure).
+        also: other signals sampled with each beat, by the name its fields get (a
+            sink's sticky ``err``, read in the cycle of the handshake).
     """
 
     def __init__(
@@ -114,13 +116,14 @@ class _StreamEnd:
         prefix: str,
         fields: list[str],
         pauses: Iterator[bool] | None = None,
+        also: dict[str, SimHandleBase] | None = None,
     ) -> None:
         self.clk = counter.clk
         self.counter = counter
         self.rst = getattr(dut, "rst", None)
         self.valid = getattr(dut, f"{prefix}_valid")
         self.ready = getattr(dut, f"{prefix}_ready")
-        self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields}
+        self.fields = {f: getattr(dut, f"{prefix}_{f}") for f in fields} | dict(also or {})
         self.pauses = pauses or no_pauses()
         self._setup()
 
@@ -183,6 +186,7 @@ class StreamSink(_StreamEnd):
         prefix: stream name (``"out"`` for ``out_valid``...).
         fields: payload field names to sample.
         pauses: back-pressure generator (``True`` = ready low this cycle).
+        also: other signals to sample with each beat (name -> handle).
     """
 
     def _setup(self) -> None:
