@@ -91,7 +91,8 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     """The statistics selector's stimulus, drawn chunk by chunk as both modes draw it:
     it opens with one max-mode vector per leading-one position, each with an unclamped
     exponent (e3 changing every vector, so no window of more than one vector completes
-    meanwhile); under the saturating policy its flat windows then set every position of
+    meanwhile), then four at max mode's clamp edges (e_max, e_max + 1, e_min, e_min - 1,
+    which before the first window only max mode shows); under the saturating policy its flat windows then set every position of
     mu + k*sigma, each shown unclamped by the vector after (the model's own trace says
     so, independently of the cover point's sampler). Under reshift a window never
     completes above the offset in force, so the offset cannot climb to every position."""
@@ -108,11 +109,15 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     e4, _, fl, tr = s.run_traced(acc, e3)
     clamp = bfp.FLAG_EXP_HI | bfp.FLAG_EXP_LO
     k = len(bins) + 1
-    assert kinds[:k] == ["sweep"] * k and "sweep" not in kinds[k:]
+    assert kinds[:k] == ["sweep"] * k and kinds[k:k + 4] == ["sweep_clamp"] * 4
+    assert not any(x.startswith("sweep") for x in kinds[k + 4:])
     mx = np.abs(acc[:k]).max(axis=1)
     assert sorted(bfp.lop_int(mx[mx > 0]).tolist()) == bins and (mx == 0).sum() == 1
     if (1 << fmt.stat_log2_win) > fmt.n:
-        assert tr["max_mode"][:k].all() and not (fl[:k] & clamp).any()
+        assert tr["max_mode"][:k + 4].all() and not (fl[:k] & clamp).any()
+        # max mode's clamps: at e_max, one past it, at e_min, one past it
+        assert e4[k:k + 4].tolist() == [fmt.e_max, fmt.e_max, fmt.e_min, fmt.e_min]
+        assert (fl[k:k + 4] & clamp).tolist() == [0, bfp.FLAG_EXP_HI, 0, bfp.FLAG_EXP_LO]
     if fmt.stat_policy != "sat":
         return
     ends = np.flatnonzero(tr["window_end"][:-1])

@@ -42,6 +42,39 @@ def test_every_bfp_unit_has_a_quick_throughput_testbench():
 
 
 @pytest.mark.parametrize("name", HARNESSES)
+def test_a_run_opens_with_a_transaction_that_raises_no_flag(name, tmp_path):
+    """draw() (every mode's stimulus) swaps a flag-free transaction to the front of the
+    run, so an err bit the first block sets whatever its flags shows at beat 0; the rest
+    of the stream is the unit's own draw, in the same order, and later chunks are as drawn."""
+    from lockstep.verif.context import TbContext
+    from lockstep.verif.runner import run_opts
+    from lockstep.verif.throughput import unit_class
+
+    tb = TESTBENCHES[name]
+    o = run_opts(tb, "icarus")
+    record = json.loads(generate_rtl(tb).read_text())
+    params = tb.tb_params.to_dict() if tb.tb_params else record["params"]
+    make = unit_class(o["unit"])
+
+    def unit():
+        return make(TbContext(record, params, o, tmp_path, 7), make.params_type.from_dict(params))
+
+    a, b = unit(), unit()
+    ra, rb = np.random.default_rng(7), np.random.default_rng(7)
+    drawn, plain = [a.draw(ra, 300), a.draw(ra, 300)], [b.items(rb, 300), b.items(rb, 300)]
+    enc = [[a.encode(it) for it in part] for part in drawn]
+    raw = [[b.encode(it) for it in part] for part in plain]
+    assert enc[1] == raw[1]                              # only the run's first chunk is touched
+    k = b.quiet(plain[0])
+    if k is None:                                        # no flag-free transaction: left as drawn
+        assert enc[0] == raw[0]
+        return
+    assert enc[0][0] == raw[0][k] and enc[0][k] == raw[0][0]
+    assert [e for i, e in enumerate(enc[0]) if i not in (0, k)] == [e for i, e in enumerate(raw[0]) if i not in (0, k)]
+    assert unit().quiet(drawn[0][:1]) == 0               # alone after reset, it raises no flag
+
+
+@pytest.mark.parametrize("name", HARNESSES)
 def test_harness_lints_clean(name):
     """verilator -Wall --timing and iverilog -g2012 accept each harness with its DUT."""
     tb = TESTBENCHES[name]

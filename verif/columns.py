@@ -233,6 +233,12 @@ class Items:
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(self._n))
 
+    def take(self, order: Sequence[int]) -> Items:
+        """The rows in ``order`` (a permutation, or any selection of row indices)."""
+        idx = np.asarray(order, dtype=np.intp)
+        return Items(self._make, **{k: v[idx] if isinstance(v, np.ndarray) else [v[i] for i in idx]
+                                    for k, v in self._cols.items()})
+
     @staticmethod
     def concat(parts: Sequence[Items]) -> Items:
         """One :class:`Items` of several (the columns joined)."""

@@ -162,7 +162,7 @@ def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str,
     rng = np.random.default_rng(seed)
     chunks = []
     for k in range(-(-count // CHUNK)):
-        items = unit.items(rng, min(CHUNK, count - k * CHUNK))
+        items = unit.draw(rng, min(CHUNK, count - k * CHUNK))
         write_chunk(folder / f"tp_stim_{k}.bin", unit.encode_columns(items), hp, k * CHUNK)
         chunks.append(items)
     s_idle, s_bp = pause_seeds(seed)

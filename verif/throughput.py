@@ -292,7 +292,7 @@ class ChunkSeq(uvm_sequence):
         for k in range(bfm.chunks):
             n = min(CHUNK, bfm.count - k * CHUNK)
             with spent("stimulus"):
-                item = Item(f"chunk{k}", (k, unit.items(rng, n)))
+                item = Item(f"chunk{k}", (k, unit.draw(rng, n)))
             await self.start_item(item)
             await self.finish_item(item)
 

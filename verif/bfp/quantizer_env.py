@@ -19,7 +19,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import col, ints, lanes, signed
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit
+from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
 from .stimulus import KINDS, LONE_CLASSES, drawn_items, float_blocks, float_kind, lone_class
@@ -121,6 +121,9 @@ class QuantUnit(StreamUnit):
             forced = col(items, "exp", np.int64)[force]
             g_exp[force], g_man[force], g_flg[force] = bfp.quantize(bits[force], fmt, exp=forced)
         return g_exp, g_man, g_flg
+
+    def quiet(self, items) -> int | None:
+        return first_quiet(self.golden(items)[2])
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params

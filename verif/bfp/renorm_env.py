@@ -23,7 +23,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import ints, lanes, signed
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit
+from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
 from lockstep.verif.bfp.stimulus import any_lane, drawn_items, item_columns, pick_kinds
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
@@ -269,6 +269,9 @@ class RenormUnit(StreamUnit):
                 g_e4[rows], g_man[rows], g_flg[rows] = bfp.renormalize(acc[rows], e3[rows], fmt, **kw)
         return g_e4, g_man, g_flg
 
+    def quiet(self, items) -> int | None:
+        return first_quiet(self.golden(items)[2])
+
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
         man = lanes(outs, "data", fmt.w, fmt.n, signed=True)
@@ -381,7 +384,9 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     there, in each lane in turn, and its ``e3`` such
     that max mode's exponent needs no clamp, ``e3`` changing from vector to vector (a
     window of more than one vector never completes, so all of them are max mode: every
-    bit of the leading-one tree shows in ``e4``). Then segments of constant ``e3`` (so windows complete):
+    bit of the leading-one tree shows in ``e4``); then four whose max-mode exponent is
+    ``e_max``, ``e_max + 1``, ``e_min`` and ``e_min - 1`` (each clamp at its edge; before
+    the first window completes, max mode is the only place they show). Then segments of constant ``e3`` (so windows complete):
     Gaussian lanes at a per-segment scale, outlier lanes (overflow guard), zero vectors
     and corner vectors from :func:`acc_vectors`; and *flat* segments (kind ``flat``) of
     equal magnitudes at the next position of :func:`lop_bins` (so the window's
@@ -393,18 +398,28 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
     state = {} if state is None else state
     accs, e3s, kinds = [], [], []
-    sweep = [] if state.get("swept") else rng.permutation([*lop_bins(fmt), -1]).tolist()[:count]
+    sweep = [] if state.get("swept") else [(p, None) for p in rng.permutation([*lop_bins(fmt), -1]).tolist()]
+    if sweep:   # then max mode's clamps (kind sweep_clamp), at and one past each end: e4 = e_max (no flag), e_max + 1, e_min, e_min - 1
+        sweep += [(None, t) for t in (fmt.e_max, fmt.e_max + 1, fmt.e_min, fmt.e_min - 1)]
     state["swept"] = True
-    for k, p in enumerate(sweep):   # -1: an all-zero vector (max mode's e_min)
+    for k, (p, t) in enumerate(sweep[:count]):   # p = -1: an all-zero vector (max mode's e_min)
+        if t is not None:   # a leading one whose e3 fits and differs from the vector before's (no window)
+            ps = [q for q in lop_bins(fmt) if es_lo <= t - (q - (w - 2)) <= es_hi and t - (q - (w - 2)) not in e3s[-1:]]
+            if not ps:
+                continue
+            p = int(rng.choice(ps))
         v = np.minimum(_lane_at(rng, int(rng.integers(0, p + 1)), n), hi) if p > 0 else rng.integers(0, 2, n) * (p + 1)
         if p >= 0:
             v[k % n] = min(int(_lane_at(rng, p, 1)[0]), hi)   # the largest in each lane in turn
-        e3 = _unclamped_e3(rng, fmt, max(p, 0) - (w - 2))
-        if e3s and e3 == e3s[-1]:
-            e3 = e3 + 1 if e3 < es_hi else e3 - 1
+        if t is None:
+            e3 = _unclamped_e3(rng, fmt, max(p, 0) - (w - 2))
+            if e3s and e3 == e3s[-1]:
+                e3 = e3 + 1 if e3 < es_hi else e3 - 1
+        else:
+            e3 = t - (p - (w - 2))
         accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
         e3s.append(e3)
-        kinds.append("sweep")
+        kinds.append("sweep" if t is None else "sweep_clamp")
     flat = state.setdefault("flat", [])
     corner, corner_kinds = acc_vectors(rng, fmt, count)
     names = list(RENORM_KINDS)
@@ -484,6 +499,13 @@ class StatsUnit(RenormUnit):
         c = cols or self.columns(items)
         sel = self._gold if fmt == self.params else bfp.StatsSelector(fmt)
         return sel.run(c["acc"], c["e3"])
+
+    def quiet(self, items) -> int | None:
+        """A vector whose flags are 0 as the first after reset (the selector's flags
+        depend on the window: each candidate runs alone through a fresh selector)."""
+        c = self.columns(items)
+        return next((i for i in range(min(len(items), 256))
+                     if bfp.StatsSelector(self.params).run(c["acc"][i:i + 1], c["e3"][i:i + 1])[2][0] == 0), None)
 
     def check(self, items, outs):
         errors, bad, sticky = super().check(items, outs)

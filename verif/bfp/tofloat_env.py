@@ -20,7 +20,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import ints, lanes
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit
+from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
 from lockstep.verif.bfp.stimulus import drawn_items, item_columns, pick_kinds
 
 __all__ = ["TF_KINDS", "TfItem", "ToFloatUnit", "ToFloatTest", "reachable", "result_classes", "tf_blocks"]
@@ -199,6 +199,9 @@ class ToFloatUnit(StreamUnit):
         c = self.columns(items)
         bits, ff = bfp.to_float32(c["m"], c["exp"])
         return bits.astype(np.int64), ff, np.bitwise_or.reduce(ff, axis=-1)
+
+    def quiet(self, items) -> int | None:
+        return first_quiet(self.golden(items)[2])
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
