@@ -34,6 +34,7 @@ TF_KINDS: dict[str, float] = {
     "subnormal": 2.0,  # exponent in [-149 - (w-1), -127]: exact subnormals and rounding
     "underflow": 2.0,  # exponent near -149/-150 and below (rounding to 0 / min subnormal)
     "ties": 2.0,  # magnitudes exactly halfway between two subnormals (+-1 lsb)
+    "lone": 1.0,  # one nonzero lane that overflows or rounds (tf_lone), the other lanes 0
 }
 
 _CLASSES = ("zero", "subnormal", "normal", "inf")
@@ -56,6 +57,41 @@ def _special_mantissas(rng: np.random.Generator, shape: tuple[int, ...], w: int)
     # pick 0..5: 0, +-1, +-m_max, -2**(w-1), +-2**k, +-2**k
     mag = np.where(pick >= 4, pow2, np.array([0, 1, m_max, -(1 << (w - 1)), 0, 0], dtype=np.int64)[pick])
     return mag * np.where(pick == 3, 1, sign)
+
+
+def lone_outcomes(fmt: BfpFormat) -> list[str]:
+    """The flag-raising outcomes a ``lone`` lane can have in ``fmt`` (:func:`reachable`):
+    ``ovf`` (rounded to +-Inf: ovf, inexact) and ``round`` (a subnormal that drops bits:
+    unf, inexact)."""
+    r = reachable(fmt)
+    return [o for o, k in (("ovf", "ovf"), ("round", "rounding")) if r[k]]
+
+
+def tf_lone(rng: np.random.Generator, fmt: BfpFormat, lane: np.ndarray, outcome: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Blocks with one nonzero lane, ``lane[i]``, whose value has outcome
+    ``lone_outcomes(fmt)[outcome[i]]``; the other lanes are 0, which raises no flag, so the
+    block's flags are that one lane's (a lane's flag stuck at 0 cannot hide behind a
+    neighbour's). Returns ``(mantissas (c, n), exponents (c,))``."""
+    n, w = fmt.n, fmt.w
+    c = len(lane)
+    outs = lone_outcomes(fmt)
+    m = np.zeros((c, n), np.int64)
+    x = rng.integers(fmt.e_min, fmt.e_max + 1, size=c).astype(np.int64)
+    sign = rng.choice([-1, 1], size=c)
+    mag = rng.integers(1, 1 << (w - 1), size=c)
+    for i in range(c):
+        o = outs[outcome[i]] if outs else None
+        if o == "ovf":   # lop + x >= 128; lop at least 128 - e_max (-2**(w-1): lop w-1)
+            lop = int(rng.integers(max(0, 128 - fmt.e_max), w))
+            v = -(1 << lop) if lop == w - 1 else sign[i] * int(rng.integers(1 << lop, 1 << (lop + 1)))
+            m[i, lane[i]], x[i] = v, min(128 - lop + int(rng.integers(0, 2)), fmt.e_max)
+        elif o == "round":   # an odd magnitude times 2**(-149 - r): its lowest bit falls below 2**-149
+            r = int(rng.integers(1, min(w - 1, -149 - fmt.e_min) + 1))
+            m[i, lane[i]], x[i] = sign[i] * (mag[i] | 1), -149 - r
+        else:
+            m[i, lane[i]] = sign[i] * mag[i]
+    return m, x
 
 
 def tf_blocks(
@@ -109,6 +145,9 @@ def tf_blocks(
             m[sel] = np.where((rng.random((c, n)) < 0.5) & (room[:, None] > 0), small, m[sel])
         elif name == "underflow":
             x[sel] = rng.integers(-152 - w, -147, size=c)
+        elif name == "lone":
+            m[sel], x[sel] = tf_lone(rng, fmt, rng.integers(0, n, size=c),
+                                     rng.integers(0, max(len(lone_outcomes(fmt)), 1), size=c))
         elif name == "ties":
             # r = -149 - x >= 1 bits are rounded off; |m| = (2q + 1) * 2**(r - 1) is a tie
             r = rng.integers(1, w, size=c)
@@ -174,8 +213,21 @@ class ToFloatUnit(StreamUnit):
     covergroup = "bfp.to_float"
     default_count = 600
 
+    #: the run's opening sweep of ``lone`` blocks is drawn (the stimulus comes chunk by chunk)
+    _lone_swept = False
+
     def items(self, rng: np.random.Generator, count: int) -> list[TfItem]:
-        m, x, kinds = tf_blocks(rng, self.params, count)
+        """Random blocks of :data:`TF_KINDS`; the run opens with a ``lone`` block for each
+        outcome in each lane (:func:`tf_lone`), so even a short run sees every lane's
+        flags alone."""
+        fmt: BfpFormat = self.params
+        m, x, kinds = tf_blocks(rng, fmt, count)
+        if not self._lone_swept:
+            self._lone_swept = True
+            k = min(count, fmt.n * len(lone_outcomes(fmt)))
+            i = np.arange(k)
+            m[:k], x[:k] = tf_lone(rng, fmt, i % fmt.n, i // fmt.n)
+            kinds[:k] = list(TF_KINDS).index("lone")
         return drawn_items(TfItem, {"m": m, "exp": x, "kind": np.array(list(TF_KINDS))[kinds]}, _FIELDS)
 
     def columns(self, items: list[TfItem]) -> dict[str, np.ndarray]:
@@ -253,6 +305,9 @@ class ToFloatUnit(StreamUnit):
         if reach["rounding"]:
             cg.point("tie", lambda t: t["tie"], [False, True])
         cg.point("kind", lambda t: t["kind"], list(TF_KINDS))
+        # each lane's flags alone: a lone block's one nonzero lane, by outcome
+        cg.point("lone", lambda t: t["lone"], [f"{o}@{lane}" for o in lone_outcomes(self.params)
+                                               for lane in range(self.params.n)] + ["-"])
 
     def sample_columns(self, items: list[TfItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         d_bits, d_flg = self._decode(outs)
@@ -260,6 +315,10 @@ class ToFloatUnit(StreamUnit):
         cls = result_classes(d_bits)
         neg = ((d_bits >> 31) & 1).astype(bool)
         cols = {"flags": d_flg, "kind": c["kind"]}
+        nz = c["m"] != 0
+        one = (c["kind"] == "lone") & (nz.sum(axis=1) == 1) & ((d_flg & bfp.FFLAG_INEXACT) != 0)
+        outcome = np.where(d_flg & bfp.FFLAG_OVF, "ovf", "round")
+        cols["lone"] = np.where(one, np.char.add(np.char.add(outcome, "@"), nz.argmax(axis=1).astype(str)), "-")
         for sign, name in self._results():
             cols[f"{sign}_{name}"] = ((cls == _CLASSES.index(name)) & (neg == (sign == "neg"))).any(axis=1)
         if reachable(self.params)["rounding"]:
