@@ -177,6 +177,30 @@ def test_both_sides_of_the_miter_start_with_the_same_memories(tmp_path):
     assert equivalence(orig, mut, "m", depth=6, workdir=tmp_path)[0] == "survived"
 
 
+@pytest.mark.parametrize("drop,verdict", [
+    ("        i = {1'b0, lo_i};", "equivalent"),   # the index of an all-zero vector: nothing reads it
+    ("        i = {1'b1, hi_i};", "survived"),     # the index of the half that holds the leading one
+])
+def test_a_latch_from_a_dropped_assignment_gets_a_verdict(tmp_path, drop, verdict):
+    """Dropping one branch's assignment in a combinational block makes a latch ($dlatch),
+    which Yosys's SMT back end refuses: every such mutant was 'unknown'. Lowered as
+    SymbiYosys lowers it (async2sync: the latch holds its value from step to step), a
+    don't-care latch proves equivalent and a read one is told apart."""
+    text = ("module m (\n    clk,\n    rst,\n    hi,\n    lo,\n    hi_i,\n    lo_i,\n    q\n);\n"
+            "input clk;\ninput rst;\ninput [1:0] hi;\ninput [1:0] lo;\ninput hi_i;\ninput lo_i;\noutput [1:0] q;\nwire [1:0] q;\n"
+            "reg [1:0] i;\n"
+            "assign q = ((hi != 0) || (lo != 0)) ? i : 2'b00;\n"   # i is read only when some half is nonzero
+            "always @(hi, lo, hi_i, lo_i) begin: pick\n    if ((hi != 0)) begin\n        i = {1'b1, hi_i};\n    end\n"
+            "    else if ((lo != 0)) begin\n        i = {1'b0, lo_i};\n    end\n    else begin\n        i = {1'b0, lo_i};\n"
+            "    end\nend\nendmodule\n")
+    orig, mut = tmp_path / "orig.v", tmp_path / "mut.v"
+    orig.write_text(text)
+    at = text.rindex(drop) if verdict == "equivalent" else text.index(drop)
+    mut.write_text(text[:at] + "        // mutant: dropped" + text[at + len(drop):])
+    got, detail = equivalence(orig, mut, "m", depth=6, workdir=tmp_path)
+    assert got == verdict, detail
+
+
 # ---- the smoke: one DUT, a handful of mutants -----------------------------------------------
 def test_the_duts_group_testbenches_by_generated_file():
     groups = {d.name: d for d in duts(["sched_*"])}

@@ -281,8 +281,10 @@ def _miter(gold: Path, gate: Path, top: str, stem: str, workdir: Path, timeout: 
            induction: int) -> tuple[str, str]:
     """:func:`equivalence` of two whole modules (files beside ``workdir``).
 
-    Yosys writes a miter of the two (their outputs compared, every input free) as SMT-LIB;
-    Yosys's SMT model checker with Yices then tries, in this order:
+    Yosys writes a miter of the two (their outputs compared, every input free) as SMT-LIB,
+    a latch (an assignment dropped from one branch of a combinational block) lowered as
+    SymbiYosys lowers it with ``multiclock off`` (``async2sync``: it holds its value from
+    step to step); Yosys's SMT model checker with Yices then tries, in this order:
 
     1. k-induction up to ``induction`` cycles from *any* state, in a third of the time: if
        it closes, the base case (from reset, as in 2, to the same depth) makes it a proof;
@@ -298,7 +300,7 @@ def _miter(gold: Path, gate: Path, top: str, stem: str, workdir: Path, timeout: 
     rc, text, _ = _yosys_script(workdir, f"{stem}.miter", [
         f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
         "proc", "opt_clean", "memory_collect", "flatten", "miter -equiv -flatten -make_assert gold gate miter",
-        "hierarchy -top miter", "setundef -zero -init -params", "opt -fast", "dffunmap", f"write_smt2 -wires {smt2}",
+        "hierarchy -top miter", "setundef -zero -init -params", "opt -fast", "async2sync", "dffunmap", f"write_smt2 -wires {smt2}",
     ], timeout)
     if rc != 0:
         err = next((ln for ln in text.splitlines() if "ERROR" in ln), f"exit status {rc}")
