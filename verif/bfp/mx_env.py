@@ -23,7 +23,7 @@ from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
 
-from .stimulus import F32_INF, F32_QNAN, KINDS, drawn_items, float_kind, item_columns, pick_kinds
+from .stimulus import F32_INF, F32_QNAN, KINDS, LONE_CLASSES, drawn_items, float_kind, item_columns, lone_class, pick_kinds
 
 __all__ = ["MX_KINDS", "MxItem", "MxUnit", "MxTest", "mx_blocks"]
 
@@ -109,6 +109,11 @@ def _mx_kind(rng: np.random.Generator, kind: str, count: int, el: MxElement, n: 
     raise ValueError(f"unknown MX stimulus kind {kind!r}; known: {sorted(MX_KINDS)}")
 
 
+def _bfp_like(n: int) -> BfpFormat:
+    """The BFP kinds need a BfpFormat only for ``n`` and the exponent ranges they draw from."""
+    return BfpFormat(w=8, e=8, n=n)
+
+
 def mx_blocks(
     rng: np.random.Generator, params: MxParams, count: int, weights: dict[str, float] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -129,8 +134,7 @@ def mx_blocks(
     names = list(weights)
     pick = pick_kinds(rng, weights, count)
     n = params.block
-    # the BFP kinds need a BfpFormat only for n and the exponent ranges they draw from
-    bfmt = BfpFormat(w=8, e=8, n=n)
+    bfmt = _bfp_like(n)
     out = np.zeros((count, n), dtype=np.uint32)
     for i, name in enumerate(names):
         sel = np.flatnonzero(pick == i)
@@ -164,8 +168,19 @@ class MxUnit(StreamUnit):
     out_fields = ["scale", "data", "flags"]
     covergroup = "bfp.mx_quantizer"
 
+    #: the run's opening sweep of ``lone`` blocks is drawn (the stimulus comes chunk by chunk)
+    _lone_swept = False
+
     def items(self, rng: np.random.Generator, count: int) -> list[MxItem]:
+        """Random blocks of every kind; the run opens with a ``lone`` block for each class
+        in each lane, as the quantizer's does (a lane's NaN or Inf detector stuck shows
+        only when its lane is the only one of its class)."""
+        n = self.params.block
         bits, kinds = mx_blocks(rng, self.params, count)
+        if not self._lone_swept:
+            self._lone_swept = True
+            k = min(count, len(LONE_CLASSES) * n)
+            bits[:k], kinds[:k] = float_kind(rng, "lone", k, _bfp_like(n)), "lone"
         return drawn_items(MxItem, {"bits": bits, "kind": kinds}, ["bits", "kind"])
 
     def columns(self, items: list[MxItem]) -> dict[str, np.ndarray]:
@@ -263,6 +278,8 @@ class MxUnit(StreamUnit):
         for c in self._code_classes():
             cg.point(f"code_{c}", lambda t, c=c: bool(t[f"code_{c}"]), [False, True])
         cg.point("kind", lambda t: t["kind"], list({**KINDS, **MX_KINDS}))
+        n = self.params.block
+        cg.point("lone", lambda t: t["lone"], [f"{c}@{lane}" for c in LONE_CLASSES for lane in range(n)])
 
     def sample_columns(self, items: list[MxItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         d_s, d_c, d_f = self._decode(outs)
@@ -270,6 +287,7 @@ class MxUnit(StreamUnit):
             "flags": d_f,
             "scale": d_s,
             "kind": self.columns(items)["kind"],
+            "lone": lone_class(self.columns(items)["bits"]),
             **{f"code_{c}": np.asarray(v, dtype=bool) for c, v in self._classes(d_c).items()},
         }
 

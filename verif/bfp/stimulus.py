@@ -119,7 +119,9 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         frac = rng.integers(1, 1 << 23, size=count, dtype=np.uint32)
         val = np.select(
             [cls == 0, cls == 1, cls == 2, cls == 3, cls == 4],
-            [F32_QNAN | (frac >> np.uint32(1)), F32_INF, F32_INF | np.uint32(0x80000000), sign | frac,
+            # NaN: a quiet one with any payload, or half the time a signalling one with
+            # the smallest payload (a detector written frac != 1, say, tells it apart)
+            [np.where(rng.random(count) < 0.5, F32_QNAN | (frac >> np.uint32(1)), F32_INF | np.uint32(1)), F32_INF, F32_INF | np.uint32(0x80000000), sign | frac,
              sign | np.uint32(1 << 23) | frac],
             sign | np.uint32(254 << 23) | frac,
         ).astype(np.uint32)
