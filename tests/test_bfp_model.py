@@ -1018,3 +1018,28 @@ def test_to_float32_block_broadcast():
         to_float32([[1, 2], [3, 4]], [1, 2, 3])
     with pytest.raises(ValueError, match="mantissas"):
         to_float32(np.array([1.0]), 0)
+
+
+@pytest.mark.parametrize("n", [1, 4, 16, 32])
+def test_lone_blocks_put_every_class_in_every_lane_alone(n):
+    """float_kind('lone'): each class of LONE_CLASSES in each lane once per len * n blocks,
+    the only lane of its class (lone_class names it); +Inf and the subnormal among zeros,
+    so an Inf lane's max-tree key stuck nonzero is the block maximum; a NaN is sometimes
+    signalling with payload 1."""
+    from lockstep.verif.bfp.stimulus import LONE_CLASSES, float_kind, lone_class
+
+    fmt = BfpFormat(w=8, e=5, n=n)
+    k = len(LONE_CLASSES) * n
+    bits = float_kind(np.random.default_rng(n), "lone", 4 * k, fmt)
+    names = lone_class(bits)
+    for part in range(4):
+        assert sorted(names[part * k:(part + 1) * k]) == sorted(f"{c}@{i}" for c in LONE_CLASSES for i in range(n))
+    cls = np.array([LONE_CLASSES.index(s.split("@")[0]) for s in names])
+    lane = np.array([int(s.split("@")[1]) for s in names])
+    other = np.ones(bits.shape, bool)
+    other[np.arange(len(bits)), lane] = False
+    zero_bg = np.isin(cls, [1, 3])
+    assert (bits[zero_bg[:, None] & other] == 0).all()
+    assert (bits[~zero_bg[:, None] & other] != 0).all()
+    nan = bits[np.arange(len(bits)), lane][cls == 0]
+    assert (nan == 0x7F800001).any() and (nan & 0x400000 != 0).any()

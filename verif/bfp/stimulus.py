@@ -35,7 +35,8 @@ KINDS: dict[str, float] = {
     "lone": 3.0,  # one lane of a class in LONE_CLASSES among normal values: every class in every lane
 }
 
-#: The value classes a ``lone`` block puts in one lane (the others normal), each class in
+#: The value classes a ``lone`` block puts in one lane (the others normal, or zero for +Inf
+#: and the subnormal), each class in
 #: each lane once per :func:`float_kind` call of at least ``len(LONE_CLASSES) * n`` blocks:
 #: a per-lane detector (NaN, Inf, subnormal) stuck or swapped shows only when its lane is
 #: the only one of its class.
@@ -125,6 +126,10 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
              sign | np.uint32(1 << 23) | frac],
             sign | np.uint32(254 << 23) | frac,
         ).astype(np.uint32)
+        # +Inf and the subnormal stand among zeros: then the lane is the block's only
+        # nonzero value, and what the max tree makes of it (an Inf lane's key is 0, a
+        # subnormal's is the block maximum) is the whole answer
+        out[(cls == 1) | (cls == 3)] = 0
         out[np.arange(count), lane] = val
         return out
     raise ValueError(f"unknown stimulus kind {kind!r}; known: {sorted(KINDS)}")
