@@ -142,3 +142,30 @@ def test_deterministic(tmp_path, generated):
     for name, (emit, _) in BLOCKS.items():
         again = emit(LINT_SETS["odd"], tmp_path)
         assert again.verilog.read_bytes() == first[name].verilog.read_bytes(), name
+
+
+@pytest.mark.parametrize("params", [SparseParams(), SparseParams(hmax=64, wmax=64), SparseParams(hmax=1, wmax=2)])
+def test_decoder_jobs_end_their_streams_one_way_only(params):
+    """An encoder's stream ends with LAST on its last word and cfg_nnz words at once, so
+    the decoder's count or its LAST test broken changed nothing (two mutants survived).
+    The end_count job has no LAST, the end_last job a cfg_nnz beyond its words; both maps
+    end in zeros, so the raster needs the end of the stream to go on."""
+    import numpy as np
+
+    from lockstep.models import sparse
+    from lockstep.verif.sparse.raster_env import DecoderUnit
+
+    unit = DecoderUnit.__new__(DecoderUnit)    # jobs() and cfg() read only the parameters
+    unit.params = params
+    jobs = {j.kind: j for j in unit.jobs(np.random.default_rng(2), 30)}
+    for kind in ("end_count", "end_last"):
+        job = jobs[kind]
+        words = sparse.unpack_data(job.words, params)
+        assert job.X.ravel()[-1] == 0 and 0 < len(words) == np.count_nonzero(job.X)
+        assert [w[:3] for w in words] == [e[:3] for e in sparse.encode(job.X).entries]
+        lasts = [w[3] for w in words]
+        nnz = unit.cfg(job)["cfg_nnz"]
+        if kind == "end_count":
+            assert not any(lasts) and nnz == len(words)
+        else:
+            assert lasts == [False] * (len(words) - 1) + [True] and nnz > len(words)

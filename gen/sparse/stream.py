@@ -183,10 +183,9 @@ def sp_encoder(clk, rst, cfg_h, cfg_w, start, in_valid, in_ready, in_data, out_v
                 done.next = 1
                 job.next = 0
         if start and not job:
-            if cfg_ok:
+            if cfg_ok:   # (pend_v is 0 here: every end of a raster empties it)
                 job.next = 1
                 feeding.next = 1
-                pend_v.next = 0
                 nnz.next = 0
             else:
                 err.next = 1

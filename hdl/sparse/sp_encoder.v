@@ -149,7 +149,6 @@ always @(posedge clk) begin: run
             if (cfg_ok) begin
                 job <= 1;
                 feeding <= 1;
-                pend_v <= 0;
                 nnz <= 0;
             end
             else begin

@@ -12,14 +12,16 @@ The checks ask the golden model (:mod:`lockstep.models.sparse`) or numpy:
 
 * encoder: the words equal ``pack_data(encode(X).entries)`` and decode back to ``X``;
   ``nnz`` at ``done``; ``in_ready`` low in the raster only while the output register is
-  full and not taken (only stalls stretch the job); ``done`` one cycle after the LAST
+  full and not taken (only stalls stretch the job), and low once the last value is taken; ``done`` one cycle after the LAST
   handshake (after the last raster value when ``nnz = 0``); without stalls ``start`` to
   ``done`` is ``H*W + 1`` (``nnz = 0``), ``H*W + 2``, or ``H*W + 3`` when the raster's
   last value is a non-zero following another (the held word and the last go out one
   after the other).
 * decoder: fed ``pack_data(encode(X).entries)`` it emits exactly ``decode(...) = X``,
   ``H*W`` values; without stalls ``start`` to ``done`` is ``H*W + 2``. One extra word out
-  of range, or repeated, is dropped (``err`` DROP) and changes nothing else.
+  of range, or repeated, is dropped (``err`` DROP) and changes nothing else. A stream
+  ends on ``cfg_nnz`` words or on a LAST: ``end_count`` jobs have no LAST, ``end_last``
+  jobs a ``cfg_nnz`` beyond their words (an encoder's stream has both at once).
 * profiler: per-row and per-column counts read through ``rd_sel/rd_addr`` equal numpy's
   ``count_nonzero`` (0 beyond ``H``/``W``), ``total`` too; ``in_ready == busy``;
   ``done`` one cycle after the last value.
@@ -96,7 +98,9 @@ class RasterJob:
         poke: cycles after ``start`` at which a second ``start`` pulses (or ``None``).
         kind: the stimulus kind (for the log and coverage).
         words: a decoder's input stream when it is not ``pack_data(encode(X))`` (a
-            ``drop`` job: one extra word the decoder must drop).
+            ``drop`` job: one extra word the decoder must drop; an ``end`` job: no LAST).
+        nnz: the decoder's ``cfg_nnz`` when it is not the number of words (an
+            ``end_last`` job: more, so only the LAST flag ends the stream).
     """
 
     X: np.ndarray | None
@@ -107,6 +111,7 @@ class RasterJob:
     poke: int | None = None
     kind: str = "random"
     words: list[int] | None = None
+    nnz: int | None = None
 
     def __repr__(self) -> str:
         nnz = "-" if self.X is None else int(np.count_nonzero(self.X))
@@ -319,6 +324,9 @@ class EncoderUnit(RasterUnit):
         refused = np.flatnonzero((tr["in_ready"][1 : ins[-1] + 1] == 0) & (stalled[1 : ins[-1] + 1] == 0))
         if len(refused):
             errs.append(f"in_ready low at +{int(refused[0]) + 1} with the output register free")
+        after = np.flatnonzero(tr["in_ready"][ins[-1] + 1:] != 0)
+        if len(after):   # the raster is over: nothing more may be taken (a held 'feeding' would)
+            errs.append(f"in_ready high at +{ins[-1] + 1 + int(after[0])}, after the last raster value was taken")
         end = outs[-1] if sub.nnz else ins[-1]
         if d != end + 1:
             errs.append(f"done at +{d}, expected one cycle after the last handshake (+{end})")
@@ -375,10 +383,27 @@ class DecoderUnit(RasterUnit):
                 ents.insert(k + 1, ents[k])
             ents[-1] = ents[-1][:3] + (True,)
             jobs.append(RasterJob(X, h, w, kind=kind, words=sparse.pack_data(ents, p)))
+        # The stream ends on cfg_nnz words or a LAST consumed; an encoder's stream has both
+        # at once, so one of them broken changes nothing. These maps end in zeros (the
+        # raster needs the end of the stream to go on) and their streams have one only:
+        # end_count no LAST flag, end_last a cfg_nnz beyond the words.
+        for kind in ("end_count", "end_last") if p.hmax * p.wmax >= 2 else ():
+            h = int(rng.integers(1, p.hmax + 1))
+            w = int(rng.integers(2 if h == 1 else 1, p.wmax + 1))
+            X = random_map(rng, h, w, int(rng.integers(1, h * w)), p.dw)
+            flat = X.ravel()
+            if flat[-1] != 0:                       # the last position zero, the non-zeros kept
+                flat[int(np.flatnonzero(flat == 0)[0])] = flat[-1]
+                flat[-1] = 0
+            ents = [e + (kind == "end_last" and i == np.count_nonzero(X) - 1,)
+                    for i, e in enumerate(sparse.encode(X).entries)]
+            more = int(rng.integers(1, 4)) if kind == "end_last" else 0
+            jobs.append(RasterJob(X, h, w, kind=kind, words=sparse.pack_data(ents, p),
+                                  nnz=min(len(ents) + more, (1 << dict(SparseParams.DESC_FIELDS)["nnz"]) - 1)))
         return jobs
 
     def cfg(self, job: RasterJob) -> dict[str, int]:
-        nnz = 0 if job.refused else len(self.inputs(job))
+        nnz = 0 if job.refused else job.nnz if job.nnz is not None else len(self.inputs(job))
         return {"cfg_h": job.h, "cfg_w": job.w, "cfg_nnz": nnz}
 
     def inputs(self, job: RasterJob) -> list[dict[str, int]]:
@@ -410,12 +435,14 @@ class DecoderUnit(RasterUnit):
         super().define_coverage(cg)
         cg.point("backpressure", lambda s: s["bp"], [False, True])
         cg.point("dropped", lambda s: s["drop"], ["none", "drop_oob", "drop_dup"])
+        cg.point("stream_end", lambda s: s["end"], ["both", "end_count", "end_last"])
 
     def sample(self, job: RasterJob, obs: Observation) -> dict[str, Any]:
         s = super().sample(job, obs)
         tr = obs.trace
         s["bp"] = bool((tr["out_valid"] & (1 - tr["out_ready"])).any())
         s["drop"] = job.kind if job.kind.startswith("drop") else "none"
+        s["end"] = job.kind if job.kind.startswith("end_") else "both"
         return s
 
 
