@@ -34,7 +34,6 @@ from pathlib import Path
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
-from lockstep.models.record import clog2
 from lockstep.models.sparse.params import SparseParams
 
 from ..common import Emitted, check_record, emit_stream_unit, flat_signal, lane, mem_read, resize

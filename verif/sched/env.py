@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ReadOnly, RisingEdge, Timer
+from cocotb.triggers import RisingEdge, Timer
 from pyuvm import ConfigDB, uvm_component, uvm_env, uvm_test
 
 from lockstep.models import sched
