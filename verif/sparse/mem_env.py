@@ -5,7 +5,11 @@ sections 7 and 9; behaviour in :mod:`lockstep.gen.sparse.memory`).
 sparse and dense mode) with input bubbles: clean maps whose non-zero count sits around
 multiples of ``p``, empty maps (``NNZ = 0``), and every error class of section 7 (a bad
 descriptor, indices out of range, out-of-order and repeated entries, stored zeros, LAST
-early or late, more than ``depth`` entries), alone or two at a time. While a job writes
+early or late, more than ``depth`` entries, just past it or far past it), alone or two
+at a time; each class first alone, the highest ``err`` bit first (``err`` is sticky: a
+class that also raised a lower bit shows only while that bit is clear), bad descriptors
+last, among them ``H = hmax + 1`` and ``W = wmax + 1``, and half the indices out of range
+the first one out (row ``H`` or column ``W``). While a job writes
 one bank, the other bank is read every cycle (ping-pong) and must not change. After the
 job both banks are read back group by group through the ``p``-wide port.
 
@@ -133,20 +137,23 @@ class FmMemUnit(JobUnit):
         """Break a clean load in one way (``how`` picks the variant; the model predicts
         what follows)."""
         p = self.params
-        if kind == "desc":  # RSVD != 0, H = 0, H > hmax, W = 0, W > wmax
-            how = int(rng.integers(0, 5)) if how is None else how
+        if kind == "desc":  # RSVD != 0, H = 0, H > hmax, W = 0, W > wmax, H = hmax + 1, W = wmax + 1
+            how = int(rng.integers(0, 7)) if how is None else how   # (a bound written > max + 1 passes 2 and 4)
             d = sparse.Desc(d.org_row, d.org_col,
-                            0 if how == 1 else int(rng.integers(p.hmax + 1, 256)) if how == 2 else d.h,
-                            0 if how == 3 else int(rng.integers(p.wmax + 1, 256)) if how == 4 else d.w,
+                            0 if how == 1 else int(rng.integers(p.hmax + 1, 256)) if how == 2 else p.hmax + 1 if how == 5
+                            else d.h,
+                            0 if how == 3 else int(rng.integers(p.wmax + 1, 256)) if how == 4 else p.wmax + 1 if how == 6
+                            else d.w,
                             d.nnz, int(rng.integers(1, 256)) if how == 0 else 0)
             return d, ws
         if kind == "oob" and ws:
             i = int(rng.integers(0, len(ws)))
             r, c, v, last = ws[i]
+            edge = rng.random() < 0.5   # half the time the first index out of range: row H or column W
             if d.h < (1 << p.rb) and (rng.random() < 0.5 or d.w >= (1 << p.cb)):
-                r = int(rng.integers(d.h, 1 << p.rb))
+                r = d.h if edge else int(rng.integers(d.h, 1 << p.rb))
             elif d.w < (1 << p.cb):
-                c = int(rng.integers(d.w, 1 << p.cb))
+                c = d.w if edge else int(rng.integers(d.w, 1 << p.cb))
             ws[i] = (r, c, v, last)
             return d, ws
         if kind == "order" and ws:
@@ -177,7 +184,9 @@ class FmMemUnit(JobUnit):
             delta = 1 if how == 1 else -1  # NNZ one more / one fewer than the words
             return sparse.Desc(d.org_row, d.org_col, d.h, d.w, max(0, d.nnz + delta)), ws
         if kind == "overflow":
-            extra = max(0, p.depth + 1 - len(ws)) + int(rng.integers(0, 3))
+            # just past depth, or far past it (the NNZ's high bits then count too)
+            extra = max(0, p.depth + 1 - len(ws)) + int(rng.integers(0, 3) if rng.random() < 0.6
+                                                        else rng.integers(p.depth, 3 * p.depth))
             pad = [ws[-1][:3] + (False,) if ws else (0, 0, 1, False)] * extra
             ws = _relast(ws + pad)
             return sparse.Desc(d.org_row, d.org_col, d.h, d.w, len(ws)), ws
@@ -217,8 +226,11 @@ class FmMemUnit(JobUnit):
             FmJob(1, False, sparse.pack_desc(full), sparse.pack_data(full.entries, p), "full"),
             self._job(rng, "clean", 0),
         ]
-        forced = ([("dense", None)] + [("desc", h) for h in range(5)] + [("oob", None), ("order", None)]
-                  + [("zero", None)] + [("nnz", h) for h in range(4)] + [("overflow", None)])
+        # each error class once, the highest err bit first: err is sticky, so a class that
+        # also raised a lower bit (OVERFLOW's 32 written 31, OOB's 2 written 3) shows only
+        # while that bit is still clear
+        forced = ([("dense", None), ("overflow", None)] + [("nnz", h) for h in range(4)]
+                  + [("zero", None), ("order", None), ("oob", None)] + [("desc", h) for h in range(7)])
         while len(jobs) < count:
             kind, how = forced.pop(0) if forced else (_pick(rng, FM_KINDS), None)
             jobs.append(self._job(rng, kind, int(rng.integers(0, 2)), how))
