@@ -14,7 +14,8 @@ one bank, the other bank is read every cycle (ping-pong) and must not change. Af
 job both banks are read back group by group through the ``p``-wide port.
 
 ``w_mem`` jobs write a weight stream (raster, snake or shuffled order; dense mode;
-``K`` from 0 to beyond ``kmax``) with the same error classes of the weight memory, some
+``K`` from 0 to beyond ``kmax``) with the same error classes of the weight memory (each
+first alone, the highest ``err`` bit first; an index out of range often ``K`` itself), some
 after an abandoned job (``wr_start`` again before LAST), and read all entries back through
 the ``u`` read lanes; FC jobs write a dense matrix through the FC port and gather random
 index vectors through the ``p``-wide read.
@@ -23,7 +24,7 @@ The checks ask the golden model: the stored entries, their count and the sticky 
 after every job are those of :func:`lockstep.models.sparse.load_data` /
 :func:`~lockstep.models.sparse.load_weights` (a bank holds the entries of the last load
 into it, with its descriptor); an invalid lane reads 0. Timing: ``wr_ready`` is high all
-the while a job is open (one entry per cycle), the descriptor port is not ready then, and
+the while a job is open (one entry per cycle) and low before and after, the descriptor port is not ready then, and
 ``wr_done`` pulses one cycle after the last handshake. The FC region is a plain memory:
 a gather returns the last value written at ``[o][idx]`` (0 after reset).
 """
@@ -336,6 +337,8 @@ class FmMemUnit(JobUnit):
             errs.append(f"wr_done at +{d}, expected one cycle after the last handshake (+{end})")
         if len(wh) and (not tr["wr_ready"][t0 + 1 : end + 1].all() or tr["wr_desc_ready"][t0 + 1 : end + 1].any()):
             errs.append("wr_ready low (or wr_desc_ready high) while the job was open")
+        if tr["wr_ready"][: t0 + 1].any() or tr["wr_ready"][d]:
+            errs.append("wr_ready high with no job open (up to the descriptor's handshake, or at wr_done)")
         return errs
 
     # ---- coverage -------------------------------------------------------------------
@@ -458,7 +461,7 @@ class WMemUnit(JobUnit):
         if kind == "oob":
             i = int(rng.integers(0, len(ws)))
             a, b, w, last = ws[i]
-            big = int(rng.integers(k, 1 << kb)) if k < (1 << kb) else None
+            big = (k if rng.random() < 0.5 else int(rng.integers(k, 1 << kb))) if k < (1 << kb) else None  # often the first out
             if big is not None:
                 ws[i] = (big, b, w, last) if rng.random() < 0.5 else (a, big, w, last)
         if kind == "dup":
@@ -482,7 +485,8 @@ class WMemUnit(JobUnit):
 
     def jobs(self, rng: np.random.Generator, count: int) -> list[WJob]:
         p = self.params
-        jobs = [self._job(rng, kind) for kind in ("dense", "oob", "dup", "zero", "overflow", "restart", "fc")]
+        # the highest err bit first (OVERFLOW 8, ZERO 4, DUP 2, IDX_OOB 1: err is sticky), K edges last (K = 0 is OOB)
+        jobs = [self._job(rng, kind) for kind in ("dense", "restart", "fc", "overflow", "zero", "dup", "oob")]
         jobs += [self._job(rng, "k_edge", k) for k in (0, 1, p.kmax, p.kmax + 1)]
         while len(jobs) < count:
             jobs.append(self._job(rng, _pick(rng, W_KINDS)))
@@ -590,6 +594,9 @@ class WMemUnit(JobUnit):
                 errs.append(f"wr_done at +{d}, expected one cycle after the LAST handshake (+{int(wh[-1])})")
             elif not tr["wr_ready"][1 : d].all():
                 errs.append("wr_ready low while the job was open")
+            elif tr["wr_ready"][0] or tr["wr_ready"][d]:
+                errs.append(f"wr_ready high {'in the wr_start cycle' if tr['wr_ready'][0] else 'at wr_done'}, "
+                            "with no job open")
         if obs.read["err"] != self.sticky:
             errs.append(f"err = {sparse.err_names(obs.read['err'], p.W_ERR_NAMES)}, expected "
                         f"{sparse.err_names(self.sticky, p.W_ERR_NAMES)}")
