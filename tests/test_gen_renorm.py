@@ -126,6 +126,33 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     assert set(tr["window_lop"][flat].tolist()) >= set(bins)
 
 
+@pytest.mark.parametrize("name", STATS_TBS)
+def test_stats_lane_edges_sit_on_the_largest_mantissa(name):
+    """Kind lane_edge: one non-zero lane, shifted by the exponent in force (max mode's, or
+    the offset's, no guard) to exactly 2**(w-1) - 1, or with half an ulp more, which RNE
+    rounds to an overflow of that lane alone; the run opens with both in every lane
+    where the offset allows (a lane's ovf stuck at 0, or its bound written > 2**(w-1) - 2,
+    survived every stats run). The model's own trace says so, chunk after chunk."""
+    fmt = TESTBENCHES[name].params
+    rng, state, parts = np.random.default_rng(5), {}, []
+    for _ in range(4):
+        parts.append(_stats_stream(rng, fmt, 1024, state))
+    acc = np.concatenate([p[0] for p in parts])
+    e3 = np.concatenate([p[1] for p in parts])
+    kinds = np.array(sum((p[2] for p in parts), []))
+    _, man, fl, tr = bfp.StatsSelector(fmt).run_traced(acc, e3)
+    rows = np.flatnonzero(kinds == "lane_edge")
+    if name != "bfp_stats_w4e8n8_reshift":   # there k = 0 and reshift keep the offset below any edge
+        assert {int(np.flatnonzero(acc[r])[0]) for r in rows[:2 * fmt.n]} == set(range(fmt.n))
+    top = (1 << (fmt.w - 1)) - 1
+    for r in rows:
+        lane = np.flatnonzero(acc[r])
+        assert len(lane) == 1 and not tr["guard"][r]
+        m = abs(int(man[r, lane[0]]))
+        assert m == top or (fl[r] & bfp.FLAG_OVF and fmt.rounding == "rne"), (r, m, fl[r])
+    assert len(rows) >= (0 if name == "bfp_stats_w4e8n8_reshift" else 2 * fmt.n)
+
+
 @pytest.mark.parametrize("fmt", [BfpFormat(w=16, e=5, n=16, overflow="wrap"), BfpFormat(w=4, e=8, n=8, rounding="rne"),
                                  BfpFormat(w=16, e=6, n=8, acc=64, rounding="rne", overflow="wrap")])
 def test_the_edge_kind_puts_every_lane_alone_on_the_overflow_edge(fmt):

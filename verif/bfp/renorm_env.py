@@ -386,7 +386,11 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     window of more than one vector never completes, so all of them are max mode: every
     bit of the leading-one tree shows in ``e4``); then four whose max-mode exponent is
     ``e_max``, ``e_max + 1``, ``e_min`` and ``e_min - 1`` (each clamp at its edge; before
-    the first window completes, max mode is the only place they show). Then segments of constant ``e3`` (so windows complete):
+    the first window completes, max mode is the only place they show); then *lane edges*
+    (kind ``lane_edge``, :func:`lane_edge` below): in each lane, one vector shifted to the
+    largest mantissa and one half an ulp above it, where the exponent in force allows (the
+    stream carries a selector to know it; a few more come at random later). Then
+    segments of constant ``e3`` (so windows complete):
     Gaussian lanes at a per-segment scale, outlier lanes (overflow guard), zero vectors
     and corner vectors from :func:`acc_vectors`; and *flat* segments (kind ``flat``) of
     equal magnitudes at the next position of :func:`lop_bins` (so the window's
@@ -420,10 +424,47 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
         accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
         e3s.append(e3)
         kinds.append("sweep" if t is None else "sweep_clamp")
+    # The selector as the stream stands (the lane edges aim at the exponent in force).
+    sel = state.setdefault("sel", bfp.StatsSelector(fmt))
+    fed = 0
+
+    def lane_edge(lane: int, tie: bool) -> bool:
+        """Kind ``lane_edge``: one vector whose only non-zero lane shifts to exactly 2**(w-1) - 1 (the largest
+        mantissa; ``tie``: plus half an ulp, which RNE rounds up to an overflow), the shift
+        ``s >= 1`` that of the exponent in force: max mode's, or ``e3 + offset`` unclamped.
+        False when the offset in force leaves no such shift."""
+        nonlocal fed
+        if fed < len(accs):
+            sel.run(np.array(accs[fed:], np.int64).reshape(-1, n), np.array(e3s[fed:], np.int64))
+            fed = len(accs)
+        top = a - w   # (2**(w-1) - 1) << s plus half an ulp fits the accumulator up to s = a - w
+        if sel.offset is None:
+            s_ = int(rng.integers(1, top + 1)) if top >= 1 else 0
+            e3 = _unclamped_e3(rng, fmt, s_) if s_ and _e3_span(fmt, s_)[0] <= _e3_span(fmt, s_)[1] else None
+        else:
+            s_, e3 = sel.offset, None
+            if 1 <= s_ <= top and _e3_span(fmt, s_)[0] <= _e3_span(fmt, s_)[1]:
+                e3 = _unclamped_e3(rng, fmt, s_)
+        if e3 is None:
+            return False
+        v = np.zeros(n, np.int64)
+        v[lane] = (((1 << (w - 1)) - 1) << s_) + ((1 << (s_ - 1)) if tie else 0)
+        accs.append(v * int(rng.choice([-1, 1])))
+        e3s.append(e3)
+        kinds.append("lane_edge")
+        return True
+
+    if not state.get("edged"):   # every lane on the edge once, both ways
+        state["edged"] = True
+        for k in range(2 * n):
+            if len(accs) < count:
+                lane_edge(k % n, k >= n)
     flat = state.setdefault("flat", [])
     corner, corner_kinds = acc_vectors(rng, fmt, count)
     names = list(RENORM_KINDS)
     while len(accs) < count:
+        if rng.random() < 0.03 and lane_edge(int(rng.integers(0, n)), bool(rng.integers(0, 2))):
+            continue
         length = int(rng.integers(1, 3 * nv + 3))
         if rng.random() < 0.5 and count - len(accs) > nv:   # a window of equal magnitudes, then its offset shown
             if not flat:
@@ -456,7 +497,10 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
             accs.append(v)
             e3s.append(e3)
             kinds.append(kind)
-    return np.array(accs[:count], dtype=np.int64).reshape(count, n), np.array(e3s[:count], dtype=np.int64), kinds[:count]
+    accs, e3s, kinds = accs[:count], e3s[:count], kinds[:count]
+    if fed < len(accs):   # the selector follows the whole stream, chunk after chunk
+        sel.run(np.array(accs[fed:], np.int64).reshape(-1, n), np.array(e3s[fed:], np.int64))
+    return np.array(accs, dtype=np.int64).reshape(count, n), np.array(e3s, dtype=np.int64), kinds
 
 
 class StatsUnit(RenormUnit):
