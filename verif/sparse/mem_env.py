@@ -449,7 +449,11 @@ class WMemUnit(JobUnit):
             vals = nonzero_values(rng, n_out * w, p.ww)
             vals[rng.random(n_out * w) < 0.2] = 0
             writes = [(o, i, int(vals[o * w + i])) for o in range(n_out) for i in range(w)]
+            # gathers from the rows and columns just written, and (one in four) from anywhere
+            # in the region: what no job wrote reads 0 after reset
             reads = [(int(rng.integers(0, n_out)), [int(x) for x in rng.integers(0, w, size=p.p)])
+                     if rng.random() < 0.75 else
+                     (int(rng.integers(0, p.nmax_out)), [int(x) for x in rng.integers(0, p.wmax, size=p.p)])
                      for _ in range(min(16, 2 * n_out))]
             return WJob(0, False, [], kind, fc_writes=writes, fc_reads=reads)
         k = int(rng.integers(1, p.kmax + 1))
