@@ -28,7 +28,7 @@ KINDS: dict[str, float] = {
     "wide": 2.0,  # elements spread over 2**-60 .. 2**60 (underflow to 0 within a block)
     "pow2": 2.0,  # block max exactly 2**k, 2**k - 1 ulp or 2**k + 1 ulp
     "roundup": 2.0,  # block max just below 2**(k+1): RNE rounds to 2**(w-1)
-    "ties": 2.0,  # elements exactly halfway between two mantissas
+    "ties": 2.0,  # elements exactly halfway between two mantissas, or one sticky bit off it
     "zero": 1.0,  # all +-0
     "special": 1.0,  # NaN / +-Inf mixed with normal values
     "subnormal": 1.0,  # float32 subnormals (alone or with normals)
@@ -91,9 +91,12 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
     if kind == "ties":
         # x = (m + 1/2) * 2**e exactly, with e the block exponent Eq. 4 picks when the
         # maximum is 2**(w-2) * 2**e (written in lane 0, then shuffled to any lane).
+        # Half the elements sit one bit off the tie, above or below: 2**-j with j from 2
+        # to 26 - w (the float32 significand holds it), so each sticky bit alone decides.
         e = rng.integers(lo - w + 2, hi - w + 3, size=(count, 1))
         m = rng.integers(0, 1 << (w - 2), size=(count, n)).astype(np.float64)
-        x = np.ldexp(m + 0.5, e)
+        off = np.ldexp(rng.choice([-1.0, 1.0], size=(count, n)), -rng.integers(2, 27 - w, size=(count, n)))
+        x = np.ldexp(m + 0.5 + np.where(rng.random((count, n)) < 0.5, 0.0, off), e)
         x[:, :1] = np.ldexp(float(1 << (w - 2)), e)
         return any_lane(rng, _bits(x * rng.choice([-1.0, 1.0], size=(count, n))))
     if kind == "zero":
