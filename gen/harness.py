@@ -262,7 +262,7 @@ module {top};
     rst = 1'b1;
     rst_n = 2'd0;
     in_valid = 1'b0;
-{init_in}    out_ready = 1'b1;
+{init_in}    out_ready = 1'b0;  // low through reset: a register rst leaves alone is not cleared by a taken output
     cycle = 64'd0;
     n_in = 32'd0;
     n_acc = 32'd0;

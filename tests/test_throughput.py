@@ -375,6 +375,24 @@ def test_a_sticky_err_bit_raised_early_fails_at_its_beat(tmp_path, tb, sim):
 
 
 @pytest.mark.sim
+@pytest.mark.parametrize("tb", ["bfp_quantize_patent_tp", "bfp_quantize_patent"])
+def test_a_register_rst_leaves_alone_fails_even_where_a_taken_output_would_clear_it(tmp_path, tb):
+    """out_valid's register with its reset branch made unreachable (rst == 2): with
+    out_ready high through reset the 'else if (out_ready)' branch cleared it at the
+    first edge and the mutant survived; both modes now hold ready low through reset,
+    so the register stays unknown and the reset check names it (Icarus)."""
+    src = generate_rtl(TESTBENCHES[tb]).with_suffix(".v").read_text().split("\n")
+    i = next(k for k, line in enumerate(src) if "stream_register0_valid_reg" in line)
+    assert src[i + 1].strip() == "if (rst == 1) begin"
+    src[i + 1] = src[i + 1].replace("rst == 1", "rst == 2")
+    bad = tmp_path / "bfp_quantize.v"
+    bad.write_text("\n".join(src))
+    res = run(tb, "icarus", seed=2, rtl=bad, opts={"blocks": 500})
+    assert not res.passed
+    assert "not at their reset value" in (res.results / "sim.log").read_text()
+
+
+@pytest.mark.sim
 def test_raw_run_checks_its_records():
     """The raw run (no cocotb: make bench's limit) replays the throughput test's stimulus
     and checks every record afterwards: the quick tier's quantizer passes with the same

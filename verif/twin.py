@@ -47,8 +47,8 @@ class CyclePauses:
     ``reset_cycles`` edges (:func:`.context.start`), so cycle 0 is edge
     ``reset_cycles + 1`` of the counter; it is fixed, not read from ``rst`` (on
     Verilator a coroutine woken by an edge can already see the write another one made
-    on that edge). Earlier calls answer "no pause" (the harness's ``out_ready`` starts
-    high).
+    on that edge). Earlier calls answer "no pause" (the sink calls none: it holds
+    ``ready`` low through reset, as the harness holds ``out_ready``).
 
     Args:
         counter: the per-edge environment's cycle counter.

@@ -192,7 +192,9 @@ class StreamSink(_StreamEnd):
     def _setup(self) -> None:
         self.received: Queue[Beat] = Queue()
         self.count = 0
-        self.ready.value = 0 if next(self.pauses) else 1
+        # Low through reset, as the throughput harness holds it: a register rst leaves
+        # alone would otherwise be cleared by an output taken during reset.
+        self.ready.value = 0
         self._task = cocotb.start_soon(self._run())
 
     async def _run(self) -> None:
