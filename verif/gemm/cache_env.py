@@ -8,7 +8,8 @@ burst one idle cycle in which the counters are read.
 
 Stimulus: directed bursts first (every kind code missing then hitting; a set filled, its
 LRU line refreshed, then new lines evicting in LRU order; ``clr`` alone and with a
-lookup; ``rst`` in the middle and the same lines again), then random bursts with a
+lookup; ``rst`` in the middle and the same lines again; ``clr`` with a hit and with a
+miss of every kind code), then random bursts with a
 chosen locality: ``hot`` (one to three sets and a pool of ``ways + 1 .. ways + 3`` tags,
 so the LRU order decides every miss), ``stream`` (consecutive lines with jumps back),
 ``random`` (anywhere in the ``aw``-bit space) or ``mixed``; each burst has its own idle
@@ -124,6 +125,13 @@ class CacheUnit(BlockUnit):
         ops = (fill + [("clr", 0, 0)] + fill[:2] + [("clr_lk",) + fill[2 % W][1:]] + fill + [new] + fill
                + [("rst", 0, 0)] + fill)
         bursts.append(Burst("clr_rst", ops))
+        # clr with a lookup of every kind code, a hit and then a miss: each kind's counters
+        # restart at 1 from that lookup (a kind's "hits <= 1" dropped survived every run)
+        ops = [("rst", 0, 0)] + fill
+        for k in range(8):
+            ops += [("clr_lk", fill[k % W][1], k), lk(fill[(k + 1) % W][1], k),
+                    ("clr_lk", self.addr(rng, t[W + k % 3], s1), k)] + fill
+        bursts.append(Burst("clr_kinds", ops))
         while len(bursts) < count:
             bursts.append(self.random_burst(rng))
         return bursts
