@@ -47,14 +47,8 @@ from .seq import ListSeq
 
 __all__ = [
     "PairMonitor", "StreamBfm", "StreamCoverage", "StreamDriver", "StreamEnv", "StreamScoreboard", "StreamSeq", "StreamTest",
-    "StreamUnit", "first_quiet", "sticky_beats",
+    "GoldenFlagsQuiet", "StreamUnit", "sticky_beats",
 ]
-
-
-def first_quiet(flags: np.ndarray) -> int | None:
-    """The first index whose golden flags are 0, or None (:meth:`StreamUnit.quiet`)."""
-    k = np.flatnonzero(np.asarray(flags) == 0)
-    return int(k[0]) if len(k) else None
 
 
 def sticky_beats(outs: Outs | Sequence[dict[str, int]], carry: int = 0, base: int = 0) -> tuple[list[str], int]:
@@ -121,7 +115,7 @@ class StreamUnit:
     def quiet(self, items: Sequence[Any]) -> int | None:
         """Index of a transaction of ``items`` that raises no flag when it is the first
         after reset, or None (none does, or the unit has no flags). Units with an ``err``
-        port override this (from their golden model)."""
+        port override this from their golden model (:class:`GoldenFlagsQuiet`)."""
         return None
 
     def draw(self, rng: np.random.Generator, count: int) -> Any:
@@ -209,6 +203,16 @@ class StreamUnit:
         return {k: [r[k] for r in rows] for k in rows[0]}
 
 
+class GoldenFlagsQuiet:
+    """:meth:`StreamUnit.quiet` for a stateless unit whose ``golden(items)`` returns the
+    block flags last: the first transaction whose golden flags are 0. Mix in before
+    :class:`StreamUnit`."""
+
+    def quiet(self, items: Sequence[Any]) -> int | None:
+        k = np.flatnonzero(np.asarray(self.golden(items)[-1]) == 0)
+        return int(k[0]) if len(k) else None
+
+
 class StreamBfm:
     """Owns the DUT's signals: cycle counter, input source and output sink."""
 
@@ -224,8 +228,8 @@ class StreamBfm:
         else:
             idle, bp = random_pauses(ctx.seed + 1, p_idle), random_pauses(ctx.seed + 2, p_bp)
         self.source = StreamSource(dut, self.counter, "in", unit.in_fields, idle)
-        self.has_err = "err" in ctx.record["ports"]
-        self.sink = StreamSink(dut, self.counter, "out", unit.out_fields, bp, also={"err": dut.err} if self.has_err else None)
+        also = {"err": dut.err} if "err" in ctx.record["ports"] else None   # sampled with each beat
+        self.sink = StreamSink(dut, self.counter, "out", unit.out_fields, bp, also=also)
 
     async def send(self, item: Any) -> None:
         """Queue one transaction on the input stream."""

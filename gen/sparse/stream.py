@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: Width of the ``nnz`` / ``total`` / ``cfg_nnz`` counts: the descriptor's NNZ field.
-NNZ_BITS = dict(SparseParams.DESC_FIELDS)["nnz"]
+NNZ_BITS = SparseParams.NNZ_BITS
 #: Sticky error bits of the raster blocks, bit 0 first (module docstring).
 ENC_ERR_NAMES = ("CFG",)
 DEC_ERR_NAMES = ("CFG", "DROP")

@@ -65,6 +65,8 @@ class SparseParams(Record):
     DESC_FIELDS: ClassVar[tuple[tuple[str, int], ...]] = (
         ("org_row", 12), ("org_col", 12), ("h", 8), ("w", 8), ("nnz", 16), ("rsvd", 8),
     )
+    #: Bits of the NNZ field: every non-zero count (``cfg_nnz``, ``nnz``, ``total``) is this wide.
+    NNZ_BITS: ClassVar[int] = dict(DESC_FIELDS)["nnz"]
 
     _RANGES: ClassVar[dict[str, tuple[int, int]]] = {
         "p": (1, 16), "kmax": (1, 7), "hmax": (1, 64), "wmax": (1, 64), "dw": (2, 16), "ww": (2, 16),

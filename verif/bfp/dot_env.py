@@ -21,7 +21,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import ints, signed
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
+from lockstep.verif.stream_env import GoldenFlagsQuiet, StreamTest, StreamUnit
 from lockstep.verif.bfp.stimulus import drawn_items, item_columns, pick_kinds
 
 __all__ = ["DotItem", "DotUnit", "DotTest", "MANT_KINDS", "BIAS_KINDS", "dot_items"]
@@ -198,7 +198,7 @@ def dot_items(rng: np.random.Generator, fmt: BfpFormat, count: int, mant_kinds=N
     return drawn_items(DotItem, dot_columns(rng, fmt, count, mant_kinds, bias_kinds), _FIELDS)
 
 
-class DotUnit(StreamUnit):
+class DotUnit(GoldenFlagsQuiet, StreamUnit):
     """The dot unit: ``in_a/ea/b/eb/bias_en/bias/e5`` -> ``out_acc/e3/flags``."""
 
     params_type = BfpFormat
@@ -250,9 +250,6 @@ class DotUnit(StreamUnit):
         acc1, _, fl1 = bfp.dot(c["a"], c["ea"], c["b"], c["eb"], fmt, bias=c["bias"], e5=c["e5"])
         en = c["bias_en"]
         return np.where(en, acc1, acc0), e3, np.where(en, fl1, fl0)
-
-    def quiet(self, items) -> int | None:
-        return first_quiet(self.golden(items)[2])
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params

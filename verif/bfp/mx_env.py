@@ -21,7 +21,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import ints, lanes
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
+from lockstep.verif.stream_env import GoldenFlagsQuiet, StreamTest, StreamUnit
 
 from .stimulus import F32_INF, F32_QNAN, KINDS, LONE_CLASSES, drawn_items, float_kind, item_columns, lone_class, pick_kinds
 
@@ -160,7 +160,7 @@ class MxItem:
     kind: str = "gauss"
 
 
-class MxUnit(StreamUnit):
+class MxUnit(GoldenFlagsQuiet, StreamUnit):
     """The MX quantizer: ``in_data`` -> ``out_scale/out_data/out_flags``."""
 
     params_type = MxParams
@@ -200,9 +200,6 @@ class MxUnit(StreamUnit):
         p: MxParams = self.params
         s, c, f = mx.mx_quantize_flags(self.columns(items)["bits"], p.elem, p.block)
         return s[:, 0].astype(np.int64), c.astype(np.int64), f[:, 0].astype(np.int64)
-
-    def quiet(self, items) -> int | None:
-        return first_quiet(self.golden(items)[2])
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p: MxParams = self.params

@@ -19,7 +19,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import col, ints, lanes, signed
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
+from lockstep.verif.stream_env import GoldenFlagsQuiet, StreamTest, StreamUnit
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
 from .stimulus import KINDS, LONE_CLASSES, drawn_items, float_blocks, float_kind, lone_class
@@ -68,7 +68,7 @@ class QuantItem:
     expect: tuple[int, list[int]] | None = None
 
 
-class QuantUnit(StreamUnit):
+class QuantUnit(GoldenFlagsQuiet, StreamUnit):
     """The quantizer: ``in_data/in_force/in_exp`` -> ``out_data/out_exp/out_flags``."""
 
     params_type = BfpFormat
@@ -121,9 +121,6 @@ class QuantUnit(StreamUnit):
             forced = col(items, "exp", np.int64)[force]
             g_exp[force], g_man[force], g_flg[force] = bfp.quantize(bits[force], fmt, exp=forced)
         return g_exp, g_man, g_flg
-
-    def quiet(self, items) -> int | None:
-        return first_quiet(self.golden(items)[2])
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params

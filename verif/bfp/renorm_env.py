@@ -23,7 +23,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import ints, lanes, signed
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
+from lockstep.verif.stream_env import GoldenFlagsQuiet, StreamTest, StreamUnit
 from lockstep.verif.bfp.stimulus import any_lane, drawn_items, item_columns, pick_kinds
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
@@ -208,7 +208,7 @@ def _exponents(
     return e3.astype(np.int64), fixed, e4.astype(np.int64)
 
 
-class RenormUnit(StreamUnit):
+class RenormUnit(GoldenFlagsQuiet, StreamUnit):
     """The renormaliser: ``in_data/in_e3/in_fixed/in_e4`` -> ``out_data/out_e4/out_flags``."""
 
     params_type = BfpFormat
@@ -268,9 +268,6 @@ class RenormUnit(StreamUnit):
             if rows.any():
                 g_e4[rows], g_man[rows], g_flg[rows] = bfp.renormalize(acc[rows], e3[rows], fmt, **kw)
         return g_e4, g_man, g_flg
-
-    def quiet(self, items) -> int | None:
-        return first_quiet(self.golden(items)[2])
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
@@ -428,25 +425,28 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     sel = state.setdefault("sel", bfp.StatsSelector(fmt))
     fed = 0
 
+    def follow() -> None:
+        """Run the selector over the vectors drawn since it last ran."""
+        nonlocal fed
+        if fed < len(accs):
+            sel.run(np.array(accs[fed:], np.int64).reshape(-1, n), np.array(e3s[fed:], np.int64))
+            fed = len(accs)
+
     def lane_edge(lane: int, tie: bool) -> bool:
         """Kind ``lane_edge``: one vector whose only non-zero lane shifts to exactly 2**(w-1) - 1 (the largest
         mantissa; ``tie``: plus half an ulp, which RNE rounds up to an overflow), the shift
         ``s >= 1`` that of the exponent in force: max mode's, or ``e3 + offset`` unclamped.
         False when the offset in force leaves no such shift."""
-        nonlocal fed
-        if fed < len(accs):
-            sel.run(np.array(accs[fed:], np.int64).reshape(-1, n), np.array(e3s[fed:], np.int64))
-            fed = len(accs)
+        follow()
         top = a - w   # (2**(w-1) - 1) << s plus half an ulp fits the accumulator up to s = a - w
-        if sel.offset is None:
+        if sel.offset is None:   # max mode: any shift
             s_ = int(rng.integers(1, top + 1)) if top >= 1 else 0
-            e3 = _unclamped_e3(rng, fmt, s_) if s_ and _e3_span(fmt, s_)[0] <= _e3_span(fmt, s_)[1] else None
         else:
-            s_, e3 = sel.offset, None
-            if 1 <= s_ <= top and _e3_span(fmt, s_)[0] <= _e3_span(fmt, s_)[1]:
-                e3 = _unclamped_e3(rng, fmt, s_)
-        if e3 is None:
+            s_ = sel.offset
+        lo, hi_e3 = _e3_span(fmt, s_)
+        if not (1 <= s_ <= top and lo <= hi_e3):
             return False
+        e3 = _unclamped_e3(rng, fmt, s_)
         v = np.zeros(n, np.int64)
         v[lane] = (((1 << (w - 1)) - 1) << s_) + ((1 << (s_ - 1)) if tie else 0)
         accs.append(v * int(rng.choice([-1, 1])))
@@ -498,8 +498,7 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
             e3s.append(e3)
             kinds.append(kind)
     accs, e3s, kinds = accs[:count], e3s[:count], kinds[:count]
-    if fed < len(accs):   # the selector follows the whole stream, chunk after chunk
-        sel.run(np.array(accs[fed:], np.int64).reshape(-1, n), np.array(e3s[fed:], np.int64))
+    follow()   # the selector follows the whole stream, chunk after chunk
     return np.array(accs, dtype=np.int64).reshape(count, n), np.array(e3s, dtype=np.int64), kinds
 
 

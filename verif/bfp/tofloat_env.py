@@ -20,7 +20,7 @@ from lockstep.verif.agents.stream import Beat
 from lockstep.verif.columns import ints, lanes
 from lockstep.verif.coverage import Covergroup
 from lockstep.verif.packing import pack_lanes
-from lockstep.verif.stream_env import StreamTest, StreamUnit, first_quiet
+from lockstep.verif.stream_env import GoldenFlagsQuiet, StreamTest, StreamUnit
 from lockstep.verif.bfp.stimulus import drawn_items, item_columns, pick_kinds
 
 __all__ = ["TF_KINDS", "TfItem", "ToFloatUnit", "ToFloatTest", "reachable", "result_classes", "tf_blocks"]
@@ -204,7 +204,7 @@ class TfItem:
 _FIELDS = ["m", "exp", "kind"]
 
 
-class ToFloatUnit(StreamUnit):
+class ToFloatUnit(GoldenFlagsQuiet, StreamUnit):
     """The converter: ``in_data/in_exp`` -> ``out_data/out_flags``."""
 
     params_type = BfpFormat
@@ -251,9 +251,6 @@ class ToFloatUnit(StreamUnit):
         c = self.columns(items)
         bits, ff = bfp.to_float32(c["m"], c["exp"])
         return bits.astype(np.int64), ff, np.bitwise_or.reduce(ff, axis=-1)
-
-    def quiet(self, items) -> int | None:
-        return first_quiet(self.golden(items)[2])
 
     def _decode(self, outs: list[dict[str, int]]) -> tuple[np.ndarray, np.ndarray]:
         fmt: BfpFormat = self.params
@@ -305,9 +302,9 @@ class ToFloatUnit(StreamUnit):
         if reach["rounding"]:
             cg.point("tie", lambda t: t["tie"], [False, True])
         cg.point("kind", lambda t: t["kind"], list(TF_KINDS))
-        # each lane's flags alone: a lone block's one nonzero lane, by outcome
-        cg.point("lone", lambda t: t["lone"], [f"{o}@{lane}" for o in lone_outcomes(self.params)
-                                               for lane in range(self.params.n)] + ["-"])
+        outs = lone_outcomes(self.params)
+        if outs:   # each lane's flags alone: a lone block's one nonzero lane, by outcome
+            cg.point("lone", lambda t: t["lone"], [f"{o}@{lane}" for o in outs for lane in range(self.params.n)])
 
     def sample_columns(self, items: list[TfItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         d_bits, d_flg = self._decode(outs)
@@ -318,7 +315,7 @@ class ToFloatUnit(StreamUnit):
         nz = c["m"] != 0
         one = (c["kind"] == "lone") & (nz.sum(axis=1) == 1) & ((d_flg & bfp.FFLAG_INEXACT) != 0)
         outcome = np.where(d_flg & bfp.FFLAG_OVF, "ovf", "round")
-        cols["lone"] = np.where(one, np.char.add(np.char.add(outcome, "@"), nz.argmax(axis=1).astype(str)), "-")
+        cols["lone"] = np.where(one, np.char.add(np.char.add(outcome, "@"), nz.argmax(axis=1).astype(str)), "")
         for sign, name in self._results():
             cols[f"{sign}_{name}"] = ((cls == _CLASSES.index(name)) & (neg == (sign == "neg"))).any(axis=1)
         if reachable(self.params)["rounding"]:

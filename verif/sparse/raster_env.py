@@ -399,7 +399,7 @@ class DecoderUnit(RasterUnit):
                     for i, e in enumerate(sparse.encode(X).entries)]
             more = int(rng.integers(1, 4)) if kind == "end_last" else 0
             jobs.append(RasterJob(X, h, w, kind=kind, words=sparse.pack_data(ents, p),
-                                  nnz=min(len(ents) + more, (1 << dict(SparseParams.DESC_FIELDS)["nnz"]) - 1)))
+                                  nnz=min(len(ents) + more, (1 << SparseParams.NNZ_BITS) - 1)))
         return jobs
 
     def cfg(self, job: RasterJob) -> dict[str, int]:
