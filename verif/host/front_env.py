@@ -27,8 +27,10 @@ The run is a list of *phases* (the ``phases`` option; sequence items). Each phas
 and ends quiet (SQ and CQ empty, kernels idle, every completion read):
 
 * ``reset``: every register's reset value, RO registers and unmapped addresses ignoring
-  writes, WGT_BASE bits [1:0], MEM_LIMIT clamped, CTRL read-back, an empty flush.
-* ``pointers``: (enable off) a full SQ, doorbell overflow and a backward doorbell ignored
+  writes, WGT_BASE bits [1:0], MEM_LIMIT clamped, CTRL read-back, an empty flush; as the
+  run's first phase, a doorbell over the never-written slot 0 (all-zero words: BAD_MAGIC).
+* ``pointers``: (enable off) a full SQ, a write just past the SQ slots and a doorbell
+  repeating the tail not flagged, doorbell overflow and a backward doorbell ignored
   and flagged, a write to an owned slot ignored and flagged, a bad CQ_HEAD flagged; IRQ
   W1C bit by bit and ``irq``; then the SQ drains.
 * ``stream``: random descriptors of every class (OK, NOP, each error, several at once,
@@ -37,10 +39,11 @@ and ends quiet (SQ and CQ empty, kernels idle, every completion read):
   while owned: the statuses would show a corrupted descriptor).
 * ``b2b``: doorbells in consecutive cycles.
 * ``irq``: IRQ_STATUS cpl / err per descriptor, ``irq`` with irq_en on and off.
-* ``halt``: halt_on_error with an error completion: nothing fetched until resume.
+* ``halt``: halt_on_error with an error completion: nothing fetched until resume (bit 4
+  written to another register does not resume).
 * ``cqfull``: the host stops reading: the CQ fills, kernels hold their completions,
   PERF_CQ_STALL equals the cycles a completion waited on the full CQ, a front-end
-  completion waits too; nothing is lost.
+  completion waits too; nothing is lost; PERF_CTRL clears PERF_CQ_STALL.
 * ``limits``: MEM_LIMIT below the memory and a weight region beyond it (WGT_RANGE).
 * ``flush``: soft reset with tasks in the kernels and in the SQ (optionally with a full
   CQ), submissions during the flush; ABORTED once each, then new submissions work.
@@ -413,6 +416,9 @@ class DescGen:
         ab, ob = d.m * d.k * es, host.out_rows(d) * d.n * es
         if kind == "nop":
             return d.with_(opcode=NOP, m=self._int(0, 0xFFFF), act_addr=self._int(0, M32))
+        if kind in ("magic", "checksum") and r.random() < 0.5:
+            # an untrusted descriptor's seq is not consumed (EXP_SEQ + 1): a wrong one shows it
+            d = d.with_(seq=(d.seq + self._int(1, 0xFFFF)) & 0xFFFF)
         if kind == "magic":
             return d.with_(magic=int(r.choice([x for x in range(256) if x != host.MAGIC])))
         if kind == "checksum":
@@ -788,6 +794,12 @@ class Phases:
         await h.write(CSR["PERF_CTRL"], 1)
         h.expect("PERF_TOTAL cleared by PERF_CTRL", await h.read(CSR["PERF_TOTAL"]), 0)
         h.expect("PERF_CTRL reads 0", await h.read(CSR["PERF_CTRL"]), 0)
+        if h.pos == 0:  # the run's first phase: a doorbell over slot 0 as the reset left it
+            await h.write(CSR["CTRL"], CTRL_EN)
+            zero = [0] * 8  # never written: all-zero words, BAD_MAGIC with tag 0
+            h.staged.append(Sub(zero, h.pos))
+            h.gen.model.submit(zero)
+            await h.ring()
         return await h.finish()
 
     # ---- pointer rules with the head frozen (enable off)
@@ -807,6 +819,11 @@ class Phases:
         st = await h.read(CSR["STATUS"])
         h.expect("STATUS.sq_full", st & (S_SQ_FULL | S_SQ_EMPTY), S_SQ_FULL)
         await h.read(CSR["SQ_HEAD"])  # occupancy sample: depth
+        # neither a write just past the SQ slots (unmapped, not slot 0) nor a doorbell
+        # repeating the tail (occupancy unchanged: taken) is flagged
+        if p.depth < 32:
+            await h.write(SQ_BASE + SQ_SLOT * d, int(self.rng.integers(0, M32)))
+        await h.write(CSR["SQ_TAIL"], h.tail)
         h.expect("IRQ_STATUS before the bad writes", await h.read(CSR["IRQ_STATUS"], ("irq",)), 0)
         h.expect("irq low with IRQ_STATUS 0", h._last["irq"], 0)
         # doorbell overflow: one past full, and backwards
@@ -933,6 +950,7 @@ class Phases:
                     break
                 await h.idle(3)
             h.expect("STATUS.halted and err_sticky after the error", st & (S_HALTED | S_ERR), S_HALTED | S_ERR)
+            await h.write(CSR["IRQ_STATUS"], IRQ_CQH)  # bit 4 (CTRL's resume) written elsewhere: still halted
             got = 0
             for _ in range(50):
                 got += await h.drain()
@@ -1000,7 +1018,10 @@ class Phases:
         b = await h.read(CSR["PERF_CQ_STALL"])
         h.expect("PERF_CQ_STALL counts a front-end completion waiting on the full CQ", b - a, k + 1)
         h.obs.samples.append(("cqfull", "front_end"))
-        return await h.finish()
+        o = await h.finish()
+        await h.write(CSR["PERF_CTRL"], 1)
+        h.expect("PERF_CTRL clears PERF_CQ_STALL (quiet: nothing stalls)", await h.read(CSR["PERF_CQ_STALL"]), 0)
+        return o
 
     # ---- soft reset = flush
     async def ph_flush(self, ph: Phase) -> PhaseObs:
