@@ -169,7 +169,7 @@ def _records(job, p, max_cycles: int, trace=None) -> tuple[Trace, Final]:
         csr[CNT_BASE + i] = g.counters[name]
     for name, a in REGS.items():
         csr[a] = job.regs[name]
-    rb = np.concatenate([g.mem[lo:lo + n] for lo, n in job.check]) & ((1 << p.ew) - 1)
+    rb = np.concatenate([g.mem[lo:lo + n] for lo, n in job.check] or [np.zeros(0, np.int64)]) & ((1 << p.ew) - 1)
     return tr, Final("done", g.cycles, 100, 4000, csr, rb)
 
 
@@ -177,7 +177,8 @@ def test_observation_feeds_the_per_edge_checks():
     """Records rebuilt into the per-edge Observation pass the per-edge check for correct
     records (signed memory, busy per cycle, every CSR); a wrong request fails naming its
     cycle; a timeout reads as the per-edge 'no done within' message."""
-    jobs = make_jobs("random", P, np.random.default_rng(3), 3)
+    jobs = [j for j in make_jobs("random", P, np.random.default_rng(3), 4) if j.golden.trace.tolist()]
+    assert len(jobs) >= 2  # (the refused wide-register starts have no trace)
     for job in jobs:
         tr, fin = _records(job, P, budget(job))
         obs = observation(job, tr, fin, P, budget(job))
@@ -215,7 +216,8 @@ def test_streamed_jobs_chain_the_builder():
     got = [next(it) for _ in range(6)]
     want = make_jobs("random", P, np.random.default_rng(9), 6)
     assert [j.cfg for j in got] == [j.cfg for j in want]
-    assert [j.tag for j in got[:3]] == [j.tag for j in want[:3]] and got[3].tag == want[0].tag != want[3].tag
+    assert [j.tag for j in got[:3]] == [j.tag for j in want[:3]]
+    assert got[3].tag.startswith("random 0") and want[3].tag.startswith("random 3")  # (": wide registers" or not)
     assert all((x.golden.mem == y.golden.mem).all() and x.sticky == y.sticky and x.regs == y.regs
                for x, y in zip(got, want))
     with pytest.raises(ValueError, match="made no job"):

@@ -19,8 +19,12 @@ Scenarios (the ``scenario`` option):
 * ``auto``: the selector chooses (``auto``, with and without ``limit_m``) over the same
   stride classes and ``N`` around the task-balance edge;
 * ``errors``: every bad configuration of section 7 alone and combined (refused, nothing
-  written, ``done`` as predicted), ``M = 0``, ``N = 0``, ``K = 0``, a start while busy,
-  a reset in the middle of a job and the same job again from a cold cache;
+  written, ``done`` as predicted), each matrix one element past the memory's end and C
+  on the last element of A and of B (and the neighbours one element off), refused
+  starts with every register drawn over its whole width (``keeps`` ends with a few,
+  ``random`` draws one now and then), ``M = 0``, ``N = 0``, ``K = 0``, a start while
+  busy, a reset in the middle of a job, the same job again from a cold cache and once more with START
+  written alone (the registers kept, the counters cleared by the start);
 * ``sweep``: the report's jobs (``ld`` list, kernels and modes from the options), no
   trace capture (the counters and cycles are still checked).
 """
@@ -58,6 +62,8 @@ class GemmJob:
         golden: the model's run (``None`` for an abandoned job).
         sticky: the ``ERR`` register the tile must show after the job.
         regs: the ``SEL_*``/``DET_*`` registers the tile must show after the job.
+        start_only: write CTRL alone (the registers hold the previous job's values,
+            which are this job's).
     """
 
     tag: str
@@ -72,6 +78,7 @@ class GemmJob:
     sticky: int = 0
     regs: dict[str, int] = field(default_factory=dict, repr=False)
     klass: str = ""
+    start_only: bool = False
 
     def __repr__(self) -> str:
         c = self.cfg
@@ -142,11 +149,22 @@ class JobBuilder:
     # ---- one job ------------------------------------------------------------------
     def add(self, tag: str, cfg: gemm.GemmCfg, *, full: bool = False, capture: bool = True,
             busy_at: int | None = None, reset_at: int | None = None, reset_before: bool = False,
-            klass: str = "") -> GemmJob:
-        """Load fresh A and B for ``cfg``, poison C and the buffer, and predict the job."""
+            klass: str = "", load: bool = True, start_only: bool = False) -> GemmJob:
+        """Load fresh A and B for ``cfg`` (unless ``load`` is off: a refused start reads
+        nothing), poison C and the buffer, and predict the job. ``start_only``: the BFM
+        writes CTRL alone, so the previous job must have had the same registers and no
+        reset since.
+
+        Raises:
+            ValueError: ``start_only`` where the registers would not be ``cfg``'s.
+        """
         p, eb = self.p, self.p.eb
+        if start_only:
+            prev = self.jobs[-1] if self.jobs else None
+            if prev is None or prev.cfg != cfg or prev.reset_at is not None or reset_before:
+                raise ValueError(f"{tag}: start_only needs the previous job's registers equal to these, no reset between")
         job = GemmJob(tag, cfg, capture=capture, busy_at=busy_at, reset_at=reset_at, reset_before=reset_before,
-                      klass=klass)
+                      klass=klass, start_only=start_only)
         if reset_before:
             self._reset()
         ok_regs = cfg.lda > 0 and cfg.ldb > 0 and cfg.ldc > 0 and all(
@@ -165,7 +183,7 @@ class JobBuilder:
                 if hi > lo and c:
                     job.check.append((lo, hi - lo))
 
-        if ok_regs and cfg.M < 1 << p.dimw and cfg.N < 1 << p.dimw and cfg.K < 1 << p.dimw:
+        if load and ok_regs and cfg.M < 1 << p.dimw and cfg.N < 1 << p.dimw and cfg.K < 1 << p.dimw:
             rows(cfg.base_a, self.values((cfg.M, cfg.K), full), cfg.lda)
             rows(cfg.base_b, self.values((cfg.K, cfg.N), full), cfg.ldb)
             poison = np.full((cfg.M, cfg.N), POISON, dtype=np.int64)
@@ -293,12 +311,16 @@ def _keeps(b: JobBuilder, count: int, step: int = 1) -> None:
         b.add("keeps cold stream", gemm.GemmCfg(M=1, N=Ns, K=1, lda=1, ldb=Ns, ldc=Ns, base_b=bb, base_c=bc,
                                                 base_buf=bc + _ceil(Ns * p.eb, L) * L, m=mw, z=zw, keep=mw),
               reset_before=True, klass="odd")
+    _wide(b, 8)
 
 
 def _random(b: JobBuilder, count: int, capture: bool = True) -> None:
     rng, p = b.rng, b.p
     ks = b.kernels()
     for i in range(count):
+        if rng.random() < 0.15:  # now and then a refused start with wide registers
+            _wide(b, 1, f"random {i}: wide registers")
+            continue
         m, z = ks[int(rng.integers(len(ks)))]
         M, N, K = _shape(b, m, z)
         klass = str(rng.choice(["multiple", "fraction", "odd", "unaligned"]))
@@ -335,6 +357,47 @@ def _auto(b: JobBuilder, count: int) -> None:
             continue
         cfg = gemm.GemmCfg(M=M, N=N, K=K, lda=lda, buf_len=need * p.eb, auto=True, limit_m=limit, **lay)
         b.add(f"auto {i}", cfg, klass=klass)
+
+
+def _wide(b: JobBuilder, count: int, tag: str = "wide registers") -> None:
+    """``count`` refused starts with every register drawn over its whole width: uniform,
+    around a power of two, small or near the top (half the draws keep M, N, K, the strides
+    and the alignment legal, so the kernel checks and the selector see wide values too).
+    The checks' adders and comparators see every bit; the model gives each start's ERR
+    bits, the selector's registers and its cycles. A draw the model would run is drawn
+    again (a legal start with 16-bit dimensions could run for hours). Each follows a
+    reset, so the sticky ERR shows its bits alone."""
+    p, rng = b.p, b.rng
+
+    def val(bits: int, signed: bool = False) -> int:
+        k = int(rng.integers(0, 4))
+        if k == 0:
+            v = int(rng.integers(0, 1 << bits))
+        elif k == 1:
+            v = (1 << int(rng.integers(0, bits))) + int(rng.integers(-1, 2))
+        elif k == 2:
+            v = int(rng.integers(0, 64))
+        else:
+            v = (1 << bits) - 1 - int(rng.integers(0, 4))
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+    n = 0
+    for _ in range(50 * count):
+        if n == count:
+            break
+        legalish = rng.random() < 0.5
+        dims = [val(p.dimw) if legalish else val(32) for _ in range(3)]
+        lds = [max(d, 1) + val(8) if legalish else val(32, True) for d in (dims[2], dims[1], dims[1])]
+        bases = [val(p.aw) & ~(p.eb - 1) if legalish else val(p.aw) for _ in range(4)]
+        cfg = gemm.GemmCfg(M=dims[0], N=dims[1], K=dims[2], lda=lds[0], ldb=lds[1], ldc=lds[2], base_a=bases[0],
+                           base_b=bases[1], base_c=bases[2], base_buf=bases[3], buf_len=val(32), m=val(32),
+                           z=val(32), keep=val(32), copy=bool(rng.random() < 0.5), shift=val(32),
+                           auto=bool(rng.random() < 0.4), limit_m=bool(rng.random() < 0.5))
+        if max(lds) >= 1 << 31 or gemm.check_cfg(cfg, p) == 0:
+            continue
+        b.add(f"{tag} {n}" if count > 1 else tag, cfg, klass="error", load=False, reset_before=True)  # ERR: its bits alone
+        n += 1
 
 
 def _errors(b: JobBuilder, count: int) -> None:
@@ -377,10 +440,25 @@ def _errors(b: JobBuilder, count: int) -> None:
                     ("m*z = 1", {"m": 1, "z": 1, "keep": 1}) if (2 * 1 + 1 <= p.r_hw) else ("", {})):
         if tag:
             b.add(f"corner: {tag}", c.with_(**kw), klass="corner")
+    # the extents' edges (section 7), taken from the model: a matrix one element past the
+    # memory's end is OOB, one ending on it is not; C starting on the last element of A or
+    # B overlaps it, C starting right after does not (each after a reset: ERR shows its bits)
+    ex = gemm.extents(c, gemm.resolve(c, p).kernel, p)
+    end = p.mem_elems * eb
+    for x, f in (("A", "base_a"), ("B", "base_b"), ("C", "base_c")):
+        size = ex[x][1] - ex[x][0]
+        for tag, d in (("one element past the memory's end", eb), ("ending at the memory's end", 0)):
+            b.add(f"edge: {x} {tag}", c.with_(**{f: end - size + d}), klass="edge", reset_before=True)
+    for x in "AB":
+        for tag, d in (("on the last element of", eb), ("right after", 0)):
+            b.add(f"edge: C {tag} {x}", c.with_(base_c=ex[x][1] - d), klass="edge", reset_before=True)
+    _wide(b, max(count, 24))
     # a start while busy, then a reset in the middle and the same job again (cold cache)
     b.add("start while busy", c, busy_at=3, klass="busy")
     b.add("reset in a job", c, reset_at=5, klass="reset")
     b.add("the same job after the reset", c, klass="after_reset")
+    # START alone: the registers kept, the counters cleared by the start (not by a write)
+    b.add("the same job again, START alone", c, klass="start_only", start_only=True)
 
 
 def _sweep(b: JobBuilder, opts: dict[str, Any]) -> None:

@@ -75,18 +75,20 @@ class Observation:
     problems: list[str] = field(default_factory=list)
 
 
-def csr_writes(cfg: gemm.GemmCfg) -> list[tuple[int, int]]:
+def csr_writes(cfg: gemm.GemmCfg, start_only: bool = False) -> list[tuple[int, int]]:
     """The CSR writes of a job, in the order the BFM writes them: every register of
     :data:`CSR_W`, then ``CTRL`` with START (the write that is cycle 0).
 
     Args:
         cfg: the job's registers.
+        start_only: CTRL alone (the registers already hold ``cfg``).
 
     Returns:
         ``(address, value)`` pairs, values as 32-bit words.
     """
     ctrl = 1 | int(cfg.auto) << 1 | int(cfg.copy) << 2 | int(cfg.limit_m) << 3
-    return [(addr, int(getattr(cfg, name)) & M32) for name, addr in CSR_W.items()] + [(CTRL, ctrl)]
+    regs = [] if start_only else [(addr, int(getattr(cfg, name)) & M32) for name, addr in CSR_W.items()]
+    return regs + [(CTRL, ctrl)]
 
 
 class GemmBfm:
@@ -151,7 +153,7 @@ class GemmBfm:
         if job.reset_before:
             await self.reset()
         await self.load(job.loads)
-        *regs, (_, ctrl) = csr_writes(job.cfg)
+        *regs, (_, ctrl) = csr_writes(job.cfg, job.start_only)
         for addr, value in regs:
             await self.csr_write(addr, value)
         d.csr_we.value, d.csr_addr.value, d.csr_wdata.value = 1, CTRL, ctrl

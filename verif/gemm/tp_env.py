@@ -129,7 +129,7 @@ def write_job(folder: Path, e: int, job: GemmJob, tp: TopPorts, max_cycles: int)
     for what, a in (("load", la), ("read-back", rb)):
         if a.size and (a.min() < 0 or a.max() >= tp.mem_elems):
             raise ValueError(f"{who}: a {what} element outside 0..{tp.mem_elems - 1}")
-    csr = csr_writes(job.cfg)
+    csr = csr_writes(job.cfg, job.start_only)
     lw, cwd = -(-(ma + ew) // 4), -(-(ca + cw) // 4)
     files = {
         f"tp_load_{e}.hex": [f"{w:0{lw}x}" for w in ((la << ew) | lv).tolist()],
