@@ -508,6 +508,16 @@ SCHED_QUICK_IN_HARNESS = (
 for _name in SCHED_QUICK_IN_HARNESS:
     TESTBENCHES[_name] = dataclasses.replace(TESTBENCHES[_name], tier="full")
     _sched_tp(_name, tier="quick")
+# every illegal rule on those configurations' harness builds too (no extra build): with
+# legal programs alone, a mutant that stopped flagging an error survived on each of them
+# (the 3-cycle-hop ring: 12 of 100 mutants unknown, none killed by its two testbenches)
+SCHED_ILLEGAL_ALSO = {"_hop3": "sched_random_hop3", "_sd512": "sched_random_sd512", "_cw8": "sched_random_cw8_wrap",
+                      "_nobus_aw6": "sched_random_nobus_aw6", "_k4": "sched_random_k4", "_gemm_k2": "sched_gemm_k2",
+                      "_layer_k2": "sched_layer_k2", "_comm": "sched_random_comm", "_mesh_k2": "sched_mesh_random_k2"}
+for _suffix, _like in SCHED_ILLEGAL_ALSO.items():
+    _sched(f"sched_illegal_all{_suffix}", TESTBENCHES[_like].params, "illegal:*",
+           f"illegal programs, every rule in turn, on the fabric of {_like}", tier="full")
+    _sched_tp(f"sched_illegal_all{_suffix}", tier="quick", programs=44, by_sim={"icarus": {"programs": 11}})
 
 
 def _sched_long(name: str) -> None:

@@ -56,8 +56,9 @@ PROGRAMS = {
 def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Program, Any]:
     """The program a test runs, and what it expects of the errors (``None`` for a legal
     program; for ``illegal:<RULE>`` the expectation of :func:`sched.illegal_variant`;
-    ``illegal:*`` breaks rule ``ILLEGAL_RULES[seed % 11]``, so consecutive seeds take
-    every rule in turn; the seed, or for ``illegal:*`` ``seed // 11``, is the stratum of
+    ``illegal:*`` breaks rule ``ILLEGAL_RULES[seed % 11]`` (of the 10 without COLLISION
+    on a fabric without a bus), so consecutive seeds take every rule in turn; the seed, or
+    for ``illegal:*`` ``seed // 11`` (``// 10``), is the stratum of
     :func:`sched.illegal_variant`: consecutive seeds sweep every tile and kind of change).
 
     Raises:
@@ -83,8 +84,9 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
         # consecutive seeds (a throughput run's episodes: seed s + e) sweep the places to
         # break the rule (every tile, every kind of change); illegal:* takes every rule in turn
         stratum = seed
-        if rule == "*":
-            rule, stratum = sched.ILLEGAL_RULES[seed % len(sched.ILLEGAL_RULES)], seed // len(sched.ILLEGAL_RULES)
+        if rule == "*":  # the rules the fabric can break (a COLLISION needs the bus)
+            rules = [r for r in sched.ILLEGAL_RULES if params.bus or r != "COLLISION"]
+            rule, stratum = rules[seed % len(rules)], seed // len(rules)
         try:
             program, expected = _draw(rng, params, lambda prog: sched.illegal_variant(rng, prog, rule, stratum),
                                       f"to break {rule}")
