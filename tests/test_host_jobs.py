@@ -57,6 +57,6 @@ def test_scenarios_aim_where_their_labels_say(name, p, seed):
 
 
 def test_every_error_kind_is_generated():
-    assert len(ERROR_KINDS) == len(set(ERROR_KINDS)) == 22
+    assert len(ERROR_KINDS) == len(set(ERROR_KINDS)) == 23
     with pytest.raises(ValueError, match="unknown host scenario"):
         make_scenario("nope", PARAMS[0], 1)

@@ -93,6 +93,7 @@ MUTATIONS: dict[str, tuple[str, Callable[[list[int], int], list[int]]]] = {
     "conv": ("BAD_OPCODE", lambda w, s: _rechk(_rewrite(w, 0, 0xF, 2))),
     "opcode15": ("BAD_OPCODE", lambda w, s: _rechk(_rewrite(w, 0, 0xF, 15))),
     "dtype": ("BAD_DTYPE", lambda w, s: _rechk(_rewrite(w, 0, 0x300, 0x300))),
+    "dtype2": ("BAD_DTYPE", lambda w, s: _rechk(_rewrite(w, 0, 0x300, 0x200))),
     "rsvd7": ("RSVD_NONZERO", lambda w, s: _rechk(_rewrite(w, 0, 0x80, 0x80))),
     "rsvd2": ("RSVD_NONZERO", lambda w, s: _rechk(_rewrite(w, 2, 1 << 31, 1 << 31))),
     "rsvd6": ("RSVD_NONZERO", lambda w, s: _rechk(_rewrite(w, 6, 1 << 20, 1 << 20))),
@@ -123,14 +124,15 @@ class _Layout:
 
 def _weights(p: HostParams, rng: np.random.Generator, wgt_size: int) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
     """The weight region: a few K x N matrices (int8 and int16) one after the other.
-    Returns the bytes and (offset, dtype, K, N) of each."""
+    Returns the bytes and (offset, dtype, K, N) of each; the first of each dtype spans
+    every MAC lane (N = n_max), so every lane scales and saturates in both dtypes."""
     mem = np.zeros(wgt_size, np.uint8)
     blocks = []
     off = 0
     for dtype in (0, 1, 0, 1):
         epw = 4 // hm.esize(dtype)
         k = int(rng.integers(1, p.k_max // epw + 1)) * epw
-        n = int(rng.integers(1, p.n_max // epw + 1)) * epw
+        n = int(rng.integers(1, p.n_max // epw + 1)) * epw if len(blocks) >= 2 else p.n_max
         nbytes = k * n * hm.esize(dtype)
         if off + nbytes > wgt_size:
             break
@@ -152,6 +154,8 @@ def _task(p: HostParams, rng: np.random.Generator, lay: _Layout, blocks: list[tu
         return None
     shift = int(rng.integers(0, 12)) if dtype == 0 else int(rng.integers(0, 20))
     mult = int(rng.choice([0, 1, int(rng.integers(1, 1 << 16)), 0xFFFF]))
+    if rng.random() < 0.25:  # the largest scale: most outputs of every lane saturate, both ways
+        shift, mult = 0, 0xFFFF
     d = hm.Descriptor(opcode=hm.MATMUL, relu=int(rng.random() < 0.5), pool=pool, irq=int(rng.random() < 0.5),
                       dtype=dtype, tag=tag, m=m, n=n, k=k, shift=shift, act_addr=act, wgt_off=off, out_addr=out,
                       mult=mult)
@@ -204,10 +208,42 @@ def _stream(p, rng, sc, lay, blocks, tasks, err_every=0):
         sc.steps.append(st)
 
 
+def _sat_pool(p: HostParams, rng: np.random.Generator, sc: Scenario, lay: _Layout,
+              blocks: list[tuple[int, int, int, int]]) -> list[Step]:
+    """Max-pooled tasks whose even rows are 0 and whose odd row ``2i + 1`` is the extreme
+    of the dtype with the signs of weight column ``c``, so its output in column ``c``
+    clamps to the top and wins the pool: every lane's second scaler saturating upwards
+    while its first stays 0 (random tasks clamp both rows of a pair alike). One set per
+    dtype, over its N = n_max block."""
+    steps: list[Step] = []
+    for off, dtype, k, n in blocks:
+        if n != p.n_max or p.m_max < 2 or any(st.desc.dtype == dtype for st in steps):
+            continue
+        w = hm.read_mat(sc.weights, off, k, n, dtype)
+        lo, hi = hm.sat_range(dtype)
+        es, pairs = hm.esize(dtype), min(p.m_max // 2, n)
+        for c0 in range(0, n, pairs):
+            act = np.zeros((2 * pairs, k), np.int64)
+            for i in range(pairs):
+                act[2 * i + 1] = np.where(w[:, (c0 + i) % n] >= 0, hi, lo)
+            a, o = lay.take(2 * pairs * k * es), lay.take(pairs * n * es)
+            if a is None or o is None:
+                return steps
+            d = hm.Descriptor(opcode=hm.MATMUL, relu=int(rng.random() < 0.5), pool=1, dtype=dtype,
+                              tag=0x200 + len(steps), m=2 * pairs, n=n, k=k, act_addr=a, wgt_off=off, out_addr=o)
+            steps.append(Step("task", d, act))
+    return steps
+
+
 def _sc_stream(p, rng, sc, lay, blocks, tasks):
     """Good tasks back to back, the first ``depth`` of them as one batch behind a single
-    doorbell: bit-exact results, exec_cycles exact, PERF_BUSY = sum."""
+    doorbell: bit-exact results, exec_cycles exact, PERF_BUSY = sum; the last ones (as many
+    as there are, leaving one random task) max-pooled tasks whose odd rows saturate upwards
+    (:func:`_sat_pool`)."""
     _stream(p, rng, sc, lay, blocks, tasks)
+    sat = _sat_pool(p, rng, sc, lay, blocks)[:max(0, len(sc.steps) - 1)]
+    if sat:
+        sc.steps[-len(sat):] = sat
     sc.steps[0].batch = min(p.depth, len(sc.steps))
     sc.exact_cycles = p.n_kernels == 1
 

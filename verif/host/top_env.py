@@ -422,12 +422,20 @@ class HostTopTest(uvm_test):
     async def _setup(self) -> np.ndarray:
         """Registers, test port and the device memory image (poison, weights)."""
         sh, drv, sc, p = self.sh, self.sh.drv, self.sh.sc, self.p
-        await drv.tp_write("SEED", self.ctx.seed or 1)
-        await drv.tp_write("BP_RATE", sc.bp_rate)
-        await drv.tp_write("LAT_RATE", sc.lat_rate)
         lo, hi = sc.err_window or (0, 0)
-        await drv.tp_write("ERR_LO", lo)
-        await drv.tp_write("ERR_HI", hi)
+        tp = {"SEED": self.ctx.seed or 1, "BP_RATE": sc.bp_rate, "LAT_RATE": sc.lat_rate, "ERR_LO": lo, "ERR_HI": hi}
+        for name, v in tp.items():
+            await drv.tp_write(name, v)
+        for name, v in tp.items():  # the test port reads back what it holds
+            got = await drv.tp_read(name)
+            if got != v:
+                sh.note(f"test port {name} reads {got:#x} after writing {v:#x}")
+        for v in (p.mem_bytes + 4, 0xFFFF_FFFC):  # a MEM_LIMIT above the memory stores its size
+            await drv.set_reg("MEM_LIMIT", 4)
+            await drv.set_reg("MEM_LIMIT", v)
+            got = await drv.reg("MEM_LIMIT")
+            if got != p.mem_bytes:
+                sh.note(f"MEM_LIMIT reads {got:#x} after writing {v:#x}: want mem_bytes {p.mem_bytes:#x}")
         for name, v in (("WGT_BASE", sc.wgt_base), ("WGT_SIZE", sc.wgt_size), ("MEM_LIMIT", sc.mem_limit)):
             await drv.set_reg(name, v)
             got = await drv.reg(name)

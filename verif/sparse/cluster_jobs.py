@@ -17,7 +17,8 @@ Scenarios (the ``scenario`` option):
   without stalls or ping-pong (the report's fixed set).
 * ``route``: ``route_sel`` patterns (identity, the rotation, mixed ones with idle memory
   units), fewer cells than units, refused passes (two memory units on one unit), a
-  ``start`` while busy, a refused descriptor (its unit refuses with CFG), FC passes
+  ``start`` while busy, refused descriptors (H just beyond ``hmax``, or every field but
+  NNZ drawn over its whole width; the unit refuses with CFG), FC passes
   (every unit a vector, one broadcast matrix) and independent maps.
 * ``halo``: halo stitching (cells extended by ``K - 1``) with ReLU, 2x2 max/sum/avg
   pooling (``align = 2``), shifts and saturation, against the drained valid correlation
@@ -296,10 +297,16 @@ class _Builder:
             r0, c0, dense, M = u
             sub = sparse.encode(M, (r0, c0), dense=dense)
             desc = sparse.pack_desc(sub)
-            if i in job.bad:  # a descriptor the memory refuses: H beyond hmax (the unit: CFG)
-                d = sub.desc
+            if i in job.bad:  # a descriptor the memory refuses (the unit: CFG): H just beyond
+                d = sub.desc  # hmax, or every field but NNZ drawn over its whole width
                 desc = sparse.pack_desc(sparse.Desc(d.org_row, d.org_col, p.hmax + 1 + int(self.rng.integers(0, 4)),
                                                     d.w, d.nnz))
+                for _ in range(100 * int(self.rng.random() < 0.5)):
+                    f = {n: int(self.rng.integers(0, 1 << b)) for n, b in p.DESC_FIELDS if n != "nnz"}
+                    f["rsvd"] *= int(self.rng.random() < 0.5)
+                    if f["rsvd"] or not 1 <= f["h"] <= p.hmax or not 1 <= f["w"] <= p.wmax:
+                        desc = sparse.pack_desc(sparse.Desc(nnz=d.nnz, **f))
+                        break
             job.descs[i], job.words[i], job.maps[i] = desc, sparse.pack_data(sub.entries, p), M
             load = sparse.load_data(desc, job.words[i], p, dense=dense)
             job.loads[i] = load
@@ -520,7 +527,11 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
                                        shift=int(rng.integers(0, 3)))))
     while len(jobs) < count:
         r = rng.random()
-        if r < 0.15:  # independent maps, dense mode now and then
+        if r < 0.1:  # refused descriptors on some units
+            bad = one([0] * m, everyone)
+            bad.bad = [i for i in range(m) if rng.random() < 0.5] or [int(rng.integers(0, m))]
+            jobs.append(b.finish(bad, [None if bad.cells[i] is None else _unit_of(bad, i) for i in range(m)]))
+        elif r < 0.2:  # independent maps, dense mode now and then
             dense = rng.random() < 0.4
             sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
             maps = [random_map(rng, h := int(rng.integers(1, p.hmax + 1)), w := int(rng.integers(1, p.wmax + 1)),
@@ -528,7 +539,7 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
             Wk = _kernel(rng, int(rng.integers(1, K + 1)), p.ww)
             jobs.append(b.stalls(b.independent(maps, Wk, dense=dense, route_sel=sel)))
         else:
-            sel, act = b.route_pattern(conflict=m > 1 and r < 0.3) if m > 1 else ([0], [0])
+            sel, act = b.route_pattern(conflict=m > 1 and r < 0.33) if m > 1 else ([0], [0])
             jobs.append(one(sel, act))
     jobs = jobs[:count]
     _pair_preload(jobs, m)
