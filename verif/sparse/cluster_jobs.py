@@ -19,7 +19,8 @@ Scenarios (the ``scenario`` option):
   units), fewer cells than units, refused passes (two memory units on one unit), a
   ``start`` while busy, refused descriptors (H just beyond ``hmax``, or every field but
   NNZ drawn over its whole width; the unit refuses with CFG), FC passes
-  (every unit a vector, one broadcast matrix) and independent maps.
+  (every unit a vector, one broadcast matrix), independent maps (once every unit's
+  ``hmax x wmax`` under a ``kmax x kmax`` kernel).
 * ``halo``: halo stitching (cells extended by ``K - 1``) with ReLU, 2x2 max/sum/avg
   pooling (``align = 2``), shifts and saturation, against the drained valid correlation
   of the whole map.
@@ -525,6 +526,12 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
     vecs = [random_map(rng, 1, w, int(rng.integers(0, w + 1)), p.dw) if i in act else None for i in range(m)]
     jobs.append(b.stalls(b.independent(vecs, None, fc=fcw, route_sel=sel, relu=int(rng.integers(0, 2)),
                                        shift=int(rng.integers(0, 3)))))
+    # every unit a full hmax x wmax map under a kmax x kmax kernel: the walks' row and
+    # column bounds at their edges
+    sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
+    full = [random_map(rng, p.hmax, p.wmax, int(rng.integers(1, p.hmax * p.wmax + 1)), p.dw) if i in act else None
+            for i in range(m)]
+    jobs.append(b.stalls(b.independent(full, _kernel(rng, K, p.ww), route_sel=sel)))
     while len(jobs) < count:
         r = rng.random()
         if r < 0.1:  # refused descriptors on some units
