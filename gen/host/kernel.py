@@ -52,7 +52,7 @@ from lockstep.models.host.params import HostParams
 from lockstep.models.record import clog2
 
 from ..common import (
-    Emitted, check_record, emit_stream_unit, mem_read, new_bool, new_vec, port, resize, split_low,
+    Emitted, check_record, emit_stream_unit, generate_if, mem_read, new_bool, new_vec, port, resize, split_low,
 )
 
 __all__ = ["KernelWidths", "check_host", "emit_kernel", "host_kernel", "kernel_ports", "kernel_widths"]
@@ -229,10 +229,12 @@ def _mac_lane(clk, rst, a32, wq, en, first, acc, save, fmt: HostParams):
 
 
 @block
-def _scaler(acc, mult, shift, es16, y, fmt: HostParams):
+def _scaler(acc, mult, shift, es16, y, fmt: HostParams, wide: bool = True):
     """``y = sat((acc * mult + r) >>> shift)`` (16 bits; int8 results sign-extended):
     ``acc`` signed ``acc_bits``, ``mult`` unsigned 16 bits, ``r = 2**(shift-1)`` when
-    ``shift > 0``; exact in ``pw = acc_bits + 17`` bits."""
+    ``shift > 0``; exact in ``pw = acc_bits + 17`` bits. Without ``wide`` (elements 2 and
+    3 of a result word, which an int16 word does not carry) only the int8 saturation is
+    built: ``es16`` is not read."""
     pw = fmt.acc_bits + 17
     ones = (1 << pw) - 1
     h16, h8 = (1 << (pw - 15)) - 1, (1 << (pw - 7)) - 1
@@ -240,6 +242,7 @@ def _scaler(acc, mult, shift, es16, y, fmt: HostParams):
     ax, mx = new_vec(pw), new_vec(pw)
 
     @always_comb
+    @generate_if("wide")
     def sc():
         t = intbv(0)[pw:]
         h = intbv(0)[pw:]
@@ -251,7 +254,7 @@ def _scaler(acc, mult, shift, es16, y, fmt: HostParams):
         s[:] = t >> shift
         if t[msb]:
             s[:] = s | ~(intbv(ones)[pw:] >> shift)
-        if es16:
+        if wide and es16:
             if s[pw:15] == 0 or s[pw:15] == intbv(h16)[pw - 15:]:
                 y.next = s[16:]
             elif s[msb]:
@@ -295,10 +298,13 @@ def _post(ya, yb, relu, pool, o):
 @block
 def _out_index(iss, es16, idx, e: int):
     """``idx = (iss << (es16 ? 1 : 2)) + e`` modulo ``2**len(idx)``: the lane of element
-    ``e`` of result word ``iss``."""
+    ``e`` of result word ``iss``; elements 2 and 3 only in int8 words (an int16 word
+    carries two elements: their index ignores ``es16``)."""
     lb = len(idx)
     ec = e
+    wide = e < 2
     if lb == 2:  # n_max = 4: one int8 word (lanes 0..3), two int16 words
+        # (not folded: without es16 this index reads no signal, a block MyHDL refuses)
 
         @always_comb
         def ix2():
@@ -310,9 +316,10 @@ def _out_index(iss, es16, idx, e: int):
         return ix2
 
     @always_comb
+    @generate_if("wide")
     def ix():
         b = intbv(0)[lb:]
-        if es16:
+        if wide and es16:
             b[:] = concat(iss[lb - 1:], bool(0))
         else:
             b[:] = concat(iss[lb - 2:], intbv(0)[2:])
@@ -608,7 +615,7 @@ def host_kernel(clk, rst, cmd_valid, cmd_ready, cmd_m, cmd_n, cmd_k, cmd_act, cm
         asel, ssel = new_vec(p.acc_bits), new_vec(p.acc_bits)
         ya, yb, o = new_vec(16), new_vec(16), new_vec(16)
         insts += [_out_index(iss, es16, idx, e), mem_read(accs, idx, asel), mem_read(saves, idx, ssel),
-                  _scaler(asel, mult, shift, es16, ya, p), _scaler(ssel, mult, shift, es16, yb, p),
+                  _scaler(asel, mult, shift, es16, ya, p, e < 2), _scaler(ssel, mult, shift, es16, yb, p, e < 2),
                   _post(ya, yb, relu, pool, o)]
         ys.append(o)
     o0, o1, o2, o3 = ys

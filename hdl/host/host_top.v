@@ -3180,15 +3180,10 @@ always @(host_engine0_host_kernel0__scaler2_y, host_engine0_host_kernel0__scaler
 end
 
 
-always @(host_engine0_host_kernel0_es16, host_engine0_host_kernel0_iss) begin: host_engine0_host_kernel0__out_index2_ix
+always @(host_engine0_host_kernel0_iss) begin: host_engine0_host_kernel0__out_index2_ix
     reg [4-1:0] b;
     b = 4'h0;
-    if (host_engine0_host_kernel0_es16) begin
-        b = {host_engine0_host_kernel0_iss[(4 - 1)-1:0], (0 != 0)};
-    end
-    else begin
-        b = {host_engine0_host_kernel0_iss[(4 - 2)-1:0], 2'h0};
-    end
+    b = {host_engine0_host_kernel0_iss[(4 - 2)-1:0], 2'h0};
     host_engine0_host_kernel0__out_index2_idx = (b + 2);
 end
 
@@ -3215,7 +3210,7 @@ end
 assign host_engine0_host_kernel0__scaler4_mx = {39'h0, host_engine0_host_kernel0_mult};
 
 
-always @(host_engine0_host_kernel0__scaler4_mx, host_engine0_host_kernel0_es16, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler4_ax) begin: host_engine0_host_kernel0__scaler4_sc
+always @(host_engine0_host_kernel0__scaler4_mx, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler4_ax) begin: host_engine0_host_kernel0__scaler4_sc
     reg [55-1:0] t;
     reg [55-1:0] h;
     reg [55-1:0] s;
@@ -3230,27 +3225,14 @@ always @(host_engine0_host_kernel0__scaler4_mx, host_engine0_host_kernel0_es16, 
     if (t[54]) begin
         s = (s | (~(55'h7fffffffffffff >>> host_engine0_host_kernel0_shift)));
     end
-    if (host_engine0_host_kernel0_es16) begin
-        if (((s[55-1:15] == 0) || (s[55-1:15] == 40'hffffffffff))) begin
-            host_engine0_host_kernel0__scaler4_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler4_y = 32768;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler4_y = 32767;
-        end
+    if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
+        host_engine0_host_kernel0__scaler4_y = s[16-1:0];
+    end
+    else if (s[54]) begin
+        host_engine0_host_kernel0__scaler4_y = 65408;
     end
     else begin
-        if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
-            host_engine0_host_kernel0__scaler4_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler4_y = 65408;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler4_y = 127;
-        end
+        host_engine0_host_kernel0__scaler4_y = 127;
     end
 end
 
@@ -3269,7 +3251,7 @@ end
 assign host_engine0_host_kernel0__scaler5_mx = {39'h0, host_engine0_host_kernel0_mult};
 
 
-always @(host_engine0_host_kernel0__scaler5_mx, host_engine0_host_kernel0_es16, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler5_ax) begin: host_engine0_host_kernel0__scaler5_sc
+always @(host_engine0_host_kernel0__scaler5_mx, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler5_ax) begin: host_engine0_host_kernel0__scaler5_sc
     reg [55-1:0] t;
     reg [55-1:0] h;
     reg [55-1:0] s;
@@ -3284,27 +3266,14 @@ always @(host_engine0_host_kernel0__scaler5_mx, host_engine0_host_kernel0_es16, 
     if (t[54]) begin
         s = (s | (~(55'h7fffffffffffff >>> host_engine0_host_kernel0_shift)));
     end
-    if (host_engine0_host_kernel0_es16) begin
-        if (((s[55-1:15] == 0) || (s[55-1:15] == 40'hffffffffff))) begin
-            host_engine0_host_kernel0__scaler5_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler5_y = 32768;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler5_y = 32767;
-        end
+    if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
+        host_engine0_host_kernel0__scaler5_y = s[16-1:0];
+    end
+    else if (s[54]) begin
+        host_engine0_host_kernel0__scaler5_y = 65408;
     end
     else begin
-        if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
-            host_engine0_host_kernel0__scaler5_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler5_y = 65408;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler5_y = 127;
-        end
+        host_engine0_host_kernel0__scaler5_y = 127;
     end
 end
 
@@ -3331,15 +3300,10 @@ always @(host_engine0_host_kernel0__scaler4_y, host_engine0_host_kernel0__scaler
 end
 
 
-always @(host_engine0_host_kernel0_es16, host_engine0_host_kernel0_iss) begin: host_engine0_host_kernel0__out_index3_ix
+always @(host_engine0_host_kernel0_iss) begin: host_engine0_host_kernel0__out_index3_ix
     reg [4-1:0] b;
     b = 4'h0;
-    if (host_engine0_host_kernel0_es16) begin
-        b = {host_engine0_host_kernel0_iss[(4 - 1)-1:0], (0 != 0)};
-    end
-    else begin
-        b = {host_engine0_host_kernel0_iss[(4 - 2)-1:0], 2'h0};
-    end
+    b = {host_engine0_host_kernel0_iss[(4 - 2)-1:0], 2'h0};
     host_engine0_host_kernel0__out_index3_idx = (b + 3);
 end
 
@@ -3366,7 +3330,7 @@ end
 assign host_engine0_host_kernel0__scaler6_mx = {39'h0, host_engine0_host_kernel0_mult};
 
 
-always @(host_engine0_host_kernel0__scaler6_mx, host_engine0_host_kernel0_es16, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler6_ax) begin: host_engine0_host_kernel0__scaler6_sc
+always @(host_engine0_host_kernel0__scaler6_mx, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler6_ax) begin: host_engine0_host_kernel0__scaler6_sc
     reg [55-1:0] t;
     reg [55-1:0] h;
     reg [55-1:0] s;
@@ -3381,27 +3345,14 @@ always @(host_engine0_host_kernel0__scaler6_mx, host_engine0_host_kernel0_es16, 
     if (t[54]) begin
         s = (s | (~(55'h7fffffffffffff >>> host_engine0_host_kernel0_shift)));
     end
-    if (host_engine0_host_kernel0_es16) begin
-        if (((s[55-1:15] == 0) || (s[55-1:15] == 40'hffffffffff))) begin
-            host_engine0_host_kernel0__scaler6_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler6_y = 32768;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler6_y = 32767;
-        end
+    if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
+        host_engine0_host_kernel0__scaler6_y = s[16-1:0];
+    end
+    else if (s[54]) begin
+        host_engine0_host_kernel0__scaler6_y = 65408;
     end
     else begin
-        if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
-            host_engine0_host_kernel0__scaler6_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler6_y = 65408;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler6_y = 127;
-        end
+        host_engine0_host_kernel0__scaler6_y = 127;
     end
 end
 
@@ -3420,7 +3371,7 @@ end
 assign host_engine0_host_kernel0__scaler7_mx = {39'h0, host_engine0_host_kernel0_mult};
 
 
-always @(host_engine0_host_kernel0__scaler7_mx, host_engine0_host_kernel0_es16, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler7_ax) begin: host_engine0_host_kernel0__scaler7_sc
+always @(host_engine0_host_kernel0__scaler7_mx, host_engine0_host_kernel0_shift, host_engine0_host_kernel0__scaler7_ax) begin: host_engine0_host_kernel0__scaler7_sc
     reg [55-1:0] t;
     reg [55-1:0] h;
     reg [55-1:0] s;
@@ -3435,27 +3386,14 @@ always @(host_engine0_host_kernel0__scaler7_mx, host_engine0_host_kernel0_es16, 
     if (t[54]) begin
         s = (s | (~(55'h7fffffffffffff >>> host_engine0_host_kernel0_shift)));
     end
-    if (host_engine0_host_kernel0_es16) begin
-        if (((s[55-1:15] == 0) || (s[55-1:15] == 40'hffffffffff))) begin
-            host_engine0_host_kernel0__scaler7_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler7_y = 32768;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler7_y = 32767;
-        end
+    if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
+        host_engine0_host_kernel0__scaler7_y = s[16-1:0];
+    end
+    else if (s[54]) begin
+        host_engine0_host_kernel0__scaler7_y = 65408;
     end
     else begin
-        if (((s[55-1:7] == 0) || (s[55-1:7] == 48'hffffffffffff))) begin
-            host_engine0_host_kernel0__scaler7_y = s[16-1:0];
-        end
-        else if (s[54]) begin
-            host_engine0_host_kernel0__scaler7_y = 65408;
-        end
-        else begin
-            host_engine0_host_kernel0__scaler7_y = 127;
-        end
+        host_engine0_host_kernel0__scaler7_y = 127;
     end
 end
 
