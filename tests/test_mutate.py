@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lockstep.verif import mutants as M
+from lockstep.verif import mutate, mutants as M
 from lockstep.verif.mutate import Interrupted, bounded, compiles, duts, equivalence, main, stop_all
 from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import generate_rtl
@@ -199,6 +199,30 @@ def test_a_latch_from_a_dropped_assignment_gets_a_verdict(tmp_path, drop, verdic
     mut.write_text(text[:at] + "        // mutant: dropped" + text[at + len(drop):])
     got, detail = equivalence(orig, mut, "m", depth=6, workdir=tmp_path)
     assert got == verdict, detail
+
+
+@pytest.mark.parametrize("stuck,proved", [("t[15] = 1'b1;", True), ("t[3] = 1'b1;", False)])
+def test_the_structural_check_proves_a_mutation_nothing_reads(tmp_path, monkeypatch, stuck, proved):
+    """When the miter gives no verdict (a large design: the host engine's 52-bit scalers
+    left its search at cycle 0), Yosys's structural check pairs the two designs' cells
+    and proves a mutation no output reads (bit 15 of a product of which only the low
+    byte leaves), and never proves one an output reads."""
+    text = ("module m (\n    clk,\n    rst,\n    a,\n    b,\n    q\n);\n"
+            "input clk;\ninput rst;\ninput [7:0] a;\ninput [7:0] b;\noutput [7:0] q;\nwire [7:0] q;\n"
+            "reg [15:0] p;\nreg [15:0] t;\n"
+            "always @(posedge clk) begin: mul\n    if (rst == 1) begin\n        p <= 0;\n    end\n"
+            "    else begin\n        p <= (a * b);\n    end\nend\n"
+            "always @(p) begin: f\n    t = p;\nend\n"
+            "assign q = t[7:0];\nendmodule\n")
+    orig, mut = tmp_path / "orig.v", tmp_path / "mut.v"
+    orig.write_text(text)
+    mut.write_text(_swap(text, "    t = p;\n", f"    t = p; {stuck}\n"))
+    monkeypatch.setattr(mutate, "_miter", lambda *a, **k: ("unknown", "out of time (stand-in)"))
+    got, detail = equivalence(orig, mut, "m", depth=6, timeout=60, workdir=tmp_path)
+    if proved:
+        assert got == "equivalent" and "structural" in detail and "stand-in" in detail, detail
+    else:
+        assert got == "unknown", detail
 
 
 # ---- the smoke: one DUT, a handful of mutants -----------------------------------------------

@@ -10,7 +10,11 @@ timeout or memory, in its own process group, and never takes the machine down.
 
 A mutant that no testbench kills is checked formally (:func:`equivalence`): Yosys builds
 a miter of the original and the mutant, and Yosys's SMT model checker with Yices tries
-k-induction (a proof) and then a search from reset up to a bounded depth:
+k-induction (a proof) and then a search from reset up to a bounded depth; when that
+search ends without a difference or a proof (a large design), Yosys's structural
+equivalence check (``equiv_make``/``equiv_struct``/``equiv_simple``/``equiv_induct``:
+the two designs share every register and cell the mutation does not reach) may still
+prove it:
 
 ``equivalent``
     a proof: no input sequence ever tells the two apart. Excluded from the rate.
@@ -274,7 +278,45 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
                                      min(timeout / 3, 60.0), depth, induction)
             if verdict == "equivalent":
                 return verdict, f"{detail}, on the mutated block alone (every input free)"
-    return _miter(original, mutant, top, mutant.stem, workdir, max(1.0, t_end - time.monotonic()), depth, induction)
+    verdict, detail = _miter(original, mutant, top, mutant.stem, workdir, max(1.0, t_end - time.monotonic()),
+                             depth, induction)
+    if verdict in ("unknown", "equivalent-bounded"):
+        # the miter neither told them apart nor proved them equal: the structural check
+        # gets twice that time of its own (on the host engine it proves a dead mutation in
+        # about a minute, where the miter's search reaches no cycle at all)
+        if _structural(original, mutant, top, mutant.stem, workdir, 2 * timeout):
+            return "equivalent", ("proved by Yosys's structural equivalence check (equiv_struct, equiv_simple, "
+                                  f"equiv_induct); the miter: {detail}")
+    return verdict, detail
+
+
+#: Yosys's structural equivalence check of ``gold`` and ``gate`` (:func:`_structural`).
+_STRUCTURAL = [
+    # -purge: a named wire's bits that nothing reads go (a stuck bit there is no difference)
+    "proc", "memory_collect", "flatten", "opt_clean -purge", "setundef -zero -init -params", "async2sync",
+    "equiv_make gold gate equiv", "hierarchy -top equiv", "equiv_struct", "equiv_simple -seq 3", "equiv_status",
+    "equiv_induct -seq 3", "equiv_status",
+]
+
+
+def _structural(gold: Path, gate: Path, top: str, stem: str, workdir: Path, timeout: float) -> bool:
+    """Does Yosys's structural equivalence check prove ``gate`` equivalent to ``gold``?
+
+    ``equiv_make`` pairs the two designs' signals by name with ``$equiv`` cells (the
+    bits nothing reads removed first),
+    ``equiv_struct`` merges every cell whose inputs are already paired (registers
+    assumed equal and proved with the rest), ``equiv_simple`` proves the pairs left on
+    their input cones (3 cycles deep) and ``equiv_induct`` by induction over all of
+    them. Both designs start from the same (zero) state, so every pair proved means no
+    input sequence tells them apart. A pair it cannot prove (a real difference, a cone
+    through a memory, which it has no model of, or the time out) answers False: never a
+    verdict of its own."""
+    rel = [os.path.relpath(p, workdir) for p in (gold, gate)]
+    rc, text, _ = _yosys_script(workdir, f"{stem}.equiv", [
+        f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
+        *_STRUCTURAL], timeout)
+    # equiv_induct stops the script on a memory in an unproved cone: a proof before it stands
+    return rc is not None and "Equivalence successfully proven!" in text
 
 
 def _miter(gold: Path, gate: Path, top: str, stem: str, workdir: Path, timeout: float, depth: int,
