@@ -722,6 +722,11 @@ _gemm("gemm_tile_random_dm", _GDM, "random",
       "GEMM tile, direct-mapped 32 x 16 B cache, int8 elements: random explicit kernels", opts=_GEMM_EDGE)
 _gemm("gemm_tile_auto", _GS, "auto", "GEMM tile, auto mode: the selector's program, m, z and keep, with and without limit_m",
       opts=_GEMM_EDGE)
+# the direct-mapped int8 geometry's selector and address generator too (random explicit
+# kernels alone left its ld_walk, which only auto mode starts, without a toggle)
+_gemm("gemm_tile_auto_dm", _GDM, "auto",
+      "GEMM tile, direct-mapped 32 x 16 B cache, int8 elements, auto mode: the selector's program on one way",
+      opts=_GEMM_EDGE)
 _gemm("gemm_tile_errors", _GS, "errors",
       "GEMM tile: every bad configuration refused with its bits, M/N/K = 0, start while busy, reset in a job")
 _gemm("gemm_tile_mutant", _GS, "keeps", tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}), expect_fail=True,
