@@ -643,6 +643,16 @@ _sparse_cluster("sparse_cluster_channels", _CL, "channels", opts={"jobs": 60},
 _sparse_cluster("sparse_cluster_dwsep", _CL, "dwsep", opts={"jobs": 60},
                 doc="cluster depthwise-separable: a depthwise pass per channel (partitioned, or whole with shift_dw), "
                     "the host collects Z, pointwise FC passes (a pixel vector per unit, Wp loaded once) with ReLU")
+# every scenario mixed on the two configurations that ran one each (their builds): the
+# route scenario alone left 159 of the STU 1400 cluster's branches untaken (overlap-add,
+# channel sequences, halo pooling), the halo scenario alone 169 of the ow = 8 cluster's
+# (FC, refusals, idle units). The ow = 8 cluster runs the depthwise-separable flow, not
+# every scenario: its 8-bit partial sums saturate, so an overlap-add is not the whole map's
+_sparse_cluster("sparse_cluster_m3_random", _CL_M3, "random", opts={"jobs": 48},
+                doc="cluster of 3 STU 1400 units (p = 3, u = 2): every scenario mixed (balance, halo, channels, "
+                    "depthwise-separable, route)")
+_sparse_cluster("sparse_cluster_halo_dwsep", SparseParams(hmax=10, wmax=10, depth=100), "dwsep", opts={"jobs": 40},
+                doc="cluster with 8-bit partial sums (the halo configuration): depthwise-separable flows")
 _sparse_cluster("sparse_cluster_wide", SparseParams(p=8, u=2, m=4, kmax=5, hmax=16, wmax=16, depth=256, ow=24,
                                                     nmax_out=32), "random", tier="full",
                 doc="cluster extremes: 4 STU 1400 units with p = 8, K up to 5, 16 x 16 maps, every scenario mixed "
