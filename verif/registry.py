@@ -774,8 +774,8 @@ _gemm_tp("gemm_tile_random", tier="quick")
 _gemm_tp("gemm_tile_mutant", tier="quick")
 # every other tile testbench in the full tier (the sweep is per-edge only: its jobs
 # capture no trace and its 1 MiB memory does not fit the harness's images)
-for _name in ("gemm_tile_keeps", "gemm_tile_patent", "gemm_tile_random_dm", "gemm_tile_auto", "gemm_tile_errors",
-              "gemm_tile_mixed_patent", "gemm_tile_mixed_dm"):
+for _name in ("gemm_tile_keeps", "gemm_tile_patent", "gemm_tile_random_dm", "gemm_tile_auto", "gemm_tile_auto_dm",
+              "gemm_tile_errors", "gemm_tile_mixed_patent", "gemm_tile_mixed_dm"):
     _gemm_tp(_name)
 
 
