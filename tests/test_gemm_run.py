@@ -163,6 +163,21 @@ def test_buffer_holds_the_last_blocks_rows(seed):
     assert r16.mem[buf + 0] == mem[14 * cfg.lda] and r16.mem[buf + 2 * 16] == mem[10 * cfg.lda]
 
 
+def test_narrow_counters_wrap_and_the_duration_does_not(seed):
+    """cnt_bits = 8: every counter is the 32-bit one modulo 2**8 (the job counts well past
+    it: cycles, A_LD lookups), and the job's duration (done's cycle) is not wrapped."""
+    rng = random.Random(seed + 5)
+    mem = random_mem(P, rng)
+    cfg = layout(13, 40, 37, P, m=6, z=2, keep=2, copy=True)
+    p8 = GemmParams(**{**P.to_dict(), "cnt_bits": 8})
+    wide, narrow = G.run(cfg, mem, P), G.run(cfg, mem, p8)
+    assert wide.cycles > 255 and wide.counters["A_LD_lookups"] > 255
+    assert narrow.counters == {n: v % 256 for n, v in wide.counters.items()}
+    assert narrow.cycles == wide.cycles and np.array_equal(narrow.mem, wide.mem)
+    refused = cfg.with_(M=0)
+    assert G.run(refused, mem, p8).cycles == G.run(refused, mem, P).cycles
+
+
 @pytest.mark.parametrize("p", [GemmParams(eb=1, accw=8, v=8, line=16), GemmParams(eb=2, accw=20),
                                GemmParams(eb=4, accw=64), GemmParams(eb=4, accw=63), GemmParams(eb=1, accw=33)])
 def test_widths_wrap_and_saturate(p, seed):

@@ -23,7 +23,6 @@ from lockstep.gen.gemm import (
     sa_cache_ports,
     select_widths,
 )
-from lockstep.gen.gemm.cache import CNT_BITS
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.record import ParamError
 from lockstep.models.sparse.params import SparseParams
@@ -87,8 +86,10 @@ def test_widths_come_from_gemm_params():
     assert 1 << sp["sel_cycles"]["width"] > f.m_max * 2 + 4 + 1
     assert cp["lk_addr"]["width"] == f.aw and cp["lk_kind"]["width"] == 3
     for name in ("cnt_lookups", "cnt_hits", "cnt_misses"):
-        assert cp[name]["width"] == len(GemmParams.KINDS) * CNT_BITS
-    assert cp["n_evict"]["width"] == CNT_BITS == 32
+        assert cp[name]["width"] == len(GemmParams.KINDS) * 32   # cnt_bits: 32 by default
+    assert cp["n_evict"]["width"] == f.cnt_bits == 32
+    narrow = sa_cache_ports(GemmParams(cnt_bits=9))
+    assert narrow["cnt_hits"]["width"] == 6 * 9 and narrow["n_evict"]["width"] == 9
     cw = cache_widths(f)
     assert cw.tb == f.tag_bits == 20 and cw.agb == 3 and cw.eb == 8 * 24
     assert cache_widths(GemmParams(ways=1)).agb == 0

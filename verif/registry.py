@@ -707,13 +707,16 @@ def _gemm(name: str, params: GemmParams, scenario: str, doc: str, tier: str = "q
 
 
 # a small cache (16 sets x 4 ways x 32 B: a 512 B way, 256 int16 elements), so aliasing strides
-# fit a small memory; budget 3 of 4 ways; kernels (2, 4), (6, 2), (10, 1)
+# fit a small memory; budget 3 of 4 ways; kernels (2, 4), (6, 2), (10, 1). Its counters and the
+# direct-mapped tile's are 8 bits: a job counts up to about 2**13 cycles and 2**11 lookups of a
+# kind, so they wrap (the 32-bit default runs on the patent's geometry), where 32-bit ones left
+# bits 12..31 of 29 counters without a toggle
 _GS = GemmParams(sets=16, ways=4, line=32, eb=2, v=16, accw=32, m_max=10, z_max=4, r_hw=16, l_hw=3, ncores=2,
-                 miss_pen=4, mem_aw=13)
+                 miss_pen=4, mem_aw=13, cnt_bits=8)
 # the patent's geometry (64 sets x 8 ways x 64 B, fp32-sized elements, V = 16, 32 registers)
 _GP = GemmParams(mem_aw=16)
 _GDM = GemmParams(sets=32, ways=1, line=16, eb=1, v=16, accw=24, m_max=6, z_max=2, r_hw=10, l_hw=1, ncores=2,
-                  miss_pen=3, mem_aw=13)
+                  miss_pen=3, mem_aw=13, cnt_bits=8)
 _gemm("gemm_tile_keeps", _GS, "keeps",
       "GEMM tile, aliasing lda: no copy, then inline copy with every keep 0..m (C identical, trace/counters differ)")
 # Keeps 0, 7 and 14 on both simulators: each job is about 5,000 cycles of Python per edge
@@ -900,8 +903,9 @@ _gemm_block("gemm_select_small", "kernel_select", _GS,
 _gemm_block("gemm_cache_default", "sa_cache", GemmParams(),
             "sa_cache vs CacheSim: 64 sets x 8 ways x 64 B, hot sets (LRU order), streams, random, clr, rst")
 _gemm_block("gemm_cache_dm", "sa_cache", _GDM, "sa_cache, direct-mapped 32 x 16 B lines, aw = 32")
-_gemm_block("gemm_cache_one_set", "sa_cache", GemmParams(sets=1, ways=4, line=16, eb=2, v=8, aw=16, mem_aw=12),
-            "sa_cache, one set of 4 ways (fully associative), 16 B lines, aw = 16")
+_gemm_block("gemm_cache_one_set", "sa_cache", GemmParams(sets=1, ways=4, line=16, eb=2, v=8, aw=16, mem_aw=12,
+                                                         cnt_bits=8),
+            "sa_cache, one set of 4 ways (fully associative), 16 B lines, aw = 16, 8-bit counters (they wrap)")
 _gemm_block("gemm_cache_mutant", "sa_cache", _GS, tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}),
             expect_fail=True, doc="negative: a 4-way cache checked as a 2-way one must fail the scoreboard")
 

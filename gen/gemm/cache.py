@@ -12,10 +12,10 @@ lk_addr       in   aw       byte address; the line ``lk_addr >> log2(line)`` is 
 lk_kind       in   3        ``GemmParams.KINDS`` code; codes ``>= nk`` count in no kind
 lk_hit        out  1        combinational: the line is in the cache (0 without ``lk_valid``)
 lk_evict      out  1        combinational: the lookup misses in a full set (evicts a valid line)
-cnt_lookups   out  nk*32    kind ``k``'s lookups at ``[32k +: 32]``
-cnt_hits      out  nk*32    kind ``k``'s hits
-cnt_misses    out  nk*32    kind ``k``'s misses
-n_evict       out  32       evictions of valid lines (every kind)
+cnt_lookups   out  nk*c     kind ``k``'s lookups at ``[c*k +: c]`` (``c = cnt_bits``)
+cnt_hits      out  nk*c     kind ``k``'s hits
+cnt_misses    out  nk*c     kind ``k``'s misses
+n_evict       out  c        evictions of valid lines (every kind)
 ============  ===  =======  ===========================================================
 
 Behaviour: ``sets x ways`` of ``line`` bytes, true LRU, write-allocate (every lookup, of
@@ -23,7 +23,7 @@ any kind, is a read: a hit refreshes its way, a miss fills the least recently us
 tags only. The set is ``(lk_addr >> log2(line)) mod sets``, the tag the bits above. A
 lookup is one cycle: ``lk_hit`` and ``lk_evict`` are combinational on ``lk_addr`` and the
 state, and the set's new state is written at the clock edge of that cycle. Counters wrap
-modulo ``2**32``.
+modulo ``2**cnt_bits``.
 
 Micro-architecture: the tag array is a memory of ``sets`` words indexed by set, one word
 per set, read once per lookup (``ways`` fields of ``{valid, tag, age}``, way 0 in the low
@@ -49,10 +49,7 @@ from lockstep.models.record import clog2
 from ..common import Emitted, flat_signal, lane, lane_bus, resize
 from .detect import check_gemm, emit_gemm
 
-__all__ = ["CNT_BITS", "CacheWidths", "cache_widths", "emit_sa_cache", "sa_cache", "sa_cache_ports"]
-
-#: Width of the cache's counters (docs/gemm.md section 10: 32 bits).
-CNT_BITS = 32
+__all__ = ["CacheWidths", "cache_widths", "emit_sa_cache", "sa_cache", "sa_cache_ports"]
 
 
 @dataclass(frozen=True)
@@ -336,9 +333,9 @@ def sa_cache(clk, rst, clr, lk_valid, lk_addr, lk_kind, lk_hit, lk_evict, cnt_lo
         insts += [read_set, write_set, live_set]
 
     # ---- counters
-    lks = [flat_signal(CNT_BITS) for _ in range(nk)]
-    hts = [flat_signal(CNT_BITS) for _ in range(nk)]
-    mss = [flat_signal(CNT_BITS) for _ in range(nk)]
+    lks = [flat_signal(fmt.cnt_bits) for _ in range(nk)]
+    hts = [flat_signal(fmt.cnt_bits) for _ in range(nk)]
+    mss = [flat_signal(fmt.cnt_bits) for _ in range(nk)]
     for k in range(nk):
         insts.append(_kind_counters(clk, rst, clr, lk_valid, lk_kind, lk_hit, lks[k], hts[k], mss[k], k))
     insts += [resize(lane_bus(lks), cnt_lookups), resize(lane_bus(hts), cnt_hits), resize(lane_bus(mss), cnt_misses),
@@ -350,7 +347,8 @@ def sa_cache_ports(fmt: GemmParams) -> dict[str, dict]:
     """Port list of :func:`sa_cache` (name -> direction, width, doc)."""
     cw = cache_widths(fmt)
     kinds = ", ".join(f"{i} {k}" for i, k in enumerate(GemmParams.KINDS))
-    packed = f"kind k at [k*{CNT_BITS} +: {CNT_BITS}] ({kinds})"
+    c = fmt.cnt_bits
+    packed = f"kind k at [k*{c} +: {c}] ({kinds})"
     return {
         "clk": {"dir": "in", "width": 1, "doc": "clock"},
         "rst": {"dir": "in", "width": 1, "doc": "synchronous active-high reset: every way invalid, counters 0"},
@@ -360,10 +358,10 @@ def sa_cache_ports(fmt: GemmParams) -> dict[str, dict]:
         "lk_kind": {"dir": "in", "width": cw.kb, "doc": f"request kind ({kinds}); other codes count in no kind"},
         "lk_hit": {"dir": "out", "width": 1, "doc": "the line is cached (combinational; 0 without lk_valid)"},
         "lk_evict": {"dir": "out", "width": 1, "doc": "the lookup misses in a full set (combinational)"},
-        "cnt_lookups": {"dir": "out", "width": cw.nk * CNT_BITS, "doc": f"lookups per kind, {packed}"},
-        "cnt_hits": {"dir": "out", "width": cw.nk * CNT_BITS, "doc": f"hits per kind, {packed}"},
-        "cnt_misses": {"dir": "out", "width": cw.nk * CNT_BITS, "doc": f"misses per kind, {packed}"},
-        "n_evict": {"dir": "out", "width": CNT_BITS, "doc": "evictions of valid lines"},
+        "cnt_lookups": {"dir": "out", "width": cw.nk * c, "doc": f"lookups per kind, {packed}"},
+        "cnt_hits": {"dir": "out", "width": cw.nk * c, "doc": f"hits per kind, {packed}"},
+        "cnt_misses": {"dir": "out", "width": cw.nk * c, "doc": f"misses per kind, {packed}"},
+        "n_evict": {"dir": "out", "width": c, "doc": "evictions of valid lines"},
     }
 
 
@@ -373,8 +371,9 @@ def emit_sa_cache(fmt: GemmParams, outdir: Path | str, name: str = "sa_cache") -
     Raises:
         ParamError: ``fmt`` is not a GemmParams, or ``name`` is a keyword.
     """
+    check_gemm(fmt, name)  # before the record reads fmt.cnt_bits
     return emit_gemm(sa_cache, sa_cache_ports, fmt, outdir, name, {
         "lookup": "lk_hit/lk_evict combinational; the set's state updates at the edge of the lookup's cycle",
         "lookups_per_cycle": 1,
-        "counter_bits": CNT_BITS,
+        "counter_bits": fmt.cnt_bits,
     }, "tag-only set-associative true-LRU cache model (write-allocate) with per-kind counters")

@@ -67,7 +67,7 @@ CTRL_BITS = {"START": 0, "AUTO": 1, "COPY": 2, "LIMIT_M": 3}
 DET_FLAG_BITS = {"conflict": 0, "aligned": 1, "way_multiple": 2, "way_fraction": 3}
 #: Address of the first counter (``GemmParams.COUNTERS`` order).
 CNT_BASE = 32
-#: Counter and CSR data width.
+#: CSR data width (a counter, ``GemmParams.cnt_bits`` wide, reads zero-extended).
 CNT_BITS = 32
 #: CSR address bits.
 CSR_AW = 6
@@ -413,7 +413,7 @@ OWN_COUNTERS = ("cycles", "sel_cycles", "n_fma", "n_mem_wr") + tuple(f"{k}_req" 
 @block
 def _counter(clk, rst, clr, init: int, en, q, inc=None):
     """``q``: 0 after ``rst``, ``init`` after ``clr`` (a start in idle), else ``q + inc``
-    (``inc`` None: 1) in every cycle with ``en`` (32 bits, wrapping)."""
+    (``inc`` None: 1) in every cycle with ``en`` (``len(q)`` bits, wrapping)."""
     ini = init
     if inc is None:
 
@@ -748,8 +748,8 @@ def gemm_tile(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, mem_r
     insts.append(gemm_agu(clk, rst, fmt=p, **A))
     nk = len(GemmParams.KINDS)
     lk_evict = new_bool()
-    c_look, c_hit, c_miss, c_evict = new_vec(nk * CNT_BITS), new_vec(nk * CNT_BITS), new_vec(nk * CNT_BITS), \
-        new_vec(CNT_BITS)
+    cb = p.cnt_bits  # the counters' width; they read zero-extended to CNT_BITS
+    c_look, c_hit, c_miss, c_evict = new_vec(nk * cb), new_vec(nk * cb), new_vec(nk * cb), new_vec(cb)
     insts.append(sa_cache(clk, rst, st0, A["lk_valid"], A["lk_addr"], A["lk_kind"], A["lk_hit"], lk_evict,
                           c_look, c_hit, c_miss, c_evict, fmt=p))
 
@@ -758,8 +758,8 @@ def gemm_tile(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, mem_r
     insts.append(_sink([lk_evict, A["busy"]]))
 
     # ---- counters
-    cnt = [new_vec(CNT_BITS) for _ in OWN_COUNTERS]
-    cnt_en, inc_fma = new_vec(len(OWN_COUNTERS)), new_vec(CNT_BITS)
+    cnt = [new_vec(cb) for _ in OWN_COUNTERS]
+    cnt_en, inc_fma = new_vec(len(OWN_COUNTERS)), new_vec(cb)
     insts.append(_count_events(busy, in_sel, tr_valid, A["rq_done"], A["rq_kind"], A["fma_zb"], cnt_en, inc_fma))
     for i, cname in enumerate(OWN_COUNTERS):
         eb_ = new_bool()
@@ -790,8 +790,8 @@ def gemm_tile(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, mem_r
         else:
             kname, q = cname.rsplit("_", 1)
             kk = GemmParams.KINDS.index(kname)
-            lsig = new_vec(CNT_BITS)
-            insts.append(lane(lanes_of[q], kk * CNT_BITS, CNT_BITS, lsig))
+            lsig = new_vec(cb)
+            insts.append(lane(lanes_of[q], kk * cb, cb, lsig))
             srcs[CNT_BASE + i] = lsig
     lo_tab = [new_vec(CNT_BITS) for _ in range(nlo)]
     hi_tab = [new_vec(CNT_BITS) for _ in GemmParams.COUNTERS]

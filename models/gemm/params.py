@@ -36,6 +36,10 @@ class GemmParams(Record):
         aw: byte-address bits.
         dimw: bits of M, N and K.
         mem_aw: element-address bits of the flat memory of the test top.
+        cnt_bits: bits of every event counter (the cache's per-kind lookups, hits and
+            misses, its evictions, and the tile's counters of docs/gemm.md section 10):
+            each wraps modulo ``2**cnt_bits`` and reads zero-extended to 32 bits. 32 by
+            default; a narrow one wraps within a simulation (the quick tier's tiles).
 
     Raises:
         ParamError: on a value that cannot work, naming the field.
@@ -58,6 +62,7 @@ class GemmParams(Record):
     aw: int = 32
     dimw: int = 16
     mem_aw: int = 14
+    cnt_bits: int = 32
 
     #: Sticky error bits of the tile, bit 0 first (docs/gemm.md section 7).
     ERR_NAMES: ClassVar[tuple[str, ...]] = (
@@ -77,7 +82,7 @@ class GemmParams(Record):
         "sets": (1, 4096), "ways": (1, 16), "line": (4, 256), "eb": (1, 4), "v": (1, 64), "accw": (8, 64),
         "m_max": (1, 64), "z_max": (1, 16), "r_hw": (3, 256), "l_hw": (0, 255), "pri_num": (0, 64),
         "pri_den": (1, 64), "ncores": (1, 64), "miss_pen": (0, 255), "aw": (12, 32), "dimw": (4, 24),
-        "mem_aw": (4, 22),
+        "mem_aw": (4, 22), "cnt_bits": (8, 32),
     }
 
     def __post_init__(self) -> None:
@@ -108,6 +113,11 @@ class GemmParams(Record):
                              "m <= m_max, z <= z_max")
 
     # ---- derived quantities: the only place these formulas are written -------------
+    @property
+    def cnt_mask(self) -> int:
+        """What a counter keeps of a count, ``2**cnt_bits - 1`` (it wraps modulo ``2**cnt_bits``)."""
+        return (1 << self.cnt_bits) - 1
+
     @property
     def way_bytes(self) -> int:
         """Bytes of one cache way, ``sets * line``."""

@@ -19,7 +19,7 @@ Decisions where the contract is silent (written into docs/gemm.md section 7):
 * ``SEL_*`` and ``DET_*`` change only at a start that is not refused.
 * The cache is not invalidated by a start (only by ``rst``): :func:`run` starts from a
   cold cache unless it is given one.
-* Counters are 32 bits (reported modulo ``2**32``).
+* Counters are ``cnt_bits`` wide (reported modulo ``2**cnt_bits``; 32 by default).
 """
 
 from __future__ import annotations
@@ -320,8 +320,9 @@ def run(cfg: GemmCfg, mem, params: GemmParams, cache: CacheSim | None = None) ->
     cnt = dict.fromkeys(GemmParams.COUNTERS, 0)
     if res.err:
         cnt["sel_cycles"] = res.sel
-        cnt["cycles"] = cycles(0, 0, params, res.sel)
-        return Run(mem, Trace.empty(), np.zeros(0, bool), None, res.selection, cnt, cnt["cycles"], res.err)
+        cnt["cycles"] = dur = cycles(0, 0, params, res.sel)
+        cnt = {n: v & params.cnt_mask for n, v in cnt.items()}  # each counter wraps in cnt_bits
+        return Run(mem, Trace.empty(), np.zeros(0, bool), None, res.selection, cnt, dur, res.err)
     k = res.kernel
     assert k is not None
     tr = build_trace(cfg.M, cfg.N, cfg.K, cfg.lda, cfg.ldb, cfg.ldc, cfg.base_a, cfg.base_b, cfg.base_c,
@@ -341,8 +342,8 @@ def run(cfg: GemmCfg, mem, params: GemmParams, cache: CacheSim | None = None) ->
     cnt["n_fma"] = cfg.M * cfg.K * -(-cfg.N // params.v)  # one per A_LD/BUF_LD and j < zb
     cnt["n_mem_wr"] = tr.count(COPY_WR) + tr.count(C_WR)
     cnt["sel_cycles"] = res.sel
-    cnt["cycles"] = cycles(len(hits), int(len(hits) - np.count_nonzero(hits)), params, res.sel)
-    cnt = {n: v & _M32 for n, v in cnt.items()}
+    cnt["cycles"] = dur = cycles(len(hits), int(len(hits) - np.count_nonzero(hits)), params, res.sel)
+    cnt = {n: v & params.cnt_mask for n, v in cnt.items()}  # each counter wraps in cnt_bits (not dur)
     # values: A and B as they are before the job (C and the buffer never meet them)
     A = load_matrix(mem, cfg.base_a, cfg.M, cfg.K, cfg.lda, params)
     B = load_matrix(mem, cfg.base_b, cfg.K, cfg.N, cfg.ldb, params)
@@ -354,5 +355,5 @@ def run(cfg: GemmCfg, mem, params: GemmParams, cache: CacheSim | None = None) ->
             "DET_WORST": s.det.worst if s else 0, "DET_KEEP": s.det.keep if s else 0,
             "DET_FLAGS": (int(s.det.conflict) | int(s.cf.aligned) << 1 | int(s.cf.way_multiple) << 2
                           | int(s.cf.way_fraction) << 3) if s else 0}
-    return Run(mem, tr, hits, k, s, cnt, cnt["cycles"], 0, regs)
+    return Run(mem, tr, hits, k, s, cnt, dur, 0, regs)
 

@@ -48,8 +48,6 @@ __all__ = ["Burst", "CacheUnit"]
 NK = len(GemmParams.KINDS)
 #: Names of the kind codes (6 and 7 count in no kind).
 CODES = GemmParams.KINDS + ("code6", "code7")
-CNT = 32
-M32 = (1 << CNT) - 1
 
 
 @dataclass
@@ -197,20 +195,20 @@ class CacheUnit(BlockUnit):
         obs.counters = self.counters(bfm)
         return obs
 
-    @staticmethod
-    def counters(bfm: BlockBfm) -> dict[str, list[int]]:
-        """The counters now (per kind; ``n_evict`` a list of one)."""
+    def counters(self, bfm: BlockBfm) -> dict[str, list[int]]:
+        """The counters now (per kind, ``cnt_bits`` each; ``n_evict`` a list of one)."""
         r = bfm.read(("cnt_lookups", "cnt_hits", "cnt_misses", "n_evict"))
-        out = {name: [(r[name] >> (CNT * k)) & M32 for k in range(NK)]
+        w, mask = self.params.cnt_bits, self.params.cnt_mask
+        out = {name: [(r[name] >> (w * k)) & mask for k in range(NK)]
                for name in ("cnt_lookups", "cnt_hits", "cnt_misses")}
         out["n_evict"] = [r["n_evict"]]
         return out
 
-    @staticmethod
-    def compare(sim: gemm.CacheSim, got: dict[str, list[int]] | None, when: str) -> list[str]:
-        """The counters against the model's."""
-        want = {"cnt_lookups": [v & M32 for v in sim.lookups], "cnt_hits": [v & M32 for v in sim.hits],
-                "cnt_misses": [v & M32 for v in sim.misses], "n_evict": [sim.evictions & M32]}
+    def compare(self, sim: gemm.CacheSim, got: dict[str, list[int]] | None, when: str) -> list[str]:
+        """The counters against the model's (each modulo ``2**cnt_bits``)."""
+        mask = self.params.cnt_mask
+        want = {"cnt_lookups": [v & mask for v in sim.lookups], "cnt_hits": [v & mask for v in sim.hits],
+                "cnt_misses": [v & mask for v in sim.misses], "n_evict": [sim.evictions & mask]}
         got = got or {}
         return [f"{name} {when}: got {got.get(name)}, want {w}" for name, w in want.items() if got.get(name) != w]
 
