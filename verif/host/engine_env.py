@@ -205,9 +205,12 @@ class Gen:
 
     def matrix(self, rows: int, cols: int, dtype: int, mode: str | None = None) -> np.ndarray:
         """Random elements; ``mode`` (random when None): ``uniform``, ``extreme`` (only
-        min, max, -1, 0, 1) or ``mixed`` (a third extremes)."""
+        min, max, -1, 0, 1), ``mixed`` (a third extremes) or ``small`` (-3..3: with the
+        ``unit`` scale every sum stays in range, odd and even, either sign)."""
         lo, hi = host.sat_range(dtype)
         mode = mode or str(self.rng.choice(["uniform", "extreme", "mixed"]))
+        if mode == "small":
+            return self.rng.integers(-3, 4, size=(rows, cols), dtype=np.int64)
         x = self.rng.integers(lo, hi + 1, size=(rows, cols), dtype=np.int64)
         ext = np.array([lo, hi, -1, 0, 1], dtype=np.int64)
         pick = ext[self.rng.integers(0, len(ext), size=(rows, cols))]
@@ -359,6 +362,13 @@ def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: in
                 rand_bp() if scenario == "bp" else None)
         add("sat_extreme", [g.task(dtype=1, relu=0, pool=0, kind="max", scale="sat", data="extreme")],
             rand_bp() if scenario == "bp" else None)
+        # shift 0 with results in range on every lane, both rows of a pooled pair too
+        # (negative ones: the sign extension's mask at shift 0 sets no bit; random tasks
+        # at shift 0 saturate)
+        for dt in (0, 1):
+            for po in (0, 1):
+                add(f"unit_small{dt}{po}", [g.task(dtype=dt, relu=0, pool=po, kind="max", scale="unit", data="small")],
+                    rand_bp() if scenario == "bp" else None)
         t = g.task(kind="max")
         t.cpl_wait, t.flush_in_done = 2, True
         add("flush_in_done", [t])
