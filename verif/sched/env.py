@@ -42,7 +42,7 @@ from ..agents.timed import LoadPort, TapSampler
 from ..context import TbContext, start
 from ..coverage import Covergroup
 
-__all__ = ["SchedTest", "make_program", "PROGRAMS"]
+__all__ = ["SchedTest", "make_program", "random_max_len", "PROGRAMS"]
 
 #: Directed programs by option name.
 PROGRAMS = {
@@ -59,7 +59,9 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
     ``illegal:*`` breaks rule ``ILLEGAL_RULES[seed % 11]`` (of the 10 without COLLISION
     on a fabric without a bus), so consecutive seeds take every rule in turn; the seed, or
     for ``illegal:*`` ``seed // 11`` (``// 10``), is the stratum of
-    :func:`sched.illegal_variant`: consecutive seeds sweep every tile and kind of change).
+    :func:`sched.illegal_variant`: consecutive seeds sweep every tile and kind of change);
+    ``random`` takes transfers of up to 12 elements, or of up to a whole memory region
+    when ``seed % 3 == 2``.
 
     Raises:
         ValueError: an unknown program name, or a legal program the linter rejects.
@@ -69,7 +71,7 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
     if name in PROGRAMS:
         program = PROGRAMS[name](params, rng)
     elif name == "random":
-        program = sched.random_program(rng, params)
+        program = sched.random_program(rng, params, max_len=random_max_len(params, seed))
     elif name == "random_wrap":
         # about half of the wrap-crowded programs have a transfer in flight across the
         # wrap; draw until one does (deterministic for a seed), so every run covers it
@@ -129,6 +131,13 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
         if problems:
             raise ValueError(f"program {name!r} is not legal:\n  " + "\n  ".join(map(str, problems[:10])))
     return program, expected
+
+
+def random_max_len(params: FabricParams, seed: int) -> int:
+    """The longest transfer of seed ``seed``'s random program: 12 elements, or every third
+    seed (a third of a throughput run's programs) a whole memory region (the planner's
+    limit: 64 words at aw = 8); with 12 at most, the LEN field's upper bits never left 0."""
+    return params.words if seed % 3 == 2 else 12
 
 
 def _draw(rng: np.random.Generator, params: FabricParams, vary: Any, what: str) -> tuple[sched.Program, Any]:
