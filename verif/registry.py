@@ -1044,8 +1044,9 @@ _host_engine("host_engine_errors", _HE, "errors",
              "host engine: MEM_ERR windows over W, A and the output, flush (abort) in busy cycles, resets; the "
              "next task fine, nothing written outside the output range")
 _host_engine("host_engine_two", _HE2, "two",
-             "host engine, two kernels: tasks on both at once through the round-robin arbiter (shared W too), "
-             "each alone at exec_cycles, a MEM_ERR on one kernel, both flushed")
+             "host engine, two kernels: each alone at exec_cycles with its scaler corners, tasks on both at once "
+             "through the round-robin arbiter (shared W too), a MEM_ERR on one kernel, both flushed",
+             opts={"steps": 44})   # 14 directed steps, then 30 of pairs
 # 60 steps each (about 2 s on Icarus): with 14, a third of their DUTs' mutants (scaler
 # corners on lanes the few random tasks left short) survived
 _host_engine("host_engine_qlat", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=4, mem_q=4), "tasks",

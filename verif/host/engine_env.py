@@ -335,8 +335,8 @@ def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: in
     """The steps of a scenario: ``tasks`` (directed corners then random tasks and chains of
     two back to back, no back-pressure), ``bp`` (the same with random back-pressure and
     latency), ``errors`` (MEM_ERR windows, flushes, ``rst`` in a task, each followed by a
-    clean task, sometimes after a reset), ``two`` (both kernels at once, each alone,
-    chains, a MEM_ERR on one kernel, both flushed)."""
+    clean task, sometimes after a reset), ``two`` (each kernel alone, then its scaler
+    corners, then both kernels at once, chains, a MEM_ERR on one kernel, both flushed)."""
     g = Gen(p, rng)
     steps: list[Step] = []
 
@@ -408,6 +408,16 @@ def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: in
             raise ValueError("scenario 'two' needs n_kernels = 2")
         add("alone_k0", [g.task(kernel=0, kind="max")])
         add("alone_k1", [g.task(kernel=1, kind="max")])
+        # each kernel's scaler corners over every lane (as in ``tasks``): saturation both
+        # ways, in-range results at shift 0 and of the largest sums, pooled
+        for kk in (0, 1):
+            for dt in (0, 1):
+                add(f"fit_k{kk}_{dt}", [g.task(kernel=kk, dtype=dt, relu=0, pool=1, kind="max", scale="fit",
+                                               data="extreme")])
+                add(f"sat_k{kk}_{dt}", [g.task(kernel=kk, dtype=dt, relu=0, pool=1, kind="max", scale="sat",
+                                               data="extreme")])
+                add(f"unit_small_k{kk}_{dt}", [g.task(kernel=kk, dtype=dt, relu=0, pool=1, kind="max", scale="unit",
+                                                      data="small")])
         while len(steps) < count:
             r = len(steps) % 5
             t0 = g.task(kernel=0, kind="max" if r == 0 else "random")
