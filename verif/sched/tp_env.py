@@ -78,7 +78,7 @@ def build_program(name: str, params: FabricParams, seed: int, txns: int | None =
     """The program of one episode and what it expects of the errors: the per-edge
     testbench's :func:`~lockstep.verif.sched.env.make_program` for ``(name, params, seed)``,
     or, with ``txns``, the same random builder (transfers as long as
-    :func:`random_max_len` says) placing ``txns`` transactions (``name``
+    :func:`~lockstep.verif.sched.env.random_max_len` says) placing ``txns`` transactions (``name``
     must be ``random``; the linter must accept the program).
 
     Raises:
