@@ -130,8 +130,14 @@ def test_every_cell_fits_a_memory_unit(name):
         for i in job.active:
             d = sparse.unpack_desc(job.descs[i])
             assert i in job.bad or (1 <= d.h <= params.hmax and 1 <= d.w <= params.wmax), job
+            if i in job.corrupt:  # the defects scenario: a defect the memory unit flags
+                assert job.loads[i].err, job
+                continue
             assert len(job.words[i]) <= params.depth, job
             assert job.loads[i].err == (sparse.MEM_ERR["DESC"] if i in job.bad else 0), job
+        if job.w_words is not None:  # ... and the weight memory
+            assert job.w_err and job.weights == sparse.load_weights(job.w_words, job.cfg.k, params,
+                                                                    dense=bool(job.cfg.dense)).entries, job
         assert len(job.route_sel) == params.m
 
 

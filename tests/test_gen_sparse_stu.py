@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lockstep.gen.sparse import emit_stu, emit_stu_top, fm_mem_ports, stu_ports, stu_top_ports, w_mem_ports
-from lockstep.gen.sparse.stu import CNT_BITS, stu_widths
+from lockstep.gen.sparse.stu import stu_widths
 from lockstep.models import sparse
 from lockstep.models.record import ParamError
 from lockstep.models.sched.params import FabricParams
@@ -73,7 +73,8 @@ def test_records_match_the_verilog(key, generated):
 
 
 def test_widths_come_from_sparse_params():
-    for fmt in (SparseParams(), SparseParams(p=3, u=2, kmax=5, hmax=12, wmax=6, dw=6, ww=5, ow=12, nmax_out=10)):
+    for fmt in (SparseParams(), SparseParams(p=3, u=2, kmax=5, hmax=12, wmax=6, dw=6, ww=5, ow=12, nmax_out=10,
+                                             cnt_bits=9)):
         ports = {n: v["width"] for n, v in stu_ports(fmt).items()}
         wd = stu_widths(fmt)
         assert ports["o_data"] == fmt.out_bits
@@ -84,8 +85,8 @@ def test_widths_come_from_sparse_params():
         assert ports["cfg_pool"] == (len(SparseParams.POOL_MODES) - 1).bit_length()
         assert wd.nacc == max(fmt.fh_max * fmt.fw_max, fmt.nmax_out)
         assert ports["acc_addr"] == fmt.p * (wd.nacc - 1).bit_length()
-        for n in ("cyc_compute", "cyc_drain", "n_rounds", "n_mults", "n_deferred", "nnz_out"):
-            assert ports[n] == CNT_BITS
+        for n in SparseParams.COUNTERS:
+            assert ports[n] == fmt.cnt_bits
         assert ("fifo_occ" in ports) == (fmt.u == 2)
         if fmt.u == 2:
             assert ports["fifo_occ"] == fmt.fifo_d.bit_length()

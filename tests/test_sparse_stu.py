@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from lockstep.models import sparse as S
+from lockstep.models.record import ParamError
 from lockstep.models.sparse.params import SparseParams
 from lockstep.models.sparse import FC, STU_ERR, Cfg
 
@@ -402,6 +403,28 @@ def test_cycles_formula():
     assert pooled.cyc_drain == 1  # 3 x 3 -> 1 x 1
     kept = S.stu_job(Cfg(2, 2, 2, emit=0), data, FIG_W, params)
     assert S.cycles(kept) == 1 + 8 + SparseParams.STU_PIPE + 0 + 1
+
+
+def test_narrow_counters_wrap_and_the_cycles_do_not():
+    """With cnt_bits = 8 every counter reads its count modulo 256; the start-to-done
+    cycles (the cycle model) stay whole."""
+    wide, narrow = SparseParams(hmax=16, wmax=16), SparseParams(hmax=16, wmax=16, cnt_bits=8)
+    rng = np.random.default_rng(5)
+    x = rng.integers(-3, 4, size=(16, 16))
+    data = [(int(r), int(c), int(x[r, c])) for r, c in zip(*np.nonzero(x))]
+    job = S.stu_job(Cfg(3, 16, 16), data, S.encode_weights(np.ones((3, 3), dtype=int)), narrow)
+    assert job.cyc_compute > 255 and job.n_mults > 255 and job.cyc_drain > 255  # the counts pass 2**8
+    whole, read = S.counter_reads(job, wide, stalls=7), S.counter_reads(job, narrow, stalls=7)
+    assert whole == {"cyc_compute": job.cyc_compute, "cyc_drain": job.cyc_drain + 7, "n_rounds": job.n_rounds,
+                     "n_mults": job.n_mults, "n_deferred": 0, "nnz_out": job.nnz_out}
+    assert read == {n: v % 256 for n, v in whole.items()}
+    assert S.cycles(job, stalls=7) == 1 + job.cyc_compute + SparseParams.STU_PIPE + job.cyc_drain + 7 + 1
+
+
+@pytest.mark.parametrize("bits", [7, 33, 8.0, True])
+def test_counter_width_outside_its_range_is_refused(bits):
+    with pytest.raises(ParamError, match="SparseParams.cnt_bits"):
+        SparseParams(cnt_bits=bits)
 
 
 def test_empty_inputs():

@@ -583,38 +583,45 @@ def _sparse_stu(name: str, params: SparseParams, scenario: str, doc: str, tier: 
                         doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
 
 
-_STU_P3, _STU_U2 = SparseParams(p=3), SparseParams(u=2)
+# the quick tier's STUs and clusters count in 8 bits (cnt_bits), so a job's counters wrap
+# (32-bit ones left bits 8..31 of every counter without a toggle); the full tier keeps 32
+_STU, _STU_P3, _STU_U2 = SparseParams(cnt_bits=8), SparseParams(p=3, cnt_bits=8), SparseParams(u=2, cnt_bits=8)
+_STU_P3_U2 = SparseParams(p=3, u=2, cnt_bits=8)
 _sparse_stu("sparse_stu_fig18", _STU_P3, "fig18",
             "STU directed: the patent's Fig. 18 (p = 3, q = 4, WNZ = 4: 8 rounds of 3 + 1 lanes), worked by hand")
-_sparse_stu("sparse_stu_fig19", SparseParams(p=3, u=2), "fig19",
+_sparse_stu("sparse_stu_fig19", _STU_P3_U2, "fig19",
             "STU 1400 directed: Fig. 19 (p = 3, u = 2): 3 rounds for 4 weights; one non-zero idles a lane")
-_sparse_stu("sparse_stu_random", SparseParams(), "random",
+_sparse_stu("sparse_stu_random", _STU, "random",
             "STU u = 1: random CONV jobs over densities, kernels, ReLU/pool/shift, back-pressure")
 _sparse_stu("sparse_stu_random_p3", _STU_P3, "mixed",
             "STU u = 1, p = 3 (groups not a power of 2): random CONV, FC, dense and channel jobs")
-_sparse_stu("sparse_stu_edges", SparseParams(), "edges",
+_sparse_stu("sparse_stu_edges", _STU, "edges",
             "STU edges: q around multiples of p, K = 1, H/W < K, all-zero data or kernel, extremes, saturation")
 _sparse_stu("sparse_stu_edges_p3", _STU_P3, "edges", "STU edges with p = 3")
-_sparse_stu("sparse_stu_fc", SparseParams(), "fc", "STU FC mode: gather, adder tree, special accumulator")
-_sparse_stu("sparse_stu_dense", SparseParams(), "dense", "STU dense mode next to the same jobs in sparse mode")
-_sparse_stu("sparse_stu_channels", SparseParams(), "channels", "STU channel jobs: emit = 0 keeps the accumulator")
-_sparse_stu("sparse_stu_wrap", SparseParams(dw=4, ww=4, hmax=4, wmax=4, cmax=1, accw=11, nmax_out=8), "wrap",
+_sparse_stu("sparse_stu_fc", _STU, "fc", "STU FC mode: gather, adder tree, special accumulator")
+_sparse_stu("sparse_stu_dense", _STU, "dense", "STU dense mode next to the same jobs in sparse mode")
+_sparse_stu("sparse_stu_channels", _STU, "channels", "STU channel jobs: emit = 0 keeps the accumulator")
+_STU_WRAP = SparseParams(dw=4, ww=4, hmax=4, wmax=4, cmax=1, accw=11, nmax_out=8, cnt_bits=8)
+_sparse_stu("sparse_stu_wrap", _STU_WRAP, "wrap",
             "STU channel jobs beyond cmax in an 11-bit accumulator: the wrap and ACC_OVF")
-_sparse_stu("sparse_stu_errors", SparseParams(), "errors",
+_sparse_stu("sparse_stu_wrap_mixed", _STU_WRAP, "mixed", opts={"jobs": 200},
+            doc="STU with 4-bit operands, 4 x 4 maps and an 11-bit accumulator: CONV, FC, dense and channel jobs (the "
+            "wrap scenario alone left its FC mode, ReLU and refusals untaken)")
+_sparse_stu("sparse_stu_errors", _STU, "errors",
             "STU errors: every CFG class, START_BUSY in compute and drain, reset in a job")
 _sparse_stu("sparse_stu_u2", _STU_U2, "random",
             "STU 1400 (u = 2): random CONV jobs with collisions (Fig. 20, two deferred items), the FIFO")
-_sparse_stu("sparse_stu_u2_p3", SparseParams(p=3, u=2), "mixed",
+_sparse_stu("sparse_stu_u2_p3", _STU_P3_U2, "mixed",
             "STU 1400 (u = 2), p = 3: random CONV (with collisions), FC, dense and channel jobs")
 _sparse_stu("sparse_stu_u2_mixed", _STU_U2, "mixed", "STU 1400 (u = 2): CONV, FC, dense and channel jobs")
-_sparse_stu("sparse_stu_mutant", SparseParams(), "random", tb_params=_STU_U2, expect_fail=True,
+_sparse_stu("sparse_stu_mutant", _STU, "random", tb_params=_STU_U2, expect_fail=True,
             doc="negative: an STU 1300 (u = 1) checked as an STU 1400 (u = 2) must fail the scoreboard")
 _STU_WIDE = SparseParams(p=8, kmax=5, hmax=16, wmax=16, dw=16, ww=16, accw=48, ow=20, depth=256, nmax_out=32)
 _sparse_stu("sparse_stu_wide", _STU_WIDE, "mixed", tier="full",
             doc="STU extremes: p = 8, K up to 5, 16 x 16 maps, 16-bit data and weights, 48-bit accumulator")
 _sparse_stu("sparse_stu_u2_wide", SparseParams(**{**_STU_WIDE.to_dict(), "u": 2}), "mixed", tier="full",
             doc="STU 1400 extremes: u = 2 with p = 8, K up to 5, 16 x 16 maps, depth 256")
-_sparse_stu("sparse_stu_sweep", SparseParams(), "sweep",
+_sparse_stu("sparse_stu_sweep", _STU, "sweep",
             "STU u = 1: 8 x 8 maps at 0..95% zeros, 3 x 3 dense and half-sparse kernels, each next to dense mode")
 _sparse_stu("sparse_stu_u2_sweep", _STU_U2, "sweep", "STU 1400 (u = 2): the same sweep (rounds against u = 1's)")
 
@@ -627,15 +634,16 @@ def _sparse_cluster(name: str, params: SparseParams, scenario: str, doc: str, ti
 
 # the cluster: whole maps no larger than one memory unit's cell limits (any partition fits), ow = 20
 # keeps full-correlation partial sums unsaturated for overlap-add
-_CL = SparseParams(hmax=10, wmax=10, depth=100, ow=20)
-_CL_M3 = SparseParams(p=3, u=2, m=3, hmax=9, wmax=9, depth=81, ow=20)
+_CL = SparseParams(hmax=10, wmax=10, depth=100, ow=20, cnt_bits=8)
+_CL_M3 = SparseParams(p=3, u=2, m=3, hmax=9, wmax=9, depth=81, ow=20, cnt_bits=8)
+_CL_HALO = SparseParams(hmax=10, wmax=10, depth=100, cnt_bits=8)
 _sparse_cluster("sparse_cluster_balance", _CL, "balance",
                 "cluster, 4 units: skewed maps on the balanced partition and on the equal grid, overlap-add, ping-pong")
 _sparse_cluster("sparse_cluster_route", _CL, "route",
                 "cluster route_sel: identity, rotation, idle memory units, refused pass, start while busy, FC, maps")
 _sparse_cluster("sparse_cluster_route_m3", _CL_M3, "route",
                 "cluster of 3 STU 1400 units (p = 3, u = 2): route_sel, refusals, FC and independent maps")
-_sparse_cluster("sparse_cluster_halo", SparseParams(hmax=10, wmax=10, depth=100), "halo",
+_sparse_cluster("sparse_cluster_halo", _CL_HALO, "halo",
                 "cluster halo stitching: cells extended by K - 1, ReLU, 2x2 max/sum/avg pool, shift, 8-bit saturation")
 _sparse_cluster("sparse_cluster_channels", _CL, "channels", opts={"jobs": 60},
                 doc="cluster channel sequences: C = 2..4 passes on one partition (summed non-zeros or equal grid), "
@@ -651,8 +659,16 @@ _sparse_cluster("sparse_cluster_dwsep", _CL, "dwsep", opts={"jobs": 60},
 _sparse_cluster("sparse_cluster_m3_random", _CL_M3, "random", opts={"jobs": 48},
                 doc="cluster of 3 STU 1400 units (p = 3, u = 2): every scenario mixed (balance, halo, channels, "
                     "depthwise-separable, route)")
-_sparse_cluster("sparse_cluster_halo_dwsep", SparseParams(hmax=10, wmax=10, depth=100), "dwsep", opts={"jobs": 40},
+_sparse_cluster("sparse_cluster_halo_dwsep", _CL_HALO, "dwsep", opts={"jobs": 40},
                 doc="cluster with 8-bit partial sums (the halo configuration): depthwise-separable flows")
+_sparse_cluster("sparse_cluster_defects", _CL, "defects", opts={"jobs": 36},
+                doc="cluster, 4 units: loads the memories flag (data, weights, descriptors) on independent maps, "
+                    "each unit against what its memories stored, mem_err and w_err")
+_sparse_cluster("sparse_cluster_defects_m3", _CL_M3, "defects", opts={"jobs": 36},
+                doc="cluster of 3 STU 1400 units (p = 3, u = 2): loads the memories flag")
+_sparse_cluster("sparse_cluster_halo_defects", _CL_HALO, "defects", opts={"jobs": 36},
+                doc="cluster with 8-bit partial sums: loads the memories flag (data, weights, descriptors) on "
+                    "independent maps, each unit against what its memories stored, mem_err and w_err")
 _sparse_cluster("sparse_cluster_wide", SparseParams(p=8, u=2, m=4, kmax=5, hmax=16, wmax=16, depth=256, ow=24,
                                                     nmax_out=32), "random", tier="full",
                 doc="cluster extremes: 4 STU 1400 units with p = 8, K up to 5, 16 x 16 maps, every scenario mixed "

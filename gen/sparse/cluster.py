@@ -52,14 +52,14 @@ from lockstep.models.sparse.params import SparseParams
 from ..common import Emitted, bit_of, cat_lanes, emit_stream_unit, new_bool, new_vec, port, resize, wire
 from .memory import DESC_BITS, check_fm_layout, desc_lsb, fm_mem_ports, fm_mem_unit, w_mem, w_mem_ports
 from .stream import mux2, part
-from .stu import CNT_BITS, stu, stu_check, stu_ports, stu_timing, stu_widths
+from .stu import stu, stu_check, stu_ports, stu_timing, stu_widths
 
 __all__ = ["CL_ERR_NAMES", "cluster_check", "cluster_ports", "emit_cluster", "stc_cluster", "unit_bits"]
 
 #: Sticky error bits of the cluster itself, bit 0 first.
 CL_ERR_NAMES = ("ROUTE", "START_BUSY")
 #: The STU's per-unit outputs the cluster packs (name -> lane width from its port list).
-_UNIT_COUNTERS = ("cyc_compute", "cyc_drain", "n_rounds", "n_mults", "n_deferred", "nnz_out")
+_UNIT_COUNTERS = SparseParams.COUNTERS
 #: The STU's cfg ports broadcast from the cluster's.
 _BCAST_CFG = ("cfg_k", "cfg_mode", "cfg_n_out", "cfg_emit", "cfg_relu", "cfg_pool", "cfg_shift", "cfg_dense")
 #: The memory unit's read fields routed to an STU (fm_mem_unit port -> STU port).
@@ -475,7 +475,7 @@ def cluster_ports(fmt: SparseParams) -> dict[str, dict]:
     out.update({
         "busy": port("out", 1, "a pass runs (from the cycle after start to the cycle before cluster_done)"),
         "cluster_done": port("out", 1, "one-cycle pulse with the last running unit's done (or after a refused pass)"),
-        "cluster_cycles": port("out", CNT_BITS, "cycles from the last start to cluster_done (max over the units)"),
+        "cluster_cycles": port("out", fmt.cnt_bits, "cycles from the last start to cluster_done (max over the units)"),
         "err": port("out", len(CL_ERR_NAMES), "sticky " + ",".join(CL_ERR_NAMES) + " (bit 0 first)"),
         "unit_active": port("out", m, "bit u: STU u runs a job in this pass (registered at start)"),
         "unit_busy": port("out", m, "bit u: STU u's busy"),

@@ -80,13 +80,14 @@ from lockstep.gen.harness import (
     clock_line, episode_finish_task, harness_name, open_episode_task, settings_decl, start_block, wait_states,
     waves_window, write_harness,
 )
+from lockstep.models.sparse.params import SparseParams
 
 __all__ = ["COUNTERS", "REASONS", "StuPorts", "emit_stu_harness", "load_depth", "stu_harness", "stu_ports_of"]
 
 #: End reasons of an episode (``E`` line), by the code the harness keeps.
 REASONS = ("done", "reset", "timeout")
 #: The STU's counter outputs, in the order of the ``E`` line.
-COUNTERS = ("cyc_compute", "cyc_drain", "n_rounds", "n_mults", "n_deferred", "nnz_out")
+COUNTERS = SparseParams.COUNTERS
 
 #: Ports the harness drives or reads (besides ``cfg_*`` and the optional ``fifo_occ``).
 _NEEDED = {

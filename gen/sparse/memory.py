@@ -409,7 +409,7 @@ def w_mem(clk, rst, cfg_k, cfg_dense, wr_start, wr_valid, wr_ready, wr_data, wr_
     entry = flat_signal(eb)
     wr_j = flat_signal(jb)
     fc_wa = flat_signal(ob + ib)
-    mem = [Signal(intbv(0)[eb:]) for _ in range(1 << jb)]
+    mem = [Signal(intbv(0)[eb:]) for _ in range(cap)]  # a job stores at most kmax**2 (W_OVERFLOW beyond)
     fc_mem = [Signal(intbv(0)[ww:]) for _ in range(1 << (ob + ib))]
 
     insts = [part(wr_data, kb + ww, kb, wa_), part(wr_data, ww, kb, wb_), part(wr_data, 0, ww, wv),

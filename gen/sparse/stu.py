@@ -78,10 +78,8 @@ from ..common import (
 from .memory import count_bits, fc_bits, group_bits, k_bits, widx_bits
 from .stream import check_sparse, size_bits
 
-__all__ = ["CNT_BITS", "StuWidths", "emit_stu", "stu", "stu_check", "stu_ports", "stu_timing", "stu_widths"]
+__all__ = ["StuWidths", "emit_stu", "stu", "stu_check", "stu_ports", "stu_timing", "stu_widths"]
 
-#: Width of the STU's performance counters.
-CNT_BITS = 32
 #: FSM states.
 S_IDLE, S_COMP, S_PIPE, S_DRAIN, S_FLUSH = range(5)
 #: Pool-mode codes (``cfg_pool``), the index in ``SparseParams.POOL_MODES``.
@@ -1231,7 +1229,7 @@ def _counters(clk, rst, start, state, nzm, ndef, o_valid, o_ready, cyc_compute, 
     has no round and no drain); ``n_deferred`` stays 0 for u = 1."""
     p = fmt.p
     s_idle, s_comp, s_drain, s_flush = S_IDLE, S_COMP, S_DRAIN, S_FLUSH
-    cw = CNT_BITS
+    cw = fmt.cnt_bits
     nm, dx = new_vec(cw), new_vec(cw)
     go = new_bool()
     insts = []
@@ -1561,12 +1559,12 @@ def stu_ports(fmt: SparseParams) -> dict[str, dict]:
         "o_valid": port("out", 1, "output stream: valid"),
         "o_ready": port("in", 1, "output stream: ready"),
         "o_data": port("out", fmt.out_bits, "output stream {LAST, ROW, COL, VAL} (0 when not valid)"),
-        "cyc_compute": port("out", CNT_BITS, "compute cycles of the last job"),
-        "cyc_drain": port("out", CNT_BITS, "drain cycles of the last job (stalls included)"),
-        "n_rounds": port("out", CNT_BITS, "compute rounds of the last job"),
-        "n_mults": port("out", CNT_BITS, "products of two non-zero operands in the last job"),
-        "n_deferred": port("out", CNT_BITS, "collision-FIFO pushes in the last job (u = 2)"),
-        "nnz_out": port("out", CNT_BITS, "output words of the last job"),
+        "cyc_compute": port("out", fmt.cnt_bits, "compute cycles of the last job"),
+        "cyc_drain": port("out", fmt.cnt_bits, "drain cycles of the last job (stalls included)"),
+        "n_rounds": port("out", fmt.cnt_bits, "compute rounds of the last job"),
+        "n_mults": port("out", fmt.cnt_bits, "products of two non-zero operands in the last job"),
+        "n_deferred": port("out", fmt.cnt_bits, "collision-FIFO pushes in the last job (u = 2)"),
+        "nnz_out": port("out", fmt.cnt_bits, "output words of the last job"),
         "acc_we": port("out", p, "tap: bit l, lane l adds to the accumulator this cycle"),
         "acc_addr": port("out", p * wd.ab, f"tap: lane l's accumulator address at [l*{wd.ab} +: {wd.ab}]"),
     } | ({"fifo_occ": port("out", wd.fob, "tap: collision-FIFO items this round takes (u = 2 only)")} if u == 2

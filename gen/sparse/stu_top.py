@@ -100,9 +100,10 @@ def _data_lane(mem, rd_group, cfg_nnz, l: int, row, col, val, valid, fmt: Sparse
     """Data read lane ``l``: entry ``e = g*p + l``; ``valid = e < cfg_nnz`` (0 beyond)."""
     p, depth, rb, cb, dw = fmt.p, fmt.depth, fmt.rb, fmt.cb, fmt.dw
     wd = stu_widths(fmt)
-    ew = wd.eb + len(rd_group) + 1
-    gx, qx, e = new_vec(ew), new_vec(ew), new_vec(ew)
+    inside = (p << len(rd_group)) <= depth  # every group's entries are in the memory: no guard
     ei = new_vec(max(1, clog2(depth)))
+    ew = max(len(ei), len(cfg_nnz)) if inside else wd.eb + len(rd_group) + 1
+    gx, qx, e = new_vec(ew), new_vec(ew), new_vec(ew)
     word = new_vec(rb + cb + dw)
     lc = l
 
@@ -110,14 +111,23 @@ def _data_lane(mem, rd_group, cfg_nnz, l: int, row, col, val, valid, fmt: Sparse
     def addr():
         e.next = gx * p + lc
 
-    @always_comb
-    def rd():
-        if e < depth:
+    if inside:
+
+        @always_comb
+        def rd():
             word.next = mem[ei]
             valid.next = e < qx
-        else:
-            word.next = 0
-            valid.next = 0
+
+    else:
+
+        @always_comb
+        def rd():
+            if e < depth:
+                word.next = mem[ei]
+                valid.next = e < qx
+            else:
+                word.next = 0
+                valid.next = 0
 
     return (resize(rd_group, gx), resize(cfg_nnz, qx), addr, resize(e, ei), rd, lane(word, cb + dw, rb, row),
             lane(word, dw, cb, col), lane(word, 0, dw, val))
@@ -145,7 +155,8 @@ def _fc_lane(mem, row, idx, w, fmt: SparseParams):
     """FC gather lane: ``w = W[row][idx]`` at ``row * wmax + idx`` (0 when ``idx >= wmax``)."""
     wmax, n = fmt.wmax, fmt.nmax_out * fmt.wmax
     aw = max(1, clog2(n))
-    xw = aw + len(row) + len(idx) + 1
+    inside = (1 << len(idx)) <= wmax and (1 << len(row)) <= fmt.nmax_out  # every index pair is in the matrix
+    xw = aw if inside else aw + len(row) + len(idx) + 1
     rx, ix, a = new_vec(xw), new_vec(xw), new_vec(xw)
     ai = new_vec(aw)
 
@@ -153,12 +164,20 @@ def _fc_lane(mem, row, idx, w, fmt: SparseParams):
     def addr():
         a.next = rx * wmax + ix
 
-    @always_comb
-    def rd():
-        if ix < wmax and a < n:
+    if inside:
+
+        @always_comb
+        def rd():
             w.next = mem[ai]
-        else:
-            w.next = 0
+
+    else:
+
+        @always_comb
+        def rd():
+            if ix < wmax and a < n:
+                w.next = mem[ai]
+            else:
+                w.next = 0
 
     return resize(row, rx), resize(idx, ix), addr, resize(a, ai), rd
 

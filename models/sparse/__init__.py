@@ -19,7 +19,7 @@ Contents (all importable from here; the code lives in ``format.py``,
   :func:`partition` -> :class:`Partition`;
 * the STU (sections 4, 5, 8): :class:`Cfg`, :func:`correlate_full`,
   :func:`stu_schedule`, :func:`stu_job` -> :class:`Job`, :func:`drain`,
-  :func:`drain_entries`, :func:`footprint`, :func:`cfg_error`, :func:`cycles`;
+  :func:`drain_entries`, :func:`footprint`, :func:`cfg_error`, :func:`cycles`, :func:`counter_reads`;
 * combination and the cluster (section 6): :func:`valid`, :func:`same`,
   :func:`overlap_add`, :func:`halo_stitch`, :func:`combine`, :func:`route_units`,
   :func:`cluster_run` -> :class:`ClusterRun`, :func:`makespan`,
@@ -42,7 +42,7 @@ from .format import (
 from .mem import MEM_ERR, STU_ERR, W_ERR, Load, err_names, load_data, load_weights
 from .partition import Partition, balance_1d, equal_split, partition
 from .stu import (
-    CONV, FC, Cfg, Job, cfg_error, correlate_full, cycles, drain, drain_entries, footprint, stu_job,
+    CONV, FC, Cfg, Job, cfg_error, correlate_full, counter_reads, cycles, drain, drain_entries, footprint, stu_job,
     stu_schedule,
 )
 from .params import SparseParams
@@ -66,6 +66,7 @@ __all__ = [
     "cluster_run",
     "combine",
     "correlate_full",
+    "counter_reads",
     "cycles",
     "decode",
     "depthwise_separable",

@@ -32,6 +32,8 @@ class SparseParams(Record):
         depth: entries per bank of a feature-map memory unit (two banks, ping-pong).
         cmax: channel jobs the accumulator must add without overflow (sizes :attr:`acc_min`).
         nmax_out: most output neurons of the fully-connected mode.
+        cnt_bits: bits of every event counter (the STU's :attr:`COUNTERS` and the
+            cluster's ``cluster_cycles``): each wraps modulo ``2**cnt_bits``.
 
     Raises:
         ParamError: on a value that cannot work, naming the field.
@@ -50,6 +52,7 @@ class SparseParams(Record):
     depth: int = 64
     cmax: int = 16
     nmax_out: int = 16
+    cnt_bits: int = 32
 
     #: Sticky error bits, bit 0 first (docs/sparse.md section 7): the feature-map memory
     #: unit's (data stream), the weight memory's (weight stream) and the STU's.
@@ -59,6 +62,9 @@ class SparseParams(Record):
     #: Cycles of the STU's multiply/accumulate pipeline between its last compute round
     #: and its first drain cycle (docs/sparse.md section 8).
     STU_PIPE: ClassVar[int] = 2
+    #: The STU's event counters, final at ``done`` (docs/sparse.md section 8), in the
+    #: order of the ports and of the throughput harness's ``E`` line.
+    COUNTERS: ClassVar[tuple[str, ...]] = ("cyc_compute", "cyc_drain", "n_rounds", "n_mults", "n_deferred", "nnz_out")
     #: Pool modes of the drain stage.
     POOL_MODES: ClassVar[tuple[str, ...]] = ("none", "max", "sum", "avg")
     #: Bits of the sub-feature-map descriptor fields, MSB first (docs/sparse.md section 2).
@@ -71,7 +77,7 @@ class SparseParams(Record):
     _RANGES: ClassVar[dict[str, tuple[int, int]]] = {
         "p": (1, 16), "kmax": (1, 7), "hmax": (1, 64), "wmax": (1, 64), "dw": (2, 16), "ww": (2, 16),
         "accw": (1, 64), "ow": (2, 64), "u": (1, 2), "m": (1, 8), "depth": (1, 4096), "cmax": (1, 1024),
-        "nmax_out": (1, 256),
+        "nmax_out": (1, 256), "cnt_bits": (8, 32),
     }
 
     def __post_init__(self) -> None:
@@ -96,6 +102,11 @@ class SparseParams(Record):
         ``clog2`` of the most products one output can sum (``cmax * kmax**2`` in conv
         mode, ``hmax * wmax`` in FC mode)."""
         return self.dw + self.ww - 1 + clog2(max(self.cmax * self.kmax * self.kmax, self.hmax * self.wmax, 2))
+
+    @property
+    def cnt_mask(self) -> int:
+        """What an event counter reads of a count: ``count & cnt_mask`` (``2**cnt_bits - 1``)."""
+        return (1 << self.cnt_bits) - 1
 
     @property
     def fh_max(self) -> int:

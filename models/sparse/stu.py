@@ -39,6 +39,7 @@ __all__ = [
     "Job",
     "cfg_error",
     "correlate_full",
+    "counter_reads",
     "cycles",
     "drain",
     "drain_entries",
@@ -421,3 +422,12 @@ def cycles(job: Job, stalls: int = 0) -> int:
         return 1
     return 1 + job.cyc_compute + SparseParams.STU_PIPE + job.cyc_drain + stalls + 1
 
+
+
+def counter_reads(job: Job, params: SparseParams, stalls: int = 0) -> dict[str, int]:
+    """What the STU's counters (:attr:`SparseParams.COUNTERS`) read at ``done``: each
+    count modulo ``2**cnt_bits``; ``cyc_drain`` counts the ``stalls`` cycles too
+    (docs/sparse.md section 8)."""
+    whole = {n: getattr(job, n) for n in SparseParams.COUNTERS}
+    whole["cyc_drain"] += stalls
+    return {n: v & params.cnt_mask for n, v in whole.items()}

@@ -62,8 +62,8 @@ from .job_env import JobBfm, JobTest, JobUnit, Observation, Pauses
 
 __all__ = ["ClusterTest", "ClusterUnit", "UnitSinks"]
 
-#: The STU counters the cluster reports per unit (32 bits each).
-COUNTERS = ("cyc_compute", "n_rounds", "n_mults", "n_deferred", "cyc_drain", "nnz_out")
+#: The STU counters the cluster reports per unit (``cnt_bits`` each).
+COUNTERS = SparseParams.COUNTERS
 #: The cluster's own sticky error bits (gen/sparse/cluster.py CL_ERR_NAMES).
 CL_ERR = {"ROUTE": 1, "START_BUSY": 2}
 
@@ -149,6 +149,7 @@ class ClusterUnit(JobUnit):
         self.sticky = 0
         self.unit_sticky = [0] * self.m
         self.mem_sticky = [0] * self.m
+        self.w_sticky = 0
         self.perf: list[dict[str, Any]] = []
         self.flows: dict[tuple[str, int], dict[str, np.ndarray]] = {}  # what the host collected per flow
 
@@ -157,7 +158,7 @@ class ClusterUnit(JobUnit):
         return make_jobs(str(self.ctx.opt("scenario", "balance")), self.params, rng, count, self.widths)
 
     def budget(self, job: ClusterJob) -> int:
-        load = sum(len(w) + 2 for w in job.words) + len(job.weights) + 8
+        load = sum(len(w) + 2 for w in job.words) + len(job.weights if job.w_words is None else job.w_words) + 8
         if job.cfg.mode == sparse.FC:
             load = sum(len(w) + 2 for w in job.words) + int(np.size(job.weights)) + 8
         load = int(load / (1 - job.idle))
@@ -184,7 +185,8 @@ class ClusterUnit(JobUnit):
         dut.w_start.value = 1
         await RisingEdge(dut.clk)
         dut.w_start.value = 0
-        await bfm.send("w", [{"data": w} for w in sparse.pack_weights(job.weights, p)])
+        words = sparse.pack_weights(job.weights, p) if job.w_words is None else job.w_words
+        await bfm.send("w", [{"data": w} for w in words])
 
     async def load_data(self, bfm: JobBfm, bank: int, dense: int, cells: list[tuple[int, int, list[int]]]) -> None:
         """Each ``(memory unit, descriptor, words)`` into ``bank``."""
@@ -284,8 +286,12 @@ class ClusterUnit(JobUnit):
         mem = _lanes(rd["mem_err"], self.widths["mem_err"] // m, m)
         if mem != self.mem_sticky:
             errs.append(f"mem_err per memory unit {mem}, load_data says {self.mem_sticky}")
-        if rd["w_err"]:
-            errs.append(f"w_err = {rd['w_err']:#x} after clean weight loads")
+        if not job.keep_weights:
+            self.w_sticky |= job.w_err
+            if job.cfg.mode != sparse.FC and rd["w_wnz"] != len(job.weights):
+                errs.append(f"w_wnz = {rd['w_wnz']}, the weight memory should hold {len(job.weights)} weights")
+        if rd["w_err"] != self.w_sticky:
+            errs.append(f"w_err = {rd['w_err']:#x}, load_weights says {self.w_sticky:#x}")
         return errs
 
     def _check_pass(self, job: ClusterJob, obs: Observation, units: list[dict[str, int]], outs: list[list[int]],
@@ -317,24 +323,28 @@ class ClusterUnit(JobUnit):
                 k = next((i for i, (a, b) in enumerate(zip(outs[u], want)) if a != b), min(len(outs[u]), len(want)))
                 errs.append(f"unit {u} (memory unit {src}): {len(outs[u])} output words, stu_job {len(want)}; first "
                             f"difference at word {k}")
-            for n in COUNTERS:
-                exp = getattr(gu, n) + (stalls if n == "cyc_drain" else 0)
+            for n, exp in sparse.counter_reads(gu, p, stalls).items():
                 if units[u][n] != exp:
-                    errs.append(f"unit {u}: {n} = {units[u][n]}, golden {exp}")
+                    errs.append(f"unit {u}: {n} = {units[u][n]}, golden {exp} (mod 2**{p.cnt_bits})")
             self.unit_sticky[u] |= gu.errors
         got_err = [units[u]["unit_err"] for u in range(m)]
         if got_err != self.unit_sticky:
             errs.append(f"unit_err {got_err}, expected {self.unit_sticky}")
         want_d = max(cyc.values(), default=1)
-        if d != want_d or rd["cluster_cycles"] != want_d:
-            errs.append(f"cluster_done at +{d}, cluster_cycles {rd['cluster_cycles']}: max over the units is {want_d}")
+        if d != want_d or rd["cluster_cycles"] != want_d & p.cnt_mask:
+            errs.append(f"cluster_done at +{d}, cluster_cycles {rd['cluster_cycles']}: max over the units is {want_d} "
+                        f"(the counter reads it mod 2**{p.cnt_bits})")
         if not job.bp and want_d != g.cluster_cycles:
             errs.append(f"the golden cluster_cycles {g.cluster_cycles} differs from max over units {want_d}")
         if tr["cluster_done"][:d].any() or not tr["busy"][1:d].all() or tr["busy"][0] or tr["busy"][d]:
             errs.append(f"busy not high exactly from +1 to +{d - 1} (or cluster_done early)")
-        ms = max((units[u]["cyc_compute"] for u in cyc), default=0)
-        if ms != g.makespan:
-            errs.append(f"makespan (largest cyc_compute) {ms}, model {g.makespan}")
+        # the makespan: the largest unit's cyc_compute (each already checked mod 2**cnt_bits
+        # against its job), read at the unit the model's makespan names
+        top = max(cyc, key=lambda u: g.units[u].cyc_compute, default=None)
+        ms = 0 if top is None else units[top]["cyc_compute"]
+        if ms != g.makespan & p.cnt_mask:
+            errs.append(f"makespan (largest cyc_compute, unit {top}) {ms}, model {g.makespan} "
+                        f"(mod 2**{p.cnt_bits})")
         errs += self._check_combined(job, units, outs)
         self._record(job, units, cyc, d, ms)
         return errs
@@ -351,8 +361,8 @@ class ClusterUnit(JobUnit):
         """(b): the units' outputs combined, against numpy on the whole map."""
         p, g, c = self.params, job.golden, job.cfg
         run = [u for u in range(self.m) if g.units[u] is not None]
-        if job.bad:
-            return []  # a unit refused its cell: nothing to combine
+        if job.bad or job.corrupt or job.w_words is not None:
+            return []  # a unit refused its cell, or a memory dropped words: checked per unit only
         if job.kind == "channels" and not c.emit:
             return []  # a keeping pass: no output (checked per unit), the sums stay in the units
         try:
@@ -463,6 +473,7 @@ class ClusterUnit(JobUnit):
         cg.point("ping_pong", lambda s: s["pp"], [False, True])
         cg.point("start_busy", lambda s: s["poke"], [False, True])
         cg.point("unit_refused", lambda s: s["bad"], [False, True])
+        cg.point("load_defect", lambda s: s["defect"], ["none", "data", "weights", "both"])
         cg.point("pool", lambda s: s["pool"], list(SparseParams.POOL_MODES))
         # flows: channel sequences and depthwise-separable convolutions
         cg.point("channels", lambda s: s["channels"], [2, 3, 4])
@@ -488,6 +499,8 @@ class ClusterUnit(JobUnit):
             "pp": bool(job.shadow or job.preloaded),
             "poke": job.poke is not None,
             "bad": bool(job.bad),
+            "defect": ("both" if job.corrupt else "weights") if job.w_words is not None
+            else "data" if job.corrupt else "none",
             "pool": job.cfg.pool_name if job.kind == "halo" or (chan and job.flow.mode == "halo" and job.last)
             else None,
             "channels": job.flow.C if chan and job.last else None,

@@ -40,6 +40,13 @@ Scenarios (the ``scenario`` option):
   pixel vector ``Z[:, r, col]`` of length C, placed by its descriptor's ORG; the
   ``n_out x C`` matrix ``Wp`` loaded once into the FC region) with ReLU and ``shift_pw``
   in the drain. Values small enough that every ``Z`` fits ``dw`` bits.
+* ``defects``: loads the memories flag (docs/sparse.md section 7) on independent maps:
+  some memory units' data words carry one defect (an index beyond H or W, two entries
+  out of order, a zero value, a count that disagrees with NNZ, more words than
+  ``depth``), the weights one (an index beyond K, a duplicate, a zero, more than
+  ``kmax**2``), or a descriptor is refused; each unit against the golden run over what
+  its memories stored, ``mem_err`` and ``w_err`` against ``load_data`` and
+  ``load_weights``. Clean passes between them. The ``route`` scenario mixes some in.
 * ``random``: all of the above mixed (the full tier).
 """
 
@@ -146,6 +153,10 @@ class ClusterJob:
             the flow loaded the FC matrix): no weight load.
         empty: memory units whose cell is empty in this pass but not in every pass of
             the flow (a channel with ``q = 0``).
+        corrupt: memory units whose data words carry a defect the memory flags.
+        w_words: the weight words sent when they carry a defect (``weights`` is then
+            what the weight memory stored), else ``None`` (``pack_weights(weights)``).
+        w_err: the ``W_ERR`` bits the weight load raises.
     """
 
     kind: str
@@ -173,6 +184,9 @@ class ClusterJob:
     step: int = 0
     keep_weights: bool = False
     empty: list[int] = field(default_factory=list)
+    corrupt: list[int] = field(default_factory=list)
+    w_words: list[int] | None = None
+    w_err: int = 0
 
     def __repr__(self) -> str:
         act = "".join("1" if d is not None else "." for d in self.descs)
@@ -183,6 +197,8 @@ class ClusterJob:
                 + (f" emit={c.emit}" if not c.emit else "")
                 + (f" flow={self.flow.kind}#{self.flow.id} step={self.step}/{self.flow.passes}" if self.flow else "")
                 + (f" empty={self.empty}" if self.empty else "")
+                + (f" corrupt={self.corrupt}" if self.corrupt else "")
+                + (f" w_err={self.w_err:#x}" if self.w_words is not None else "")
                 + (f" tag={self.tag}" if self.tag else ""))
 
     @property
@@ -309,7 +325,9 @@ class _Builder:
                         desc = sparse.pack_desc(sparse.Desc(nnz=d.nnz, **f))
                         break
             job.descs[i], job.words[i], job.maps[i] = desc, sparse.pack_data(sub.entries, p), M
-            load = sparse.load_data(desc, job.words[i], p, dense=dense)
+            if i in job.corrupt:
+                job.descs[i], job.words[i] = _defect(self.rng, sub.entries, desc, p, bool(dense))
+            load = sparse.load_data(job.descs[i], job.words[i], p, dense=dense)
             job.loads[i] = load
             jobs[i] = (job.unit_cfg(i), list(load.entries))
         if job.flow is not None:
@@ -481,6 +499,8 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
         return jobs
     if scenario == "route":
         return _route_jobs(b, count)
+    if scenario == "defects":
+        return [_defect_job(b, defects=i % 3 != 0) for i in range(count)]
     if scenario == "channels":
         return _channel_jobs(b, count)
     if scenario == "dwsep":
@@ -491,6 +511,81 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
                 + make_jobs("channels", params, rng, fifth, widths) + make_jobs("dwsep", params, rng, fifth, widths)
                 + make_jobs("route", params, rng, max(8, count - 4 * fifth), widths))
     raise ValueError(f"cluster testbench: unknown scenario {scenario!r}")
+
+
+def _defect(rng: np.random.Generator, entries: list, desc: int, p: SparseParams, dense: bool) -> tuple[int, list[int]]:
+    """``(descriptor, words)`` of a cell's load with one defect the memory unit flags
+    (docs/sparse.md section 7): an index beyond H or W (IDX_OOB), two entries swapped
+    (ORDER), a zero value in sparse mode (ZERO), the last entry left out or one more (NNZ:
+    LAST early or late), or more words than ``depth`` (OVERFLOW, the NNZ field saying so).
+    Every word ends with LAST, so the load never waits for more."""
+    e, d = [tuple(x) for x in entries], sparse.unpack_desc(desc)
+    kinds = ["overflow"] + (["nnz"] if e else []) + (["order"] if len(e) >= 2 else [])
+    kinds += (["zero"] if e and not dense else []) + (["oob"] if e and (d.h < 1 << p.rb or d.w < 1 << p.cb) else [])
+    kind = kinds[int(rng.integers(0, len(kinds)))]
+    i = int(rng.integers(0, max(1, len(e))))
+    if kind == "oob":
+        r, c, v = e[i]
+        if d.h < 1 << p.rb and (d.w >= 1 << p.cb or rng.random() < 0.5):
+            r = int(rng.integers(d.h, 1 << p.rb))
+        else:
+            c = int(rng.integers(d.w, 1 << p.cb))
+        e[i] = (r, c, v)
+    elif kind == "order":
+        i = min(i, len(e) - 2)
+        e[i], e[i + 1] = e[i + 1], e[i]
+    elif kind == "zero":
+        e[i] = (*e[i][:2], 0)
+    elif kind == "nnz":
+        e = e[:-1] if len(e) >= 2 and rng.random() < 0.5 else e + [e[-1]]
+        return desc, sparse.pack_data(e, p)
+    else:  # overflow: words up to depth + 1..3, the last entry repeated
+        e = (e or [(0, 0, 1)]) + [e[-1] if e else (0, 0, 1)] * (p.depth + int(rng.integers(1, 4)) - len(e or [0]))
+        return sparse.pack_desc(sparse.Desc(d.org_row, d.org_col, d.h, d.w, len(e), d.rsvd)), sparse.pack_data(e, p)
+    return desc, sparse.pack_data(e, p)
+
+
+def _bad_weights(rng: np.random.Generator, job: ClusterJob, p: SparseParams) -> None:
+    """Give a CONV pass weight words with one defect the weight memory flags: an index
+    beyond K (W_IDX_OOB), a duplicate position (W_DUP), a zero in sparse mode (W_ZERO) or
+    more than ``kmax**2`` words (W_OVERFLOW); ``weights`` becomes what it stores."""
+    w, k, dense = [tuple(x) for x in job.weights], job.cfg.k, bool(job.cfg.dense)
+    kinds = ["overflow"] + (["dup"] if w else []) + (["zero"] if w and not dense else [])
+    kinds += ["oob"] if k < 1 << p.kb else []
+    kind = kinds[int(rng.integers(0, len(kinds)))]
+    i = int(rng.integers(0, max(1, len(w))))
+    if kind == "oob":
+        w.insert(i, (int(rng.integers(k, 1 << p.kb)), int(rng.integers(0, 1 << p.kb)), 1))
+    elif kind == "dup":
+        w.insert(int(rng.integers(i, len(w) + 1)), (*w[i][:2], int(nonzero_values(rng, 1, p.ww)[0])))
+    elif kind == "zero":
+        w[i] = (*w[i][:2], 0)
+    else:
+        w += [(0, 0, 1)] * (p.kmax * p.kmax + int(rng.integers(1, 3)) - len(w))
+    job.w_words = sparse.pack_weights(w, p)
+    load = sparse.load_weights(job.w_words, k, p, dense=dense)
+    job.weights, job.w_err = list(load.entries), load.err
+
+
+def _defect_job(b: _Builder, defects: bool = True) -> ClusterJob:
+    """Independent maps with defects in some units' data, the weights or a descriptor
+    (``defects`` scenario); the same pass without them when not ``defects``."""
+    p, rng, m = b.p, b.rng, b.m
+    sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
+    dense = rng.random() < 0.3
+    maps = [random_map(rng, h := int(rng.integers(1, p.hmax + 1)), w := int(rng.integers(1, p.wmax + 1)),
+                       int(rng.integers(0, h * w + 1)), p.dw) if i in act else None for i in range(m)]
+    job = b.independent(maps, _kernel(rng, int(rng.integers(1, p.kmax + 1)), p.ww), dense=dense, route_sel=sel)
+    if not defects:
+        return b.stalls(job)
+    r = rng.random()
+    if r < 0.7:
+        job.corrupt = [i for i in act if rng.random() < 0.5] or [act[int(rng.integers(0, len(act)))]]
+    if r > 0.4:
+        _bad_weights(rng, job, p)
+    if rng.random() < 0.15:
+        job.bad = [act[int(rng.integers(0, len(act)))]]
+    return b.stalls(b.finish(job, [None if M is None else (0, 0, int(dense), M) for M in maps]))
 
 
 def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
@@ -538,7 +633,9 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
             bad = one([0] * m, everyone)
             bad.bad = [i for i in range(m) if rng.random() < 0.5] or [int(rng.integers(0, m))]
             jobs.append(b.finish(bad, [None if bad.cells[i] is None else _unit_of(bad, i) for i in range(m)]))
-        elif r < 0.2:  # independent maps, dense mode now and then
+        elif r < 0.17:  # loads the memories flag
+            jobs.append(_defect_job(b))
+        elif r < 0.27:  # independent maps, dense mode now and then
             dense = rng.random() < 0.4
             sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
             maps = [random_map(rng, h := int(rng.integers(1, p.hmax + 1)), w := int(rng.integers(1, p.wmax + 1)),
@@ -546,7 +643,7 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
             Wk = _kernel(rng, int(rng.integers(1, K + 1)), p.ww)
             jobs.append(b.stalls(b.independent(maps, Wk, dense=dense, route_sel=sel)))
         else:
-            sel, act = b.route_pattern(conflict=m > 1 and r < 0.33) if m > 1 else ([0], [0])
+            sel, act = b.route_pattern(conflict=m > 1 and r < 0.4) if m > 1 else ([0], [0])
             jobs.append(one(sel, act))
     jobs = jobs[:count]
     _pair_preload(jobs, m)

@@ -55,8 +55,8 @@ __all__ = ["JobPauses", "StuTest", "StuUnit", "job_pause_seed", "load_words"]
 LD_DATA, LD_WEIGHTS, LD_FC = 0, 1, 2
 #: Jobs whose cycles the summary's ``perf`` keeps (the first ones; a long run keeps no more).
 PERF_KEPT = 64
-#: The STU's counters and the golden :class:`~lockstep.models.sparse.Job` attribute each equals.
-COUNTERS = ("cyc_compute", "n_rounds", "n_mults", "n_deferred", "cyc_drain", "nnz_out")
+#: The STU's counters (:func:`~lockstep.models.sparse.counter_reads` gives what each reads).
+COUNTERS = SparseParams.COUNTERS
 
 
 def load_words(job: StuJob, p: SparseParams) -> list[tuple[int, int, int]]:
@@ -255,10 +255,9 @@ class StuUnit(JobUnit):
         elif not tr["busy"][1:d].all() or tr["busy"][d] or tr["busy"][0]:
             errs.append(f"busy not high exactly from +1 to +{d - 1}")
         errs += self._check_words(job, obs)
-        for n in COUNTERS:
-            exp = getattr(g, n) + (stalls if n == "cyc_drain" else 0)
+        for n, exp in sparse.counter_reads(g, p, stalls).items():
             if rd[n] != exp:
-                errs.append(f"{n} = {rd[n]}, golden {exp}")
+                errs.append(f"{n} = {rd[n]}, golden {exp} (mod 2**{p.cnt_bits})")
         self.sticky |= g.errors
         if job.poke is not None:
             if not rd.get("poked"):
