@@ -315,14 +315,16 @@ class _Builder:
             sub = sparse.encode(M, (r0, c0), dense=dense)
             desc = sparse.pack_desc(sub)
             if i in job.bad:  # a descriptor the memory refuses (the unit: CFG): H just beyond
-                d = sub.desc  # hmax, or every field but NNZ drawn over its whole width
+                d = sub.desc  # hmax, or every field drawn over its whole width (NNZ >= 1 with words)
                 desc = sparse.pack_desc(sparse.Desc(d.org_row, d.org_col, p.hmax + 1 + int(self.rng.integers(0, 4)),
                                                     d.w, d.nnz))
                 for _ in range(100 * int(self.rng.random() < 0.5)):
                     f = {n: int(self.rng.integers(0, 1 << b)) for n, b in p.DESC_FIELDS if n != "nnz"}
                     f["rsvd"] *= int(self.rng.random() < 0.5)
                     if f["rsvd"] or not 1 <= f["h"] <= p.hmax or not 1 <= f["w"] <= p.wmax:
-                        desc = sparse.pack_desc(sparse.Desc(nnz=d.nnz, **f))
+                        # NNZ too, as long as words follow (the refused job takes them to LAST)
+                        nnz = int(self.rng.integers(1, 1 << 16)) if d.nnz and self.rng.random() < 0.5 else d.nnz
+                        desc = sparse.pack_desc(sparse.Desc(nnz=nnz, **f))
                         break
             job.descs[i], job.words[i], job.maps[i] = desc, sparse.pack_data(sub.entries, p), M
             if i in job.corrupt:
@@ -583,7 +585,7 @@ def _defect_job(b: _Builder, defects: bool = True) -> ClusterJob:
         job.corrupt = [i for i in act if rng.random() < 0.5] or [act[int(rng.integers(0, len(act)))]]
     if r > 0.4:
         _bad_weights(rng, job, p)
-    if rng.random() < 0.15:
+    if rng.random() < 0.35:
         job.bad = [act[int(rng.integers(0, len(act)))]]
     return b.stalls(b.finish(job, [None if M is None else (0, 0, int(dense), M) for M in maps]))
 
