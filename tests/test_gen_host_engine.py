@@ -35,6 +35,7 @@ LINT_SETS = {
     "largest": HostParams(mem_aw=24, m_max=256, k_max=256, n_max=64, mem_q=32, mem_lat=8),
     "smallest": HostParams(depth=2, m_max=1, k_max=4, n_max=4, mem_aw=8, mem_lat=3, mem_q=3),
     "odd_sizes": HostParams(n_kernels=2, m_max=7, k_max=12, n_max=20, mem_aw=10, mem_lat=5, mem_q=5),
+    "narrow_counters_two": HostParams(n_kernels=2, m_max=8, k_max=16, n_max=8, mem_aw=12, cnt_bits=9),
 }
 #: The blocks alone (each lints on its own too).
 BLOCKS = {"host_kernel": (emit_kernel, kernel_ports), "dev_mem": (emit_dev_mem, dev_mem_ports),
@@ -90,15 +91,16 @@ def test_kernel_ports_are_section_11s_table():
             "rsp_valid": ("in", 1), "rsp_rdata": ("in", 32), "rsp_err": ("in", 1), "clk": ("in", 1),
             "rst": ("in", 1)}
     assert {n: (r["dir"], r["width"]) for n, r in kp.items()} == want
+    assert kernel_ports(HostParams(cnt_bits=8))["cpl_cycles"]["width"] == 8   # cnt_bits: 32 by default
 
 
-@pytest.mark.parametrize("nk", [1, 2])
-def test_engine_ports_are_flat_per_kernel(nk):
-    p = HostParams(n_kernels=nk, mem_aw=20)
+@pytest.mark.parametrize("nk, cb", [(1, 32), (2, 32), (2, 8)])
+def test_engine_ports_are_flat_per_kernel(nk, cb):
+    p = HostParams(n_kernels=nk, mem_aw=20, cnt_bits=cb)
     ep = engine_ports(p)
     for n in ("cmd_valid", "cmd_ready", "k_busy", "cpl_valid", "cpl_ready", "k_stall"):
         assert ep[n]["width"] == nk, n
-    assert ep["cpl_status"]["width"] == 4 * nk and ep["cpl_cycles"]["width"] == 32 * nk
+    assert ep["cpl_status"]["width"] == 4 * nk and ep["cpl_cycles"]["width"] == cb * nk
     for n in ("cmd_act", "cmd_wgt", "cmd_out", "dma_addr", "dma_raddr"):
         assert ep[n]["width"] == p.aww == 18, n
     assert ep["tp_addr"]["width"] == ep["tp_raddr"]["width"] == 3

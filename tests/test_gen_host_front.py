@@ -24,6 +24,7 @@ LINT_SETS = {
     "depth2": HostParams(depth=2),
     "depth32_two": HostParams(depth=32, n_kernels=2),
     "widest": HostParams(mem_aw=24, m_max=256, k_max=256, n_max=64),
+    "narrow_counters_two": HostParams(n_kernels=2, depth=4, cnt_bits=8),
 }
 
 
@@ -62,7 +63,7 @@ def test_widths_come_from_host_params(key):
     k = p.n_kernels
     for name in ("cmd_valid", "cmd_ready", "k_busy", "cpl_valid", "cpl_ready", "k_stall"):
         assert ports[name]["width"] == k, name
-    assert ports["cpl_status"]["width"] == 4 * k and ports["cpl_cycles"]["width"] == 32 * k
+    assert ports["cpl_status"]["width"] == 4 * k and ports["cpl_cycles"]["width"] == p.cnt_bits * k
     for name in ("cmd_act", "cmd_wgt", "cmd_out"):
         assert ports[name]["width"] == p.aww == p.mem_aw - 2, name
     for name in ("cmd_m", "cmd_n", "cmd_k", "cmd_mult"):

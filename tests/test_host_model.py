@@ -22,6 +22,10 @@ def test_params_refuse_bad_values():
         with pytest.raises(ParamError, match=list(kw)[0]):
             HostParams(**kw)
     assert (P.idx_bits, P.ptr_bits, P.acc_bits, P.aww) == (3, 4, 38, 14)
+    assert (P.cnt_bits, P.cnt_mask) == (32, 0xFFFF_FFFF) and HostParams(cnt_bits=8).cnt_mask == 0xFF
+    for bad in (7, 33, 0, "8", 8.0, True):
+        with pytest.raises(ParamError, match=r"HostParams\.cnt_bits="):
+            HostParams(cnt_bits=bad)
 
 
 def test_descriptor_layout_by_hand():
@@ -133,6 +137,27 @@ def test_front_model_sequence_rule_and_results():
     assert fm.submit(GOOD.with_(seq=7).words()).status == h.ST["BAD_SEQ"]
     assert fm.exp_seq == 8
     assert fm.flush(GOOD.words()).status == h.ST["ABORTED"] and fm.exp_seq == 9
+
+
+def test_narrow_counters_wrap_and_the_duration_does_not():
+    """cnt_bits = 8: a task of more than 255 cycles completes with its exec_cycles modulo
+    2**8 (what the CQ's word 1 reads), while the outcome's cycles stay the whole duration;
+    the results, beats and sequence numbers do not depend on the counter's width."""
+    mem = _mem(3)
+    big = h.Descriptor(opcode=1, dtype=1, tag=5, m=8, n=16, k=32, act_addr=0x100, wgt_off=0, out_addr=0x1000, mult=1)
+    p8 = HostParams(cnt_bits=8)
+    wide, narrow = (h.FrontModel(q, mem.copy(), wgt_base=0x8000, wgt_size=0x1000) for q in (P, p8))
+    ow, on = wide.submit(big.words()), narrow.submit(big.words())
+    assert ow.status == on.status == 0 and ow.cycles > 255
+    assert on.cycles == ow.cycles == h.exec_cycles(big, P)        # the duration is whole
+    assert on.cq_cycles == ow.cycles % 256 != ow.cycles            # the counter wraps
+    assert ow.cq_cycles == ow.cycles                               # 32 bits: no wrap in a task
+    assert (on.rd_words, on.wr_words) == (ow.rd_words, ow.wr_words) and np.array_equal(narrow.mem, wide.mem)
+    cpl = h.Completion(on.tag, on.status, 0, on.cq_cycles)
+    assert cpl.words()[1] == ow.cycles & p8.cnt_mask and h.Completion.unpack(cpl.words()) == cpl
+    # no duration, nothing to wrap: a front-end completion
+    nop = narrow.submit(GOOD.with_(opcode=0, seq=1).words())
+    assert (nop.on_kernel, nop.cycles, nop.cq_cycles) == (False, None, None)
 
 
 def test_front_model_error_window():

@@ -188,9 +188,11 @@ def test_read_trace_parses_and_refuses_malformed_or_x_lines(tmp_path):
     """Every kind of line with its fields; a line that does not parse, an X field or a
     cycle going back is a RecordError naming the file, the line and its text."""
     f = tmp_path / "tp_trace_0.log"
-    f.write_text("R 6 0 4e4e5031\nD 10 7 1 2\nC 12 00000100 0000005f\nF 13\nN 14 a\nP 15 5 00004000\nU 16\n")
+    f.write_text("R 6 0 4e4e5031\nD 10 7 1 2\nB 11 0 5f\nC 12 00000100 0000005f\nF 13\nN 14 a\nP 15 5 00004000\n"
+                 "U 16\n")
     tr = read_trace(f)
     assert tr.reads == [(6, 0, 0x4E4E5031)] and tr.doorbells == [(16, 7, 1, 2)] and tr.cq == [(18, 0x100, 0x5F)]
+    assert tr.busy == [(17, 0, 0x5F)] and tr.runs(2) == {0: [0x5F], 1: []}
     assert tr.full == [19] and tr.gave_up == [(20, 10)] and tr.tp_reads == [(21, 5, 0x4000)]
     assert tr.problems == ["a status pin (cq_nonempty, sq_full, irq, busy, k_busy) holds X or Z bits in cycle 22"]
     for line, match in [("C 30 000001x0 00000001", r"line 2: field 2 is '000001x0': X or Z"),
@@ -224,8 +226,9 @@ def test_read_final_refuses_short_or_x(tmp_path):
 # ---- the checks on records built from the golden model ----------------------------------------
 def _golden_records(ep, p) -> tuple[Trace, Final]:
     """What a correct harness records for a stream episode, from the golden model alone:
-    completions in SQ order with the model's exec_cycles, the model's memory, counters
-    and pointers."""
+    completions in SQ order with the model's exec_cycles as the CQ reads them (modulo
+    2**cnt_bits) and each task's busy run (whole), the model's memory, counters (modulo
+    2**cnt_bits) and pointers."""
     sc = ep.sc
     fm = hm.FrontModel(p, ep.image.copy(), sc.wgt_base, sc.wgt_size, sc.mem_limit, 0, sc.err_window)
     tr = Trace()
@@ -233,14 +236,18 @@ def _golden_records(ep, p) -> tuple[Trace, Final]:
     irq = 0
     for k, (_, w, _) in enumerate(ep.subs):
         o = fm.submit(w)
-        c = hm.Completion(o.tag, o.status, 0 if o.on_kernel else hm.FE_KERNEL, o.cycles or 0)
+        c = hm.Completion(o.tag, o.status, 0 if o.on_kernel else hm.FE_KERNEL, o.cq_cycles or 0)
+        if o.on_kernel:
+            tr.busy.append((99 + k, 0, o.cycles))
         tr.cq.append((100 + k, *c.words()))
         busy += o.cycles or 0
         rd, wr = rd + o.rd_words, wr + o.wr_words
         irq |= hm.Descriptor.unpack(w).irq
     n = len(ep.subs) % (2 * p.depth)
-    final = {"PERF_DONE": len(ep.subs), "PERF_ERR": 0, "PERF_BUSY": busy, "PERF_BUSY1": 0, "PERF_RD_BEATS": rd,
-             "PERF_WR_BEATS": wr, "PERF_CQ_STALL": 0, "PERF_TOTAL": 5, "EXP_SEQ": fm.exp_seq, "SQ_HEAD": n,
+    m = p.cnt_mask
+    final = {"PERF_DONE": len(ep.subs) & m, "PERF_ERR": 0, "PERF_BUSY": busy & m, "PERF_BUSY1": 0,
+             "PERF_RD_BEATS": rd & m, "PERF_WR_BEATS": wr & m, "PERF_CQ_STALL": 0, "PERF_TOTAL": 5,
+             "EXP_SEQ": fm.exp_seq, "SQ_HEAD": n,
              "CQ_TAIL": n, "STATUS": 0b10100, "IRQ_STATUS": irq}
     regs = {"reset": reset_values(p), "ro": {"ID": hm.ID_VALUE}, "final": final}
     sets = iter(ep.set_values)
@@ -252,19 +259,32 @@ def _golden_records(ep, p) -> tuple[Trace, Final]:
 
 def test_check_episode_passes_golden_records_and_names_each_break():
     """Records built from the golden model pass every per-edge check; a wrong
-    exec_cycles, a lost completion, a changed memory byte, a wrong reset value, a wrong
-    harness pointer and a timeout each fail with the per-edge message."""
+    exec_cycles, a wrong busy run, a lost completion, a changed memory byte, a wrong reset
+    value, a wrong harness pointer and a timeout each fail with the per-edge message."""
     ep = build_episode(P, "stream", 4, 12)
     tr, fin = _golden_records(ep, P)
     res = check_episode(ep, tr, fin, P)
     assert res.errors == [] and len(res.cq) == 12 and res.counts["ok"] == 12
-    assert stream_entry(res.cq, res.device)["cq"][0] == [0, 0x100, 0, res.cq[0].cycles]
+    entry = stream_entry(res.cq, res.device, res.runs)
+    assert entry["cq"][0] == [0, 0x100, 0, res.cq[0].cycles] and entry["busy"][0] == tr.busy[0][2]
+    assert P.cnt_bits < 32 and any(b > P.cnt_mask for b in entry["busy"])   # the quick tier's counters wrap
 
     tr, fin = _golden_records(ep, P)
     c, w0, w1 = tr.cq[3]
     tr.cq[3] = (c, w0, w1 + 1)
     errs = check_episode(ep, tr, fin, P).errors
     assert any(re.match(r"tag 0x0103 \(OK\): exec_cycles \d+, model \d+ \(no back-pressure\)", e) for e in errs), errs
+    assert any(e.startswith("tag 0x0103 (OK): exec_cycles ") and "busy cycles seen on k_busy[0]" in e
+               for e in errs), errs
+
+    tr, fin = _golden_records(ep, P)
+    c, k, n = tr.busy[5]
+    tr.busy[5] = (c, k, n + P.cnt_mask + 1)   # the same exec_cycles read, 2**cnt_bits cycles longer
+    errs = check_episode(ep, tr, fin, P).errors
+    assert errs == [f"tag 0x0105 (OK): busy cycles {n + P.cnt_mask + 1}, model {n} (no back-pressure)"], errs
+    del tr.busy[5]
+    errs = check_episode(ep, tr, fin, P).errors
+    assert "k_busy[0] rose 11 time(s), kernel 0 completed 12 task(s)" in errs, errs
 
     tr, fin = _golden_records(ep, P)
     del tr.cq[5]
@@ -324,6 +344,7 @@ def test_both_modes_see_the_identical_stream(edge, seed, tasks, sim, monkeypatch
     sb = json.loads((b.results / "stream.json").read_text())
     assert len(sa) == len(sb) == 1
     assert len(sa[0]["cq"]) == tasks and sa[0]["cq"] == sb[0]["cq"]
+    assert sa[0]["busy"] == sb[0]["busy"] and None not in sa[0]["busy"]   # the busy runs on the pins too
     assert sa[0]["mem"] is not None and sa[0]["mem"] == sb[0]["mem"]
     assert b.summary["transactions"] == tasks and b.summary["episodes"] == 1
 
@@ -401,8 +422,9 @@ def test_both_simulators_run_the_identical_episodes():
     assert ra.summary["cycles"] == rb.summary["cycles"] and ra.summary["harness_cycles"] == rb.summary["harness_cycles"]
     eps = build_episodes(P, 7, {"scenario": "backpressure", "tasks": 20, "episodes": 2})
     model = [hm.exec_cycles(hm.Descriptor.unpack(w), P) for ep in eps for _, w, _ in ep.subs]
-    got = [c[3] for x in sa for c in x["cq"]]   # one kernel, every task OK: CQ order is SQ order
+    got = [b for x in sa for b in x["busy"]]   # one kernel, every task OK: CQ order is SQ order
     assert all(g >= m for g, m in zip(got, model)) and any(g > m for g, m in zip(got, model))  # stalls happened
+    assert [c[3] for x in sa for c in x["cq"]] == [g & P.cnt_mask for g in got]   # exec_cycles wrap
 
 
 @pytest.mark.sim

@@ -963,15 +963,22 @@ _host_front("host_front_checks", HostParams(),
              "stream:150"],
             "host_front, 1 kernel, depth 8: reset values, pointer rules, random descriptors of every error class, "
             "IRQ, halt/resume, CQ full, tight limits, a flush, counters")
-_host_front("host_front_two", HostParams(n_kernels=2, depth=16, mem_aw=20, m_max=64, k_max=128, n_max=32),
+# The patent's default (host_front_checks, 32-bit counters) aside, the quick tier's front ends,
+# engines and tops count in 8 bits (cnt_bits): PERF_TOTAL/PERF_BUSY over a phase and a large
+# task's exec_cycles pass 255, so the counters and the completions' cycles wrap, where 32-bit
+# ones left bits 8..31 of every counter, the CQ's word 1 and the cycles path without a toggle.
+# The full tier's own configurations (engine tiny, odd, lat8) and the measured claims keep 32;
+# the full tier's host_top twins share the quick builds.
+_host_front("host_front_two",
+            HostParams(n_kernels=2, depth=16, mem_aw=20, m_max=64, k_max=128, n_max=32, cnt_bits=8),
             ["reset", "stream:100", "b2b:8", "cqfull", "halt:2", "pointers", "flush", "flush:cqfull", "stream:100"],
             "host_front, 2 kernels, depth 16: dispatch to the lowest idle kernel, interleaved completions "
             "(kernel 0 first), back-to-back doorbells, CQ full with both kernels holding, halt, pointers, a flush")
-_host_front("host_front_flush", HostParams(depth=4, n_kernels=2),
+_host_front("host_front_flush", HostParams(depth=4, n_kernels=2, cnt_bits=8),
             ["reset", "flush", "stream:40", "flush:cqfull", "flush", "pointers", "flush:cqfull", "stream:30"],
             "host_front, 2 kernels, depth 4: soft reset with tasks in the kernels, in the SQ, during the flush and "
             "with a full CQ: ABORTED once each, pointers kept, new submissions work")
-_host_front("host_front_small", HostParams(depth=2, mem_aw=12, m_max=8, k_max=16, n_max=8),
+_host_front("host_front_small", HostParams(depth=2, mem_aw=12, m_max=8, k_max=16, n_max=8, cnt_bits=8),
             ["reset", "pointers", "stream:60", "cqfull", "halt:1", "flush", "flush:cqfull", "stream:30"],
             "host_front, 1 kernel, depth 2, a 4 KiB memory: the smallest queues and pointers")
 _host_front("host_front_mutant", HostParams(), ["reset", "stream:30"], tb_params=HostParams(depth=16),
@@ -981,7 +988,9 @@ _host_front("host_front_mutant", HostParams(), ["reset", "stream:30"], tb_params
 # ---- host: the whole command path on host_top (spec 002, docs/host.md) -------------------
 # Small tasks (M <= 8, K <= 16, N <= 8) and a 16 KiB device memory keep each run short on
 # Icarus; the scenarios are verif/host/jobs.py, the library's test verif/host/pipe_env.py.
-_HS = HostParams(m_max=8, k_max=16, n_max=8, mem_aw=14)
+# 8-bit counters (they wrap: a task runs up to about 300 cycles, a scenario thousands); the
+# measured claims (_HM) keep 32
+_HS = HostParams(m_max=8, k_max=16, n_max=8, mem_aw=14, cnt_bits=8)
 _HS2 = HostParams(**{**_HS.to_dict(), "n_kernels": 2, "depth": 4})
 
 
@@ -1047,8 +1056,9 @@ def _host_engine(name: str, params: HostParams, scenario: str, doc: str, tier: s
                         doc=doc, opts={"scenario": scenario, **kw.pop("opts", {})}, tier=tier, **kw))
 
 
-# small kernels (8 lanes, K up to 16, M up to 8) and a 4 KiB memory keep each run short
-_HE = HostParams(m_max=8, k_max=16, n_max=8, mem_aw=12)
+# small kernels (8 lanes, K up to 16, M up to 8) and a 4 KiB memory keep each run short; the
+# quick tier's exec-cycles counters are 8 bits (a large task's cycles wrap), the full tier's 32
+_HE = HostParams(m_max=8, k_max=16, n_max=8, mem_aw=12, cnt_bits=8)
 _HE2 = HostParams(**{**_HE.to_dict(), "n_kernels": 2})
 _host_engine("host_engine_tasks", _HE, "tasks",
              "host engine: every dtype x relu x pool at the shape minima and maxima, scaler corners (saturation, "
@@ -1065,10 +1075,12 @@ _host_engine("host_engine_two", _HE2, "two",
              opts={"steps": 44})   # 14 directed steps, then 30 of pairs
 # 60 steps each (about 2 s on Icarus): with 14, a third of their DUTs' mutants (scaler
 # corners on lanes the few random tasks left short) survived
-_host_engine("host_engine_qlat", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=4, mem_q=4), "tasks",
+_host_engine("host_engine_qlat", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=4, mem_q=4, cnt_bits=8),
+             "tasks",
              "host engine at mem_q = mem_lat = 4 (the least queue that never refuses a burst): exec_cycles exact",
              opts={"steps": 60})
-_host_engine("host_engine_q2", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=5, mem_q=2), "bp",
+_host_engine("host_engine_q2", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=5, mem_q=2, cnt_bits=8),
+             "bp",
              "host engine with mem_q = 2 < mem_lat = 5: the queue paces every burst (cycles exact without "
              "back-pressure), random back-pressure too", opts={"steps": 60})
 # full tier: the generators' corner cases (k_max = n_max = 4: one int8 word a row; sizes that are

@@ -9,7 +9,8 @@ Ports are flat (``K = n_kernels``), the front end's view:
   ``k_abort`` (not ``abort``, a C++ reserved word for ``verilator -Wall``) goes to every
   kernel: each busy kernel abandons its task (ABORTED);
 * ``k_busy[i]``, ``cpl_valid[i]``, ``cpl_ready[i]``, ``cpl_status[4i+3:4i]``,
-  ``cpl_cycles[32i+31:32i]``: kernel ``i``'s busy bit and completion;
+  ``cpl_cycles[c*i+c-1:c*i]`` (``c = HostParams.cnt_bits``: its busy cycles modulo
+  ``2**c``): kernel ``i``'s busy bit and completion;
 * counter strobes: ``rd_beat`` / ``wr_beat`` (a read / write request accepted by the
   device memory in this cycle), ``k_stall[i]`` (kernel ``i``'s ``req_valid`` and not
   ``req_ready``);
@@ -26,7 +27,7 @@ from myhdl import always_comb, block
 from lockstep.models.host.params import HostParams
 
 from ..common import Emitted, bit_of, cat_lanes, emit_stream_unit, new_bool, new_vec, port, wire
-from .kernel import CYC_BITS, DIM_BITS, check_host, host_kernel, kernel_timing
+from .kernel import DIM_BITS, check_host, host_kernel, kernel_timing
 from .mem import dev_mem, dma_tp_ports, mem_arb
 
 __all__ = ["emit_engine", "engine_ports", "host_engine"]
@@ -37,7 +38,7 @@ _KMEM = ("req_valid", "req_ready", "req_we", "req_addr", "req_wdata", "rsp_valid
 
 def engine_ports(fmt: HostParams) -> dict[str, dict]:
     """Port list of :func:`host_engine` (the module docstring)."""
-    k, aww = fmt.n_kernels, fmt.aww
+    k, aww, c = fmt.n_kernels, fmt.aww, fmt.cnt_bits
     return {
         "clk": port("in", 1, "clock"),
         "rst": port("in", 1, "synchronous reset: kernels idle, memory, queue and test registers cleared"),
@@ -59,7 +60,7 @@ def engine_ports(fmt: HostParams) -> dict[str, dict]:
         "cpl_valid": port("out", k, "kernel i offers its completion"),
         "cpl_ready": port("in", k, "kernel i's completion taken"),
         "cpl_status": port("out", 4 * k, "kernel i's status at [4i+3:4i]"),
-        "cpl_cycles": port("out", CYC_BITS * k, "kernel i's busy cycles at [32i+31:32i]"),
+        "cpl_cycles": port("out", c * k, f"kernel i's busy cycles modulo 2**{c} at [{c}i+{c - 1}:{c}i]"),
         "rd_beat": port("out", 1, "a read request accepted by the device memory this cycle"),
         "wr_beat": port("out", 1, "a write request accepted by the device memory this cycle"),
         "k_stall": port("out", k, "kernel i's request waits (req_valid and not req_ready)"),
@@ -108,7 +109,7 @@ def host_engine(clk, rst, cmd_m, cmd_n, cmd_k, cmd_act, cmd_wgt, cmd_out, cmd_es
     mem = {n: sig(n) for n in _KMEM}
     cv, cr, bz, cplv, cplr, stl = ([new_bool() for _ in range(nk)] for _ in range(6))
     cst = [new_vec(4) for _ in range(nk)]
-    ccy = [new_vec(CYC_BITS) for _ in range(nk)]
+    ccy = [new_vec(p.cnt_bits) for _ in range(nk)]
     if nk == 1:
         insts += [wire(cmd_valid, cv[0]), wire(cpl_ready, cplr[0]), wire(cr[0], cmd_ready), wire(bz[0], k_busy),
                   wire(cplv[0], cpl_valid), wire(stl[0], k_stall), wire(cst[0], cpl_status),

@@ -16,7 +16,8 @@ soft reset flushes (section 7). Blocks:
 * :mod:`.front_perf`: the counters.
 
 Ports: :func:`front_ports`. Kernel ``i`` is bit ``i`` of the ``K = n_kernels``-bit buses
-(``cpl_status`` bits ``[4i+3:4i]``, ``cpl_cycles`` bits ``[32i+31:32i]``); the command
+(``cpl_status`` bits ``[4i+3:4i]``, ``cpl_cycles`` bits ``[c*i+c-1:c*i]``, ``c =
+HostParams.cnt_bits``); the command
 fields are the head slot's (meaningful with a ``cmd_valid`` bit set). The contract's
 ``abort`` is the port ``k_abort``: ``verilator -Wall`` refuses ``abort`` (SYMRSVDWORD, a C++
 library name) and no warning is waived.
@@ -27,6 +28,8 @@ same cycle: IRQ_STATUS bits set by the event stay set, a counter clear wins over
 cycle's count, an error completion's halt wins over a resume; completions written while
 flushing (ABORTED) leave ``halted`` and ``err_sticky`` clear but set IRQ_STATUS.err (and
 cpl for a descriptor with irq_en); PERF_MEM_STALL adds one per waiting kernel per cycle.
+The counters and each completion's cycles (the CQ's word 1) are ``cnt_bits`` wide and
+wrap; the CSR read zero-extends them to 32 bits.
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ from myhdl._Signal import Constant
 
 from lockstep.models.host.params import HostParams
 
-from ..common import Emitted, bit_of, cat_lanes, const0, emit_stream_unit, lane, new_bool, new_vec, port, wire
+from ..common import (
+    Emitted, bit_of, cat_lanes, const0, emit_stream_unit, lane, new_bool, new_vec, port, resize, wire,
+)
 from .front_check import front_check
-from .front_cq import CPL_BITS, cpl_pick, cq_writer, dispatch, front_state, kernel_link
+from .front_cq import cpl_bits, cpl_pick, cq_writer, dispatch, front_state, kernel_link
 from .front_csr import cfg_regs, csr_decode, csr_read, ctrl_regs
 from .front_perf import COUNTERS, front_perf
 from .front_sq import sq_ptrs, sq_store
@@ -55,7 +60,7 @@ CSR_AW = 12
 def front_ports(fmt: HostParams) -> dict[str, dict]:
     """Port list of :func:`host_front` (docs/host.md section 11; ``K = n_kernels``)."""
     p = check_host(fmt, "front_ports")
-    k, aww = p.n_kernels, p.aww
+    k, aww, c = p.n_kernels, p.aww, p.cnt_bits
 
     return {
         "clk": port("in", 1, "clock"),
@@ -83,7 +88,7 @@ def front_ports(fmt: HostParams) -> dict[str, dict]:
         "cpl_valid": port("in", k, "kernel i offers a completion (held until taken)"),
         "cpl_ready": port("out", k, "the CQ takes kernel i's completion (kernel 0 first)"),
         "cpl_status": port("in", 4 * k, "kernel i's completion status at bits [4i+3:4i]"),
-        "cpl_cycles": port("in", 32 * k, "kernel i's exec_cycles at bits [32i+31:32i]"),
+        "cpl_cycles": port("in", c * k, f"kernel i's exec_cycles modulo 2**{c} at bits [{c}i+{c - 1}:{c}i]"),
         "rd_beat": port("in", 1, "the shared memory port accepted a read request this cycle"),
         "wr_beat": port("in", 1, "the shared memory port accepted a write request this cycle"),
         "k_stall": port("in", k, "kernel i's memory request waits (valid and not ready)"),
@@ -157,7 +162,7 @@ def host_front(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, cmd_
                fmt: HostParams):
     """The front end (module docstring). Ports: :func:`front_ports`."""
     p = check_host(fmt, "host_front")
-    nk, ib, pb = p.n_kernels, p.idx_bits, p.ptr_bits
+    nk, ib, pb, cb, cpb = p.n_kernels, p.idx_bits, p.ptr_bits, p.cnt_bits, cpl_bits(p)
     insts: list = []
 
     # ---- the kernels' buses, bit by bit
@@ -165,9 +170,9 @@ def host_front(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, cmd_
     insts += [_split_bits(cmd_ready, cr), _split_bits(cpl_valid, cv), _split_bits(k_busy, kb),
               _split_bits(k_stall, ks)]
     cs = [new_vec(4) for _ in range(nk)]
-    cc = [new_vec(32) for _ in range(nk)]
+    cc = [new_vec(cb) for _ in range(nk)]
     insts += [lane(cpl_status, 4 * i, 4, cs[i]) for i in range(nk)]
-    insts += [lane(cpl_cycles, 32 * i, 32, cc[i]) for i in range(nk)]
+    insts += [lane(cpl_cycles, cb * i, cb, cc[i]) for i in range(nk)]
 
     # ---- CSR writes, CTRL and configuration
     we_ctrl, we_tail, we_cqh, we_irq, we_perf, we_wbase, we_wsize, we_mlim, we_slot = (new_bool() for _ in range(9))
@@ -210,7 +215,7 @@ def host_front(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, cmd_
     cpl_free = [true] + [new_bool() for _ in range(nk)]
     idle = [true] + [new_bool() for _ in range(nk)]
     cmd_v, cpl_r = [new_bool() for _ in range(nk)], [new_bool() for _ in range(nk)]
-    kcpl = [new_vec(CPL_BITS) for _ in range(nk)]
+    kcpl = [new_vec(cpb) for _ in range(nk)]
     for i in range(nk):
         insts.append(kernel_link(clk, rst, fetch_mm, cq_full, cr[i], cv[i], cs[i], cc[i], kb[i], head_tag, head_irq,
                                  pick[i], pick[i + 1], cmd_v[i], cpl_free[i], cpl_free[i + 1], cpl_r[i], idle[i],
@@ -223,40 +228,52 @@ def host_front(clk, rst, csr_we, csr_addr, csr_wdata, csr_raddr, csr_rdata, cmd_
     # ---- the head slot's fate, the completion choice (kernels in order, then the front end)
     flushing, halted, err_sticky = new_bool(), new_bool(), new_bool()
     fe_req = new_bool()
-    fe_cpl, seq_next = new_vec(CPL_BITS), new_vec(16)
+    fe_cpl, seq_next = new_vec(cpb), new_vec(16)
     insts.append(dispatch(en, halted, flushing, sq_empty, st, trusted, is_mm, any_ready, all_idle, cq_full, w0, w7,
                           exp_seq, fetch_mm, pop, fe_req, fe_cpl, seq_next))
     sel_v, sel_d = fe_req, fe_cpl
     for i in reversed(range(nk)):
-        v, d = new_bool(), new_vec(CPL_BITS)
+        v, d = new_bool(), new_vec(cpb)
         insts.append(cpl_pick(cv[i], kcpl[i], sel_v, sel_d, v, d))
         sel_v, sel_d = v, d
 
     # ---- the CQ
     cq_head, cq_tail = new_vec(pb), new_vec(pb)
     cq_empty, wr, ev_cqh = new_bool(), new_bool(), new_bool()
-    cq_ridx, cq_rd0, cq_rd1 = new_vec(ib), new_vec(24), new_vec(32)
+    cq_ridx, cq_rd0, cq_rd1 = new_vec(ib), new_vec(24), new_vec(cb)
     insts.append(lane(csr_raddr, 3, ib, cq_ridx))
     insts.append(cq_writer(clk, rst, sel_v, sel_d, we_cqh, hptr, cq_head, cq_tail, cq_full, cq_empty, wr, ev_cqh,
                            cq_ridx, cq_rd0, cq_rd1, p))
+    cq_rd1x = cq_rd1  # word 1 zero-extended (cnt_bits < 32): {(32 - cnt_bits)'h0, cycles}
+    if cb < 32:
+        cq_rd1x = new_vec(32)
+        insts.append(resize(cq_rd1, cq_rd1x))
 
     # ---- state, counters, outputs, reads
     irq_status = new_vec(5)
     insts.append(front_state(clk, rst, flush_go, resume, hoe, irq_en, we_irq, csr_wdata, sq_empty, all_idle, wr,
                              sel_d, ev_dbo, ev_own, ev_cqh, pop, seq_next, flushing, halted, err_sticky, irq_status,
                              exp_seq, irq))
-    cnt = [new_vec(32) for _ in COUNTERS]
+    cnt = [new_vec(cb) for _ in COUNTERS]
     if nk == 1:
-        cnt[COUNTERS.index("PERF_BUSY1")] = const0(32)
+        cnt[COUNTERS.index("PERF_BUSY1")] = const0(cb)
     perf_clr = new_bool()
     insts.append(_perf_clear(we_perf, csr_wdata, perf_clr))
     insts.append(front_perf(clk, rst, perf_clr, en, kb, wr, sel_d, rd_beat, wr_beat, cq_full, any_cpl, fe_req, ks,
                             cnt))
+    # the CSR read takes each counter zero-extended, {(32 - cnt_bits)'h0, count}
+    cnt32 = list(cnt)
+    for i, c in enumerate(cnt):
+        if nk == 1 and COUNTERS[i] == "PERF_BUSY1":
+            cnt32[i] = const0(32)
+        elif cb < 32:
+            cnt32[i] = new_vec(32)
+            insts.append(resize(c, cnt32[i]))
     kb1 = kb[1] if nk > 1 else const0(1)
     insts.append(_outputs(flushing, kb[0], kb1, cq_empty, sq_full, k_abort, busy, cq_nonempty, sq_full_o))
     insts.append(csr_read(csr_raddr, csr_rdata, en, irq_en, hoe, busy, kb[0], kb1, flushing, halted, err_sticky,
-                          sq_full, sq_empty, cq_full, cq_empty, sq_tail, sq_head, cq_head, cq_tail, irq_status, cnt,
-                          wgt_base, wgt_size, mem_limit, exp_seq, cq_rd0, cq_rd1, p))
+                          sq_full, sq_empty, cq_full, cq_empty, sq_tail, sq_head, cq_head, cq_tail, irq_status, cnt32,
+                          wgt_base, wgt_size, mem_limit, exp_seq, cq_rd0, cq_rd1x, p))
     return insts
 
 
@@ -292,6 +309,6 @@ def emit_front(fmt: HostParams, outdir: Path | str, name: str = "host_front") ->
     check_host(fmt, name)
     return emit_stream_unit(host_front, fmt, HostParams, front_ports, outdir, name, family="host",
                             timing={"csr_read_latency": 0, "csr_write_latency": 1, "depth": fmt.depth,
-                                    "n_kernels": fmt.n_kernels},
+                                    "n_kernels": fmt.n_kernels, "counter_bits": fmt.cnt_bits},
                             doc="host command front end: CSRs, SQ/CQ, descriptor checks, dispatch to the kernels, "
                                 "completions, flush, counters")

@@ -9,8 +9,9 @@
 * :func:`cq_writer`: the CQ entries and pointers, the CQ_HEAD rule.
 * :func:`front_state`: flushing, halted, err_sticky, IRQ_STATUS, EXP_SEQ and ``irq``.
 
-A completion is a packed :data:`CPL_BITS`-bit word ``{irq_en, cycles[31:0], kernel[3:0],
-status[3:0], tag[15:0]}`` (CQ word 0 is its low 24 bits, word 1 the cycles).
+A completion is a packed :func:`cpl_bits`-bit word ``{irq_en, cycles[c-1:0], kernel[3:0],
+status[3:0], tag[15:0]}`` (``c = HostParams.cnt_bits``; CQ word 0 is its low 24 bits, word
+1 the cycles, which the CSR read zero-extends to 32 bits).
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from lockstep.models.host import FE_KERNEL, ST
 
 from ..common import mem_read, new_vec
 
-__all__ = ["CPL_BITS", "cpl_pick", "cq_writer", "dispatch", "front_state", "kernel_link"]
+__all__ = ["cpl_bits", "cpl_pick", "cq_writer", "dispatch", "front_state", "kernel_link"]
 
-#: Bits of a packed completion: tag 16, status 4, kernel 4, cycles 32, irq_en 1.
-CPL_BITS = 57
 _W0 = 24  # CQ word 0: tag, status, kernel
+
+
+def cpl_bits(fmt: HostParams) -> int:
+    """Bits of a packed completion: tag 16, status 4, kernel 4, cycles ``cnt_bits``, irq_en 1."""
+    return _W0 + fmt.cnt_bits + 1
 
 
 @block
@@ -36,8 +40,8 @@ def kernel_link(clk, rst, fetch_mm, cq_full, cr, cv, cs, cc, kb, tag_in, irq_in,
 
     Ports:
         fetch_mm: the head is an OK MATMUL the front end may dispatch.
-        cr, cv, kb: the kernel's cmd_ready, cpl_valid, busy; cs (4), cc (32): its
-            completion's status and cycles.
+        cr, cv, kb: the kernel's cmd_ready, cpl_valid, busy; cs (4), cc (``cnt_bits``):
+            its completion's status and cycles.
         pick_in / pick_out: no kernel below / up to this one is ready. ``cmd_v`` (this
             kernel's cmd_valid) = ``fetch_mm and cr and pick_in``.
         cpl_in / cpl_out: no kernel below / up to this one offers a completion.
@@ -106,6 +110,7 @@ def dispatch(en, halted, flushing, sq_empty, st, trusted, is_mm, any_ready, all_
             passed and not flushing, else ``EXP_SEQ + 1``).
     """
     s_ok, s_abort, fe_k = ST["OK"], ST["ABORTED"], FE_KERNEL
+    cb = len(fe_cpl) - _W0 - 1  # the cycles field (0 in a front-end completion)
 
     @always_comb
     def head():
@@ -122,9 +127,9 @@ def dispatch(en, halted, flushing, sq_empty, st, trusted, is_mm, any_ready, all_
     @always_comb
     def cpl():
         if flushing:
-            fe_cpl.next = concat(w0[6], intbv(0)[32:], intbv(fe_k)[4:], intbv(s_abort)[4:], w0[32:16])
+            fe_cpl.next = concat(w0[6], intbv(0)[cb:], intbv(fe_k)[4:], intbv(s_abort)[4:], w0[32:16])
         else:
-            fe_cpl.next = concat(w0[6], intbv(0)[32:], intbv(fe_k)[4:], st, w0[32:16])
+            fe_cpl.next = concat(w0[6], intbv(0)[cb:], intbv(fe_k)[4:], st, w0[32:16])
 
     @always_comb
     def seq():
@@ -147,11 +152,12 @@ def cq_writer(clk, rst, sel_v, sel_d, we_cqh, hptr, cq_head, cq_tail, cq_full, c
         we_cqh, hptr: a CQ_HEAD write; taken when ``(hptr - head) mod 2 depth`` is at most
             the occupancy, else ``ev_cqh`` (cq_head_overflow).
         cq_full, cq_empty: ``head ^ tail == depth``, ``head == tail``.
-        raddr (``idx_bits``), rd0 (24), rd1 (32): the CSR window's read of entry ``raddr``.
+        raddr (``idx_bits``), rd0 (24), rd1 (``cnt_bits``): the CSR window's read of entry
+            ``raddr`` (word 1 is the completion's cycles, ``cnt_bits`` wide).
     """
-    d, ib, pb = fmt.depth, fmt.idx_bits, fmt.ptr_bits
+    d, ib, pb, cb = fmt.depth, fmt.idx_bits, fmt.ptr_bits, fmt.cnt_bits
     m0 = [new_vec(_W0) for _ in range(d)]
-    m1 = [new_vec(32) for _ in range(d)]
+    m1 = [new_vec(cb) for _ in range(d)]
     occ, hocc = new_vec(pb), new_vec(pb)
     tidx = new_vec(ib)
     w0 = _W0
@@ -184,7 +190,7 @@ def cq_writer(clk, rst, sel_v, sel_d, we_cqh, hptr, cq_head, cq_tail, cq_full, c
                 m1[i].next = 0
         elif sel_v and occ != d:
             m0[tidx].next = sel_d[w0:0]
-            m1[tidx].next = sel_d[w0 + 32:w0]
+            m1[tidx].next = sel_d[w0 + cb:w0]
 
     return occupancy, flags, ptrs, store, mem_read(m0, raddr, rd0), mem_read(m1, raddr, rd1)
 
@@ -205,7 +211,7 @@ def front_state(clk, rst, flush_go, resume, hoe, irq_en, we_irq, csr_wdata, sq_e
     s_ok = ST["OK"]
     ni = len(irq_status)
     st_lo, st_hi = 16, 20  # packed completion: status bits
-    b_irq = CPL_BITS - 1
+    b_irq = len(sel_d) - 1
 
     @always_seq(clk.posedge, reset=rst)
     def regs():

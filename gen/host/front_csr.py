@@ -111,8 +111,10 @@ def csr_read(csr_raddr, csr_rdata, en, irq_en, hoe, busy, kb0, kb1, flushing, ha
             the kernels' busy bits, ``kb1`` a constant 0 with one kernel).
         sq_tail .. cq_tail (``ptr_bits``), irq_status (5), wgt_base, wgt_size (32),
             mem_limit (``mem_aw + 1``), exp_seq (16): the registers.
-        cnt: the 9 counters in ``front_perf.COUNTERS`` order (32 bits each).
-        cq_rd0 (24), cq_rd1 (32): CQ entry ``csr_raddr[idx_bits+2:3]``, words 0 and 1.
+        cnt: the 9 counters in ``front_perf.COUNTERS`` order, each zero-extended to 32
+            bits (a counter is ``cnt_bits`` wide: the caller's ``{N'h0, count}``).
+        cq_rd0 (24), cq_rd1 (32): CQ entry ``csr_raddr[idx_bits+2:3]``, words 0 and 1
+            (word 1, the cycles, zero-extended from ``cnt_bits`` by the caller).
     """
     p = fmt
     a = {n: CSR[n] for n in CSR}

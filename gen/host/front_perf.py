@@ -1,6 +1,7 @@
-"""The front end's performance counters (docs/host.md sections 4 and 6): 32 bits each,
-wrapping, reset 0, cleared together by PERF_CTRL bit 0 (a clear wins over a count in its
-cycle)."""
+"""The front end's performance counters (docs/host.md sections 4 and 6):
+``HostParams.cnt_bits`` bits each (the CSR read zero-extends them to 32), wrapping modulo
+``2**cnt_bits``, reset 0, cleared together by PERF_CTRL bit 0 (a clear wins over a count
+in its cycle)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ __all__ = ["COUNTERS", "front_perf"]
 #: The counters, in the order :func:`front_perf` and ``front_csr.csr_read`` take them.
 COUNTERS = ("PERF_BUSY", "PERF_TOTAL", "PERF_DONE", "PERF_ERR", "PERF_RD_BEATS", "PERF_WR_BEATS", "PERF_CQ_STALL",
             "PERF_BUSY1", "PERF_MEM_STALL")
-_CNT = 32
 
 
 @block
 def _counter(clk, rst, clr, inc, q):
-    """``q <= 0`` on ``clr``, else ``q + inc`` (``inc`` zero-extended, wrapping)."""
-    incx = new_vec(_CNT)
-    k = _CNT - len(inc)
+    """``q <= 0`` on ``clr``, else ``q + inc`` (``inc`` zero-extended to ``len(q)``,
+    wrapping modulo ``2**len(q)``)."""
+    incx = new_vec(len(q))
+    k = len(q) - len(inc)
 
     @always_comb
     def ext():
@@ -79,8 +80,8 @@ def _stalls2(s0, s1, n):
 
 @block
 def front_perf(clk, rst, clr, en, kb, wr, sel_d, rd_beat, wr_beat, cq_full, any_cpl, fe_req, stalls, cnt):
-    """The counters of :data:`COUNTERS` into the list ``cnt`` (32-bit signals; PERF_BUSY1
-    is a constant 0 with one kernel).
+    """The counters of :data:`COUNTERS` into the list ``cnt`` (``cnt_bits``-wide signals,
+    the width the caller gives them; PERF_BUSY1 is a constant 0 with one kernel).
 
     Ports:
         clr: PERF_CTRL bit 0 written.

@@ -36,8 +36,9 @@ batch of tasks on a freshly reset top):
            ``sq_full`` to fall when it is high, else ``4 * depth`` edges) and tries again
     STOP   stop consuming completions
     RESUME poll STATUS and PERF_CQ_STALL every 32 edges (at most 400 times) until the CQ is
-           full (STATUS bit 3) and a completion waited (PERF_CQ_STALL != 0), recorded as an
-           ``F`` line (``N`` when it never happened); then consume again
+           full (STATUS bit 3) and a completion waited (PERF_CQ_STALL != 0; a narrow counter
+           that wrapped to 0 counts on while the completion waits, so a later poll sees it),
+           recorded as an ``F`` line (``N`` when it never happened); then consume again
     WAIT   poll CSR ``addr`` every 16 edges until bit ``data[4:0]`` equals ``data[8]``, at
            most ``data[31:16]`` times (``N`` when it never did)
     DRAIN  wait until ``data`` completions have been consumed
@@ -63,6 +64,9 @@ batch of tasks on a freshly reset top):
                         reading CQ_TAIL - CQ_HEAD = depth)
       N c op            a RESUME or WAIT gave up
       U c               a status pin (cq_nonempty, sq_full, irq, busy, k_busy) holds X or Z
+      B c k n           kernel k's busy pin ``k_busy[k]`` fell after n busy edges (the
+                        task's whole exec cycles; its completion reads them modulo
+                        ``2**cnt_bits``)
 * **the end state** in ``tp_final_<e>.log``: the ``DUMP``'s words (``%h``, one per line),
   then ``E reason edges t0 sq_tail cq_head`` (reason ``ok``, ``timeout`` or ``badop``;
   ``edges`` the clock edges of the whole episode; ``t0`` the edge count at its start;
@@ -226,6 +230,17 @@ def host_harness(record: dict[str, Any], ops_depth: int = OPS_DEPTH) -> str:
     p2 = f"{pb}'d"
     dmask = f"{pb}'d{2 * depth - 1}"
     taps = "$isunknown(cq_nonempty) || $isunknown(sq_full) || $isunknown(irq) || $isunknown(busy) || $isunknown(k_busy)"
+    nkb = hp.w("k_busy")
+    brun_decl = "".join(f"  reg [31:0] brun{k};          // kernel {k}'s busy edges so far (a B line when it falls)\n"
+                        for k in range(nkb))
+    brun_init = "".join(f"    brun{k} = 32'd0;\n" for k in range(nkb))
+    brun_step = "".join(
+        f"    if (rst || !running) brun{k} <= 32'd0;\n"
+        f"    else if (k_busy[{k}] === 1'b1) brun{k} <= brun{k} + 32'd1;\n"
+        f"    else if (brun{k} != 32'd0) begin\n"
+        f"      $fwrite(ft, \"B %0h %0h %0h\\n\", total, {k}, brun{k});\n"
+        f"      brun{k} <= 32'd0;\n"
+        f"    end\n" for k in range(nkb))
     # the state codes
     names = ["IDLE", "WAIT", "RESET", "FETCH", "RD", "GAP", "LOAD", "SUBH", "SUBW", "ROOMW", "POLL", "POLL2",
              "POLLW", "WB", "WBW", "DRAIN", "C0", "C1", "C2", "CEND", "DUMP", "END", "DONE"]
@@ -304,7 +319,7 @@ module {top};
   reg cons_on;              // consuming completions
   reg running;
   reg ux;                   // a U line written this episode
-  reg ended;
+{brun_decl}  reg ended;
   reg missing;
   integer ft = 0;
   integer ff = 0;
@@ -366,7 +381,7 @@ module {top};
     missing = 1'b0;
     ux = 1'b0;
     why = 2'd0;
-{start}{clock}  end
+{brun_init}{start}{clock}  end
 
   always @(posedge clk) begin
     if (!ended) total <= total + 64'd1;
@@ -378,7 +393,7 @@ module {top};
       $fwrite(ft, "U %0h\\n", total);
       ux <= 1'b1;
     end
-{wstop}if (timed_out && state != S_END) begin  // the watchdog: end the episode and the run
+{brun_step}{wstop}if (timed_out && state != S_END) begin  // the watchdog: end the episode and the run
       why <= 2'd1;
       running <= 1'b0;
       state <= S_END;

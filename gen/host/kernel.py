@@ -25,7 +25,8 @@ arrives, and the next phase starts in the next cycle. With a memory that never r
 answers in exactly ``mem_lat`` cycles the busy cycles are ``models.host.exec_cycles``.
 
 ``busy`` is high from cycle 1 to the last cycle of the task (E); the completion
-(``cpl_valid``, ``cpl_status``, ``cpl_cycles`` = the busy cycles) is offered from E + 1 and
+(``cpl_valid``, ``cpl_status``, ``cpl_cycles`` = the busy cycles modulo ``2**cnt_bits``: the
+exec-cycles counter is ``HostParams.cnt_bits`` wide and wraps) is offered from E + 1 and
 held until ``cpl_ready``; ``cmd_ready`` (idle) from the cycle after.
 
 An error response (``rsp_valid`` and ``rsp_err``) or ``k_abort`` (docs/host.md section 11's
@@ -61,8 +62,9 @@ __all__ = ["KernelWidths", "check_host", "emit_kernel", "host_kernel", "kernel_p
 S_IDLE, S_SETUP, S_WGT, S_ACT, S_MAC, S_OUT, S_DRAIN, S_DONE = range(8)
 #: Completion codes the kernel gives (HostParams.STATUS order).
 ST_OK, ST_MEM_ERR, ST_ABORTED = (HostParams.STATUS.index(n) for n in ("OK", "MEM_ERR", "ABORTED"))
-#: Width of the command's dimension fields and of cpl_cycles (docs/host.md section 11).
-DIM_BITS, CYC_BITS = 16, 32
+#: Width of the command's dimension fields (docs/host.md section 11; ``cpl_cycles`` is
+#: ``HostParams.cnt_bits`` wide).
+DIM_BITS = 16
 
 
 def _bits(v: int) -> int:
@@ -132,7 +134,7 @@ def kernel_ports(fmt: HostParams) -> dict[str, dict]:
         "cpl_valid": port("out", 1, "completion offered (from E + 1, held until cpl_ready)"),
         "cpl_ready": port("in", 1, "the CQ takes the completion"),
         "cpl_status": port("out", 4, f"OK ({ST_OK}), MEM_ERR ({ST_MEM_ERR}) or ABORTED ({ST_ABORTED})"),
-        "cpl_cycles": port("out", CYC_BITS, "busy cycles of the task (exec_cycles)"),
+        "cpl_cycles": port("out", fmt.cnt_bits, f"busy cycles of the task (exec_cycles) modulo 2**{fmt.cnt_bits}"),
         "req_valid": port("out", 1, "memory request"),
         "req_ready": port("in", 1, "the memory takes the request"),
         "req_we": port("out", 1, "write (all 4 bytes), else read"),
@@ -360,7 +362,7 @@ def host_kernel(clk, rst, cmd_valid, cmd_ready, cmd_m, cmd_n, cmd_k, cmd_act, cm
     row = new_vec(mb)
     outs = new_vec(ob)
     status = new_vec(4)
-    cyc = new_vec(CYC_BITS)
+    cyc = new_vec(p.cnt_bits)  # the exec-cycles counter: wraps modulo 2**cnt_bits
 
     # ---- combinational control
     ww, wa, wo = new_vec(bw), new_vec(bw), new_vec(bw)
@@ -640,6 +642,7 @@ def kernel_timing(fmt: HostParams) -> dict:
         "completion": "offered from E + 1 until cpl_ready; idle the cycle after",
         "mem_lat": fmt.mem_lat,
         "max_outstanding": fmt.mem_q,
+        "counter_bits": fmt.cnt_bits,
     }
 
 

@@ -141,7 +141,9 @@ def out_rows(d: Descriptor) -> int:
 
 @dataclass(frozen=True)
 class Completion:
-    """One CQ entry (docs/host.md section 5)."""
+    """One CQ entry (docs/host.md section 5). ``cycles`` is word 1 as read: a kernel's
+    exec_cycles modulo ``2**HostParams.cnt_bits`` (its counter's width), 0 for the front
+    end's completions."""
 
     tag: int
     status: int

@@ -27,10 +27,13 @@ class Outcome:
         tag: the descriptor's tag.
         status: the status code.
         on_kernel: dispatched to a kernel (an OK MATMUL, also when it then fails MEM_ERR).
-        cycles: exec_cycles with no stalls (OK MATMUL), else None.
+        cycles: exec_cycles with no stalls (OK MATMUL), else None: the task's whole
+            duration.
         out: the result range ``(lo, hi)`` of a dispatched task, else None.
         result: the expected result matrix of an OK task, else None.
         rd_words, wr_words: memory beats of an OK task.
+        cq_cycles: what the completion's cycles word reads for ``cycles`` (the kernel's
+            exec-cycles counter is ``cnt_bits`` wide: ``cycles mod 2**cnt_bits``), else None.
     """
 
     tag: int
@@ -41,6 +44,7 @@ class Outcome:
     result: np.ndarray | None = None
     rd_words: int = 0
     wr_words: int = 0
+    cq_cycles: int | None = None
 
 
 @dataclass
@@ -103,8 +107,9 @@ class FrontModel:
             res = kernel_ref(a, w, d)
             write_mat(self.mem, d.out_addr, res, d.dtype)
             ww, wa, wo = task_words(d)
-            out = Outcome(d.tag, ST["OK"], True, exec_cycles(d, self.p), task_ranges(d, self.wgt_base)["out"], res,
-                          ww + d.m * wa, res.shape[0] * wo)
+            dur = exec_cycles(d, self.p)
+            out = Outcome(d.tag, ST["OK"], True, dur, task_ranges(d, self.wgt_base)["out"], res,
+                          ww + d.m * wa, res.shape[0] * wo, dur & self.p.cnt_mask)  # the counter wraps, not dur
         self.outcomes.append(out)
         return out
 

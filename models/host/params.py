@@ -27,6 +27,10 @@ class HostParams(Record):
         mem_aw: byte-address bits of the device memory.
         mem_lat: cycles from an accepted memory request to its response, at least.
         mem_q: requests the device memory holds in flight.
+        cnt_bits: bits of every counter: the front end's nine PERF counters and each
+            kernel's exec-cycles counter, so a completion's ``cycles`` word (CQ word 1).
+            Each wraps modulo ``2**cnt_bits`` and reads zero-extended to 32 bits. 32 by
+            default; a narrow one wraps within a simulation (the quick tier's configs).
 
     Raises:
         ParamError: on a value that cannot work, naming the field.
@@ -40,6 +44,7 @@ class HostParams(Record):
     mem_aw: int = 16
     mem_lat: int = 2
     mem_q: int = 8
+    cnt_bits: int = 32
 
     #: Completion status codes, by code (docs/host.md section 5; the check order).
     STATUS: ClassVar[tuple[str, ...]] = (
@@ -48,7 +53,7 @@ class HostParams(Record):
 
     _RANGES: ClassVar[dict[str, tuple[int, int]]] = {
         "depth": (2, 32), "n_kernels": (1, 2), "m_max": (1, 256), "k_max": (4, 256), "n_max": (4, 64),
-        "mem_aw": (8, 24), "mem_lat": (1, 8), "mem_q": (2, 32),
+        "mem_aw": (8, 24), "mem_lat": (1, 8), "mem_q": (2, 32), "cnt_bits": (8, 32),
     }
 
     def __post_init__(self) -> None:
@@ -65,6 +70,11 @@ class HostParams(Record):
                 raise ParamError(f"HostParams.{f}={getattr(self, f)}: must be a multiple of 4 (rows are whole words)")
 
     # ---- derived quantities: the only place these formulas are written -------------
+    @property
+    def cnt_mask(self) -> int:
+        """What a counter keeps of a count, ``2**cnt_bits - 1`` (it wraps modulo ``2**cnt_bits``)."""
+        return (1 << self.cnt_bits) - 1
+
     @property
     def idx_bits(self) -> int:
         """SQ/CQ index bits, ``log2(depth)``."""

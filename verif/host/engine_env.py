@@ -33,11 +33,12 @@ tasks on the two kernels at once (``n_kernels = 2``). For each step :class:`Engi
 * a MEM_ERR task's output words inside the error window keep their poison (writes there
   are dropped);
 * ``cpl_cycles`` equals the busy cycles observed (from ``busy``'s edges: rising at the
-  taking edge, falling when ``cpl_valid`` rises), the completion held until taken and the
-  kernel idle (``cmd_ready``) right after; with one task, no back-pressure, no error or
-  flush, ``cpl_cycles`` equals :func:`~lockstep.models.host.exec_cycles` for the
-  testbench's parameters (when ``mem_q < mem_lat`` the memory's queue paces each burst:
-  :func:`model_cycles`);
+  taking edge, falling when ``cpl_valid`` rises) modulo ``2**cnt_bits`` (the kernel's
+  counter wraps), the completion held until taken and the kernel idle (``cmd_ready``)
+  right after; with one task, no back-pressure, no error or flush, the busy cycles equal
+  :func:`~lockstep.models.host.exec_cycles` for the testbench's parameters (when
+  ``mem_q < mem_lat`` the memory's queue paces each burst: :func:`model_cycles`); the
+  bounds below are on the busy cycles observed (whole, not wrapped);
 * two tasks at once (no back-pressure): each ``exec <= cycles <= exec + min(own
   requests, the other's requests)`` (round robin: each request waits at most one grant of
   the other kernel; a starved kernel fails this);
@@ -461,6 +462,14 @@ class TaskObs:
     cpl_take: int = -1
     out: list[int] = field(default_factory=list)
 
+    @property
+    def busy_cycles(self) -> int:
+        """The busy cycles observed on the pins (whole: ``cycles`` is them modulo
+        ``2**cnt_bits``), -1 without a completion or one rise and one fall of busy."""
+        if self.cycles < 0 or len(self.busy) != 2 or self.busy[0][1] != 1 or self.busy[1][1] != 0:
+            return -1
+        return (self.busy[1][0] - self.busy[0][0]) // CLOCK_NS
+
 
 @dataclass
 class StepObs:
@@ -489,6 +498,7 @@ class EngineBfm:
         self.dut = dut
         self.widths = {n: int(r["width"]) for n, r in record["ports"].items()}
         self.nk = int(record["params"]["n_kernels"])
+        self.cb = self.widths["cpl_cycles"] // self.nk  # each kernel's cnt_bits-wide cycles
         self.mem_words = (1 << int(record["params"]["mem_aw"])) // 4
         for n in self.INPUTS:
             getattr(dut, n).value = 0
@@ -693,7 +703,7 @@ class EngineBfm:
             return
         await self.fall()
         o.status = int(d.cpl_status.value) >> 4 * k & 0xF
-        o.cycles = int(d.cpl_cycles.value) >> 32 * k & M32
+        o.cycles = int(d.cpl_cycles.value) >> self.cb * k & ((1 << self.cb) - 1)
         for i in range(t.cpl_wait):
             if t.flush_in_done and i == 0:
                 self.drive(k_abort=1)
@@ -799,11 +809,11 @@ class Golden:
             return errs
         for j, t in enumerate(step.tasks):
             o, st = obs.tasks[j], obs.stalls[t.kernel] if t.kernel < len(obs.stalls) else None
-            if status[j] != OK or o.cycles < 0 or st is None:
+            if status[j] != OK or o.busy_cycles < 0 or st is None:
                 continue
             if sum(x.kernel == t.kernel for x in step.tasks) > 1:
                 continue  # a chain: the kernel's stalls are both tasks'
-            slack = o.cycles - host.exec_cycles(t.desc, p)
+            slack = o.busy_cycles - host.exec_cycles(t.desc, p)  # whole cycles (cpl_cycles wraps)
             if not step.backpressure and not step.concurrent and st:
                 errs.append(f"task {j}: k_stall high {st} cycles alone without back-pressure (want 0)")
             elif step.tp.get("lat_rate", 0) == 0 and st != slack:
@@ -843,7 +853,8 @@ class Golden:
         return errs
 
     def timing(self, step: Step, t: Task, o: TaskObs, want: int) -> list[str]:
-        """busy's edges, cpl_cycles, exec_cycles and the two-kernel bounds."""
+        """busy's edges, cpl_cycles (the busy cycles modulo ``2**cnt_bits``), exec_cycles
+        and the two-kernel bounds (on the busy cycles observed, which do not wrap)."""
         p = self.p
         errs = []
         if len(o.busy) != 2 or o.busy[0] != (o.take, 1) or o.busy[1][1] != 0:
@@ -854,21 +865,22 @@ class Golden:
         if len(o.cpl) != 2 or o.cpl[0] != (fall, 1) or o.cpl[1] != (o.cpl_take, 0):
             errs.append(f"cpl_valid edges {o.cpl}, want a rise when busy falls ({fall}) and a fall at the edge that "
                         f"takes it ({o.cpl_take})")
-        if o.cycles != busy:
-            errs.append(f"cpl_cycles = {o.cycles}, busy cycles observed = {busy}")
+        if o.cycles != busy & p.cnt_mask:
+            errs.append(f"cpl_cycles = {o.cycles}, busy cycles observed = {busy} (modulo 2**{p.cnt_bits}: "
+                        f"{busy & p.cnt_mask})")
         e = host.exec_cycles(t.desc, p)
         exact = not step.concurrent and not step.backpressure and want == OK
-        if exact and o.cycles != model_cycles(t.desc, p):
-            errs.append(f"cpl_cycles = {o.cycles}, want {model_cycles(t.desc, p)} (no back-pressure, one kernel; "
-                        f"exec_cycles = {e}, mem_q = {p.mem_q}, mem_lat = {p.mem_lat})")
-        if want == OK and o.cycles < e:
-            errs.append(f"cpl_cycles = {o.cycles} below exec_cycles = {e}")
+        if exact and busy != model_cycles(t.desc, p):
+            errs.append(f"busy cycles = {busy} (cpl_cycles {o.cycles}), want {model_cycles(t.desc, p)} (no "
+                        f"back-pressure, one kernel; exec_cycles = {e}, mem_q = {p.mem_q}, mem_lat = {p.mem_lat})")
+        if want == OK and busy < e:
+            errs.append(f"busy cycles = {busy} (cpl_cycles {o.cycles}) below exec_cycles = {e}")
         if (step.concurrent and not step.backpressure and want == OK and p.mem_q >= p.mem_lat
                 and all(expected_status(step, x) == OK for x in step.tasks)):
             other = next(x for x in step.tasks if x is not t)
             lim = e + min(t.requests(), other.requests())
-            if o.cycles > lim:
-                errs.append(f"cpl_cycles = {o.cycles} above exec_cycles + min(requests) = {lim} (round robin: "
+            if busy > lim:
+                errs.append(f"busy cycles = {busy} above exec_cycles + min(requests) = {lim} (round robin: "
                             "a kernel was starved)")
         return errs
 

@@ -8,7 +8,9 @@ Python plays both sides:
   writes, CTRL, the limits, IRQ_STATUS W1C, PERF_CTRL;
 * the **kernels** (:class:`KernelModel`, ``n_kernels`` of them): a kernel takes a command
   in a cycle its ``cmd_ready`` and its ``cmd_valid`` bit are 1 (cycle 0), is busy in cycles
-  1 .. E (E random), then offers a completion (OK, or MEM_ERR when one of its word
+  1 .. E (E random, mostly 2 .. 16; with a narrow ``cnt_bits``, at most 10, one task in 6
+  runs 16 .. ``2**cnt_bits + 24`` cycles, so the completion's cycles take every bit and now
+  and then wrap), then offers a completion (OK, or MEM_ERR when one of its word
   ranges meets the run's error window) until ``cpl_ready``, and is idle from the cycle
   after; with ``k_abort`` seen while busy it stops within a few cycles and completes
   ABORTED. While busy it raises ``k_stall`` in random cycles; the memory port's
@@ -54,13 +56,15 @@ and ends quiet (SQ and CQ empty, kernels idle, every completion read):
 
 * its CQ entry (exactly one per tag) has the model's status; front-end entries kernel id
   15 and 0 cycles; kernel entries the kernel that ran it, its reported status and busy
-  cycles (the model's OK / MEM_ERR, or ABORTED when the kernel was aborted);
+  cycles modulo ``2**cnt_bits`` (the model's OK / MEM_ERR, or ABORTED when the kernel was
+  aborted);
 * the dispatched commands, in order, carry the model's on-kernel descriptors' fields
   (``cmd_wgt = (WGT_BASE + wgt_off) >> 2``, word addresses);
 * :func:`~lockstep.models.host.order_problems` finds nothing in the CQ;
 * at the phase's end EXP_SEQ equals the model's, the counters equal what was driven and
-  read (PERF_DONE + PERF_ERR = completions), IRQ_STATUS the accumulated bits; and each
-  phase's own checks (register values against the contract) hold.
+  read (PERF_DONE + PERF_ERR = completions), each modulo ``2**cnt_bits`` (they wrap;
+  differences of two reads too), IRQ_STATUS the accumulated bits; and each phase's own
+  checks (register values against the contract) hold.
 """
 
 from __future__ import annotations
@@ -121,10 +125,11 @@ class KernelModel:
     applies what happened in the cycle at its closing edge."""
 
     def __init__(self, i: int, rng: np.random.Generator, busy_range: tuple[int, int],
-                 window: tuple[int, int] | None) -> None:
+                 window: tuple[int, int] | None, long_range: tuple[int, int] | None = None) -> None:
         self.i = i
         self.rng = rng
         self.busy_range = busy_range
+        self.long_range = long_range  # one task in 6 this long (None: never)
         self.window = window
         self.state = "idle"
         self.task: KTask | None = None
@@ -161,6 +166,8 @@ class KernelModel:
             if take:
                 assert fields is not None
                 lo, hi = self.busy_range
+                if self.long_range is not None and self.rng.random() < 1 / 6:
+                    lo, hi = self.long_range
                 self.task = KTask(self.i, fields, cycle, int(self.rng.integers(lo, hi + 1)), self._hits(fields))
                 self.tasks.append(self.task)
                 self.left = self.task.planned
@@ -204,7 +211,10 @@ class FrontBfm:
         self.widths = {n: int(q["width"]) for n, q in record["ports"].items()}
         self.h = {n: getattr(dut, n) for n in record["ports"]}
         self.last: dict[str, int] = {}
-        self.kernels = [KernelModel(i, rng, (2, 16), window) for i in range(p.n_kernels)]
+        # a narrow exec-cycles counter: now and then a long task, up to past its wrap
+        long = (16, p.cnt_mask + 24) if p.cnt_bits <= 10 else None
+        self.kernels = [KernelModel(i, rng, (2, 16), window, long) for i in range(p.n_kernels)]
+        self.cb = self.widths["cpl_cycles"] // p.n_kernels  # the DUT's cnt_bits
         self.cycle = 0
         self.problems: list[str] = []
         self.dispatches: list[KTask] = []  # every take, in order
@@ -256,7 +266,7 @@ class FrontBfm:
             cv |= v << k.i
             stall |= sl << k.i
             st |= s << 4 * k.i
-            cyc |= c << 32 * k.i
+            cyc |= (c & ((1 << self.cb) - 1)) << self.cb * k.i  # the kernel's counter wraps
         any_busy = busy != 0
         self.k_busy_now = busy
         rd = int(any_busy and self.rng.random() < 0.4)
@@ -998,7 +1008,8 @@ class Phases:
         await h.idle(int(self.rng.integers(10, 30)))
         top = h.bfm.stall_full
         s1 = await h.read(CSR["PERF_CQ_STALL"])
-        h.expect("PERF_CQ_STALL grows by the cycles a kernel completion waited on the full CQ", s1 - s0, top - base)
+        h.expect("PERF_CQ_STALL grows by the cycles a kernel completion waited on the full CQ (modulo 2**cnt_bits)",
+                 (s1 - s0) & p.cnt_mask, (top - base) & p.cnt_mask)
         h.obs.samples.append(("cqfull", "kernels"))
         if sent < n:
             await h.submit(words[sent:], batch=1)
@@ -1016,7 +1027,8 @@ class Phases:
         k = int(self.rng.integers(5, 20))
         await h.idle(k)
         b = await h.read(CSR["PERF_CQ_STALL"])
-        h.expect("PERF_CQ_STALL counts a front-end completion waiting on the full CQ", b - a, k + 1)
+        h.expect("PERF_CQ_STALL counts a front-end completion waiting on the full CQ (modulo 2**cnt_bits)",
+                 (b - a) & p.cnt_mask, (k + 1) & p.cnt_mask)
         h.obs.samples.append(("cqfull", "front_end"))
         o = await h.finish()
         await h.write(CSR["PERF_CTRL"], 1)
@@ -1202,9 +1214,10 @@ class FrontScoreboard(uvm_subscriber):
                 if kst != (ST["ABORTED"] if t.aborted else out.status):
                     errs.append(f"tag {s.tag:#06x}: the kernel completed {kst}, the model says {out.status} "
                                 f"(aborted={t.aborted})")
-                if (c.status, c.cycles) != (kst, t.busy):
+                if (c.status, c.cycles) != (kst, t.busy & p.cnt_mask):
                     errs.append(f"tag {s.tag:#06x}: CQ (status, cycles) = ({c.status}, {c.cycles}), the kernel "
-                                f"reported ({kst}, {t.busy})")
+                                f"reported ({kst}, {t.busy & p.cnt_mask}: {t.busy} busy cycles modulo "
+                                f"2**{p.cnt_bits})")
             else:
                 want_st = ST["ABORTED"] if flushed else out.status
                 if (c.kernel, c.status, c.cycles) != (FE_KERNEL, want_st, 0):
@@ -1233,10 +1246,11 @@ class FrontScoreboard(uvm_subscriber):
             if o.end["EXP_SEQ"] != m.exp_seq:
                 errs.append(f"EXP_SEQ = {o.end['EXP_SEQ']}, the model's {m.exp_seq}")
             want = o.counters  # driven by the BFM / read from the CQ since the last PERF_CTRL clear
+            mask = p.cnt_mask  # every counter wraps modulo 2**cnt_bits
             for n in PERF:
-                if n != "PERF_CQ_STALL" and o.end[n] != want[n] & M32:  # PERF_CQ_STALL: the cqfull phase
-                    errs.append(f"{n} = {o.end[n]}, want {want[n]}")
-            if o.end["PERF_DONE"] + o.end["PERF_ERR"] != want["PERF_DONE"] + want["PERF_ERR"]:
+                if n != "PERF_CQ_STALL" and o.end[n] != want[n] & mask:  # PERF_CQ_STALL: the cqfull phase
+                    errs.append(f"{n} = {o.end[n]}, want {want[n]} (modulo 2**{p.cnt_bits}: {want[n] & mask})")
+            if (o.end["PERF_DONE"] + o.end["PERF_ERR"]) & mask != (want["PERF_DONE"] + want["PERF_ERR"]) & mask:
                 errs.append(f"PERF_DONE + PERF_ERR = {o.end['PERF_DONE'] + o.end['PERF_ERR']}, completions read "
                             f"{want['PERF_DONE'] + want['PERF_ERR']}")
             if o.end["IRQ_STATUS"] & (IRQ_CPL | IRQ_ERR) != o.end["irq_expect"]:
@@ -1334,7 +1348,8 @@ class FrontTest(uvm_test):
         if self.bfm.both_busy:
             self.env.coverage.cg.sample(("interleave", "both_busy"))
         self.ctx.summary.update(cycles=self.bfm.cycle, both_kernels_busy_cycles=self.bfm.both_busy,
-                                abort_cycles=self.bfm.abort_cycles)
+                                abort_cycles=self.bfm.abort_cycles,
+                                wrapped_tasks=sum(t.busy > self.p.cnt_mask for k in self.bfm.kernels for t in k.tasks))
         self.drop_objection()
 
     def check_phase(self) -> None:

@@ -9,14 +9,19 @@ in SQ order once everything has completed and checks:
 * every submitted tag completes exactly once; the CQ order rules
   (:func:`~lockstep.models.host.order_problems`);
 * each completion's status and kernel id (a front-end id for errors and NOP, a kernel
-  for dispatched tasks); exec_cycles equal to :func:`~lockstep.models.host.exec_cycles`
-  when the scenario has no back-pressure and one kernel, never below it otherwise;
+  for dispatched tasks); its exec_cycles equal to the busy cycles observed on that
+  kernel's ``k_busy`` pin (the run paired with it: each kernel's completions come in the
+  order its runs did) modulo ``2**cnt_bits`` (the kernel's counter wraps); the busy cycles
+  equal to :func:`~lockstep.models.host.exec_cycles` when the scenario has no
+  back-pressure and one kernel (the exec_cycles read too, modulo ``2**cnt_bits``), never
+  below it otherwise;
 * the whole device memory read back equals the model's image (results bit-exact, error
   tasks wrote nothing, nothing above MEM_LIMIT touched); a MEM_ERR or aborted task's
   result range is the only undefined region;
 * PERF_DONE/PERF_ERR, PERF_BUSY (= the sum of kernel 0's exec_cycles), PERF_BUSY1,
-  the memory beats (= the model's words when no task failed on the memory), EXP_SEQ,
-  the pointers, STATUS at the end, IRQ_STATUS bits, the DMA byte counters;
+  the memory beats (= the model's words when no task failed on the memory), each modulo
+  ``2**cnt_bits`` (the counters wrap), EXP_SEQ, the pointers, STATUS at the end,
+  IRQ_STATUS bits, the DMA byte counters;
 * the CSR-level error steps: an overflowing doorbell and a write to an owned slot are
   ignored and flagged, a bad CQ_HEAD is ignored and flagged.
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 from cocotb.triggers import Event, First, RisingEdge, SimTimeoutError, Timer, with_timeout
+from cocotb.utils import get_sim_time
 from pyuvm import uvm_component, uvm_env, uvm_test
 
 from lockstep.models import host as hm
@@ -38,7 +44,7 @@ from .driver import HostDriver
 from .jobs import Scenario, make_scenario
 
 __all__ = ["FINAL_REGS", "HostTopTest", "check_queue", "ctrl_value", "define_coverage", "initial_image",
-           "reset_problems", "reset_values", "submissions"]
+           "pair_runs", "reset_problems", "reset_values", "submissions"]
 
 _CTRL_EN, _CTRL_SR, _CTRL_IRQ, _CTRL_HALT = 1, 2, 4, 8
 _IRQ_BITS = ("cpl", "err", "doorbell_overflow", "write_to_owned_slot", "cq_head_overflow")
@@ -97,6 +103,23 @@ def submissions(sc: Scenario) -> list[tuple[int, list[int], str]]:
     return out
 
 
+def pair_runs(cq: list[hm.Completion], runs: dict[int, list[int]] | None) -> list[int | None]:
+    """Each CQ entry's busy run: kernel ``k``'s ``j``-th completion in CQ order is its
+    ``j``-th run of ``k_busy[k]`` (busy cycles, whole); None for a front-end entry, when
+    ``runs`` is None, or past the runs observed."""
+    taken: dict[int, int] = {}
+    out: list[int | None] = []
+    for c in cq:
+        if runs is None or c.kernel == hm.FE_KERNEL:
+            out.append(None)
+            continue
+        j = taken.get(c.kernel, 0)
+        taken[c.kernel] = j + 1
+        ks = runs.get(c.kernel, [])
+        out.append(ks[j] if j < len(ks) else None)
+    return out
+
+
 class Shared:
     """What the components share: the driver, the scenario and the record of the run."""
 
@@ -117,6 +140,7 @@ class Shared:
         self.b2b = 0  # doorbells rung with no gap after the previous one
         self.batches: list[int] = []  # sizes of the batches behind one doorbell
         self.occ_seen: set[int] = set()
+        self.runs: dict[int, list[int]] = {k: [] for k in range(p.n_kernels)}  # k_busy runs (cycles)
 
     def note(self, msg: str) -> None:
         if len(self.problems) < 40:
@@ -178,7 +202,8 @@ class Submitter(uvm_component):
             elif st.kind == "stop_cq":
                 sh.consume.clear()
             elif st.kind == "resume_cq":
-                # hold the CQ until the hardware reports it full and a completion waits
+                # hold the CQ until the hardware reports it full and a completion waits (a
+                # PERF_CQ_STALL that wrapped to 0 counts on while it waits: a later read sees it)
                 for _ in range(400):
                     if (await drv.reg("STATUS")) >> 3 & 1 and await drv.reg("PERF_CQ_STALL"):
                         sh.cq_full_seen = True
@@ -220,7 +245,25 @@ class Submitter(uvm_component):
 
 
 class CqMonitor(uvm_component):
-    """Consumes the CQ; records each entry and the cycle it was read."""
+    """Consumes the CQ; records each entry and the cycle it was read. Also watches the
+    ``k_busy`` pins: each kernel's busy runs, in cycles (whole: the exec_cycles a
+    completion reads are them modulo ``2**cnt_bits``)."""
+
+    async def run_busy(self, sh: Shared) -> None:
+        pin = sh.drv.dut.k_busy
+        prev = int(pin.value) if pin.value.is_resolvable else 0
+        rise: dict[int, int] = {}
+        while True:
+            await pin.value_change
+            t = int(get_sim_time("ns"))
+            v = int(pin.value) if pin.value.is_resolvable else 0
+            for k in range(sh.p.n_kernels):
+                if (v ^ prev) >> k & 1:
+                    if v >> k & 1:
+                        rise[k] = t
+                    elif k in rise:
+                        sh.runs[k].append((t - rise.pop(k)) // CLOCK_NS)
+            prev = v
 
     async def run_cq(self, sh: Shared, expected: int) -> None:
         drv, p = sh.drv, sh.p
@@ -252,7 +295,8 @@ def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels:
                 cq: list[hm.Completion], problems: list[str], image: np.ndarray, device: np.ndarray,
                 regs: dict[str, int], tp: dict[str, int], *, sq_tail: int, cq_head: int, irq_seen: int = 0,
                 flagged: set[str] | frozenset[str] = frozenset(), moved: dict[str, int],
-                cq_full_seen: bool = False) -> tuple[list[str], dict[str, int]]:
+                cq_full_seen: bool = False,
+                runs: dict[int, list[int]] | None = None) -> tuple[list[str], dict[str, int]]:
     """Every end-of-run check of a scenario (the module docstring): the golden model
     (:class:`lockstep.models.host.FrontModel`) replayed in SQ order against the
     completions, the memory, the counters, the pointers, STATUS, IRQ_STATUS and the DMA
@@ -277,6 +321,9 @@ def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels:
         moved: bytes the host moved through the DMA port before reading ``tp``
             (``{"wr": .., "rd": ..}``).
         cq_full_seen: the host saw the CQ full (needed when the scenario resumes a held CQ).
+        runs: per kernel, the busy cycles of each run of its ``k_busy`` pin, in order (None:
+            not observed; then a narrow ``cnt_bits`` leaves the lower bound on a stalled
+            task's exec_cycles unchecked, as its wrapped value cannot show it).
 
     Returns:
         The error messages and the counts ``ok``, ``err``, ``busy0``, ``busy1``.
@@ -284,9 +331,15 @@ def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels:
     errs = list(problems)
     tags = [hm.Descriptor.unpack(w).tag for w in submitted]
     errs += hm.order_problems(tags, cq, p.n_kernels)
-    by_tag = {}
-    for c in cq:
-        by_tag.setdefault(c.tag, c)
+    mask = p.cnt_mask  # every counter and a completion's cycles wrap modulo 2**cnt_bits
+    by_tag: dict[int, tuple[hm.Completion, int | None]] = {}
+    for c, run in zip(cq, pair_runs(cq, runs)):
+        by_tag.setdefault(c.tag, (c, run))
+    if runs is not None:
+        for k in range(p.n_kernels):
+            n_cpl = sum(c.kernel == k for c in cq)
+            if len(runs.get(k, [])) != n_cpl:
+                errs.append(f"k_busy[{k}] rose {len(runs.get(k, []))} time(s), kernel {k} completed {n_cpl} task(s)")
     fm = hm.FrontModel(p, image.copy(), sc.wgt_base, sc.wgt_size, sc.mem_limit, 0, sc.err_window)
     undefined = []
     n_ok = n_err = busy0 = busy1 = 0
@@ -295,7 +348,7 @@ def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels:
     irq_exp = 0
     for words, label in zip(submitted, labels):
         d = hm.Descriptor.unpack(words)
-        c = by_tag.get(d.tag)
+        c, run = by_tag.get(d.tag, (None, None))
         if c is None:
             continue
         if c.status == hm.ST["ABORTED"] and c.kernel == hm.FE_KERNEL:
@@ -322,11 +375,18 @@ def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels:
             errs.append(f"{where}: completed by kernel {c.kernel}, the model completes it in the front end")
         if c.kernel == hm.FE_KERNEL and c.cycles != 0:
             errs.append(f"{where}: a front-end completion with exec_cycles {c.cycles}")
+        if run is not None and c.cycles != run & mask:
+            errs.append(f"{where}: exec_cycles {c.cycles}, busy cycles seen on k_busy[{c.kernel}] {run} (modulo "
+                        f"2**{p.cnt_bits}: {run & mask})")
+        # the whole duration: the busy run seen, else the exec_cycles read when they cannot wrap
+        dur = run if run is not None else c.cycles if p.cnt_bits == 32 else None
         if o.cycles is not None and c.status == hm.ST["OK"]:
-            if sc.exact_cycles and c.cycles != o.cycles:
-                errs.append(f"{where}: exec_cycles {c.cycles}, model {o.cycles} (no back-pressure)")
-            elif c.cycles < o.cycles:
-                errs.append(f"{where}: exec_cycles {c.cycles} below the stall-free {o.cycles}")
+            if sc.exact_cycles and c.cycles != o.cq_cycles:
+                errs.append(f"{where}: exec_cycles {c.cycles}, model {o.cq_cycles} (no back-pressure)")
+            elif sc.exact_cycles and dur is not None and dur != o.cycles:
+                errs.append(f"{where}: busy cycles {dur}, model {o.cycles} (no back-pressure)")
+            elif dur is not None and dur < o.cycles:
+                errs.append(f"{where}: busy cycles {dur} (exec_cycles {c.cycles}) below the stall-free {o.cycles}")
         rd += o.rd_words
         wr += o.wr_words
         n_ok += c.status == hm.ST["OK"]
@@ -349,10 +409,12 @@ def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels:
         owner = [f"{tag:#06x}" for tag, (lo, hi) in outs if lo <= a < hi]
         errs.append(f"device memory: {diff.size} byte(s) differ from the model; first at {a:#x} "
                     f"(device {dev[a]:#04x}, model {mdl[a]:#04x}; result of task(s) {owner or 'none'})")
-    exp_regs = {"PERF_DONE": n_ok, "PERF_ERR": n_err, "PERF_BUSY": busy0, "PERF_BUSY1": busy1,
-                "EXP_SEQ": fm.exp_seq, "SQ_HEAD": sq_tail, "CQ_TAIL": cq_head}
+    # the counters wrap: each modulo 2**cnt_bits (busy0/busy1 sum the wrapped exec_cycles,
+    # which agree with the whole sums modulo 2**cnt_bits)
+    exp_regs = {"PERF_DONE": n_ok & mask, "PERF_ERR": n_err & mask, "PERF_BUSY": busy0 & mask,
+                "PERF_BUSY1": busy1 & mask, "EXP_SEQ": fm.exp_seq, "SQ_HEAD": sq_tail, "CQ_TAIL": cq_head}
     if clean:
-        exp_regs.update(PERF_RD_BEATS=rd, PERF_WR_BEATS=wr)
+        exp_regs.update(PERF_RD_BEATS=rd & mask, PERF_WR_BEATS=wr & mask)
     for name, v in exp_regs.items():
         if regs[name] != v:
             errs.append(f"{name} = {regs[name]}, expected {v}")
@@ -379,7 +441,7 @@ class QueueScoreboard(uvm_component):
         errs, self.counts = check_queue(
             sh.p, sh.sc, sh.submitted, sh.labels, sh.cq, sh.problems, image, device, regs, tp,
             sq_tail=sh.drv.sq_tail, cq_head=sh.drv.cq_head, irq_seen=sh.irq_seen, flagged=sh.flagged,
-            moved=sh.dma_at_tp, cq_full_seen=sh.cq_full_seen)
+            moved=sh.dma_at_tp, cq_full_seen=sh.cq_full_seen, runs=sh.runs)
         return errs
 
 
@@ -462,6 +524,7 @@ class HostTopTest(uvm_test):
         image = await self._setup()
         t0 = drv.now()
         n_tasks = sum(st.kind == "task" for st in sh.sc.steps)
+        busy_mon = cocotb.start_soon(self.env.monitor.run_busy(sh))
         mon = cocotb.start_soon(self.env.monitor.run_cq(sh, n_tasks))
         budget = 4000 + n_tasks * 6000 + 400
         try:
@@ -472,6 +535,7 @@ class HostTopTest(uvm_test):
             mon.cancel()
         t1 = drv.now()
         await drv.cycles(4)
+        busy_mon.cancel()
         regs = {n: await drv.reg(n) for n in FINAL_REGS}
         tp = {n: await drv.tp_read(n) for n in ("DMA_WR_BYTES", "DMA_RD_BYTES")}
         sh.dma_at_tp = dict(drv.dma_bytes)  # before the final read-back

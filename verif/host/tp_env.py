@@ -21,7 +21,8 @@ Python wakes once per *episode*. An episode is one run of a per-edge scenario
   :class:`EpisodeRecord` to
 * :class:`HostTpScoreboard`: the per-edge checks
   (:func:`lockstep.verif.host.top_env.check_queue`: every tag completes exactly once, the
-  CQ order rules, status, kernel id, exec_cycles against
+  CQ order rules, status, kernel id, exec_cycles against the busy runs the harness
+  recorded (modulo ``2**cnt_bits``) and those against
   :func:`lockstep.models.host.exec_cycles`, the whole memory image against the model,
   counters, pointers, STATUS, IRQ_STATUS, the DMA byte counters), the reset values, the
   RO ID, the register read-backs of the set-up, the harness's own pointers
@@ -73,7 +74,7 @@ from .driver import TP
 from .jobs import Scenario, make_scenario
 from .top_env import (
     _CTRL_HALT, _CTRL_SR, FINAL_REGS, HostTopTest, check_queue, ctrl_value, define_coverage, initial_image,
-    reset_problems, reset_values, submissions,
+    pair_runs, reset_problems, reset_values, submissions,
 )
 
 __all__ = [
@@ -298,7 +299,7 @@ def write_episode(folder: Path, ep: Episode, hp: HostPorts, ops_depth: int = OPS
 
 
 #: Fields (after the kind letter) of each trace record line.
-_FIELDS = {"C": 3, "R": 3, "P": 3, "D": 4, "F": 1, "N": 2, "U": 1}
+_FIELDS = {"C": 3, "R": 3, "P": 3, "D": 4, "F": 1, "N": 2, "U": 1, "B": 3}
 
 
 @dataclass
@@ -313,6 +314,7 @@ class Trace:
         full: cycles the host saw the CQ full.
         gave_up: ``(cycle, op)`` of every RESUME or WAIT that gave up.
         problems: X or Z on a status pin.
+        busy: ``(cycle, kernel, cycles)`` of every busy run of a kernel, as it ended.
     """
 
     cq: list[tuple[int, int, int]] = field(default_factory=list)
@@ -322,6 +324,15 @@ class Trace:
     full: list[int] = field(default_factory=list)
     gave_up: list[tuple[int, int]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    busy: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def runs(self, n_kernels: int) -> dict[int, list[int]]:
+        """Per kernel, its busy runs' cycles in order (what
+        :func:`~lockstep.verif.host.top_env.check_queue` pairs with its completions)."""
+        out: dict[int, list[int]] = {k: [] for k in range(n_kernels)}
+        for _, k, n in self.busy:
+            out.setdefault(k, []).append(n)
+        return out
 
 
 def read_trace(path: Path) -> Trace:
@@ -357,6 +368,8 @@ def read_trace(path: Path) -> Trace:
             tr.full.append(c)
         elif kind == "N":
             tr.gave_up.append((c, v[1]))
+        elif kind == "B":
+            tr.busy.append((c, v[1], v[2]))
         else:
             tr.problems.append(f"a status pin (cq_nonempty, sq_full, irq, busy, k_busy) holds X or Z bits in cycle {c}")
     return tr
@@ -422,12 +435,14 @@ class EpisodeResult:
         counts: ``ok``, ``err``, ``busy0``, ``busy1`` (:func:`~lockstep.verif.host.top_env.check_queue`).
         cq: the completions consumed, in CQ order.
         device: the memory read back (uint8), or None when the episode did not get there.
+        runs: per kernel, the busy runs the harness recorded (cycles, in order).
     """
 
     errors: list[str]
     counts: dict[str, int]
     cq: list[hm.Completion]
     device: np.ndarray | None
+    runs: dict[int, list[int]] | None = None
 
 
 def check_episode(ep: Episode, tr: Trace, fin: Final, p: HostParams) -> EpisodeResult:
@@ -478,15 +493,17 @@ def check_episode(ep: Episode, tr: Trace, fin: Final, p: HostParams) -> EpisodeR
     errs, counts = check_queue(
         p, ep.sc, [w for _, w, _ in ep.subs], [lb for _, _, lb in ep.subs], cq, problems, ep.image, fin.mem,
         vals["final"], tp, sq_tail=fin.sq_tail, cq_head=fin.cq_head, moved={"wr": ep.image.size, "rd": 0},
-        cq_full_seen=bool(tr.full))
-    return EpisodeResult(errs, counts, cq, fin.mem)
+        cq_full_seen=bool(tr.full), runs=tr.runs(p.n_kernels))
+    return EpisodeResult(errs, counts, cq, fin.mem, tr.runs(p.n_kernels))
 
 
-def stream_entry(cq: list[hm.Completion], device: np.ndarray | None) -> dict[str, Any]:
+def stream_entry(cq: list[hm.Completion], device: np.ndarray | None,
+                 runs: dict[int, list[int]] | None = None) -> dict[str, Any]:
     """What an episode showed, as JSON (both modes write it; their streams must be
-    equal): every completion ``[status, tag, kernel, exec_cycles]`` in CQ order and the
-    final memory (hex)."""
-    return {"cq": [[c.status, c.tag, c.kernel, c.cycles] for c in cq],
+    equal): every completion ``[status, tag, kernel, exec_cycles]`` in CQ order, each
+    one's busy run (whole cycles, :func:`~lockstep.verif.host.top_env.pair_runs`; None for
+    a front-end entry) and the final memory (hex)."""
+    return {"cq": [[c.status, c.tag, c.kernel, c.cycles] for c in cq], "busy": pair_runs(cq, runs),
             "mem": None if device is None else np.asarray(device, dtype=np.uint8).tobytes().hex()}
 
 
@@ -616,7 +633,7 @@ class HostTpScoreboard(EpisodeScoreboard):
         for k, v in res.counts.items():
             self.counts[k] += v
         if self.ctx.opt("dump_stream", False):
-            self.stream.append(stream_entry(res.cq, res.device))
+            self.stream.append(stream_entry(res.cq, res.device, res.runs))
         if res.errors:
             self.bad += 1
             self.mismatches += len(res.errors)
@@ -725,6 +742,6 @@ class EdgeStreamTest(HostTopTest):
     the per-edge and throughput streams of one seed equal."""
 
     def check_phase(self) -> None:
-        entry = stream_entry(self.sh.cq, getattr(self, "device", None))
+        entry = stream_entry(self.sh.cq, getattr(self, "device", None), self.sh.runs)
         (self.ctx.results / "stream.json").write_text(json.dumps([entry]))
         super().check_phase()
