@@ -182,6 +182,8 @@ def test_report_feature_status_and_counted_coverage(tmp_path):
     ({"kind": "toggle", "module": "", "signal": "x", "reason": "never reached at all"}, "module must be"),
     ({"kind": "toggle", "signal": "x", "reason": "never reached at all", "when": "__import__('os')"}, "not a condition"),
     ({"kind": "toggle", "signal": "x", "reason": "never reached at all", "when": "e <"}, "not a condition"),
+    ({"kind": "line", "source": "x", "reason": "never reached at all", "bits": "b > 3"}, "not on a line point"),
+    ({"kind": "toggle", "signal": "x", "reason": "never reached at all", "bits": "b >"}, "not a condition on the bit"),
 ])
 def test_exclusions_refuse_malformed_entries(entry, message):
     with pytest.raises(testplan.TestplanError, match=message):
@@ -241,6 +243,18 @@ def test_an_exclusion_condition_names_real_parameters():
     assert not x.matches("line", "m", "", "y", {"e": 5})       # the source does not match: not evaluated
     with pytest.raises(testplan.TestplanError, match=r"m has no parameter\(s\) \['q'\]"):
         x.matches("line", "m", "", "x", {"e": 5})
+
+
+def test_a_bits_condition_picks_bit_indices():
+    x = testplan.parse_exclusions([{"kind": "toggle", "signal": "*cnt*", "reason": "upper bits of wide counters",
+                                    "bits": "b % cnt_bits >= 16", "when": "cnt_bits == 32"}], Path("x.yml"))[0]
+    p32, p8 = {"cnt_bits": 32}, {"cnt_bits": 8}
+    assert x.matches("toggle", "m", "cnt_hits[16]:0->1", "", p32) and x.matches("toggle", "m", "cnt_hits[63]:1->0", "", p32)
+    assert not x.matches("toggle", "m", "cnt_hits[15]:0->1", "", p32)
+    assert not x.matches("toggle", "m", "cnt_hits[32]:0->1", "", p32)   # lane 1's bit 0
+    assert not x.matches("toggle", "m", "cnt_hits[20]:0->1", "", p8)    # not this configuration
+    assert not x.matches("toggle", "m", "cnt_hits:0->1", "", p32)       # no index: no bit to judge
+    assert not x.matches("toggle", "m", "other[20]:0->1", "", p32)
 
 
 def test_bits_a_constant_drives_are_set_apart_and_their_start_up_rise_is_no_toggle(tmp_path):

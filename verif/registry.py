@@ -758,6 +758,10 @@ _gemm("gemm_tile_auto_dm", _GDM, "auto",
       opts=_GEMM_EDGE)
 _gemm("gemm_tile_errors", _GS, "errors",
       "GEMM tile: every bad configuration refused with its bits, M/N/K = 0, start while busy, reset in a job")
+# the errors scenario on the other two quick-tier tiles too: its wide registers (every CSR
+# drawn over its whole width) are what toggles their upper bits and the checks' comparators
+_gemm("gemm_tile_errors_dm", _GDM, "errors", "GEMM tile, direct-mapped int8: the errors scenario")
+_gemm("gemm_tile_errors_patent", _GP, "errors", "GEMM tile, the patent's geometry: the errors scenario")
 _gemm("gemm_tile_mutant", _GS, "keeps", tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}), expect_fail=True,
       doc="negative: a 4-way cache checked as a 2-way one must fail the scoreboard")
 _gemm("gemm_tile_mixed_patent", _GP, "mixed", tier="full",
@@ -794,7 +798,8 @@ _gemm_tp("gemm_tile_mutant", tier="quick")
 # every other tile testbench in the full tier (the sweep is per-edge only: its jobs
 # capture no trace and its 1 MiB memory does not fit the harness's images)
 for _name in ("gemm_tile_keeps", "gemm_tile_patent", "gemm_tile_random_dm", "gemm_tile_auto", "gemm_tile_auto_dm",
-              "gemm_tile_errors", "gemm_tile_mixed_patent", "gemm_tile_mixed_dm"):
+              "gemm_tile_errors", "gemm_tile_errors_dm", "gemm_tile_errors_patent", "gemm_tile_mixed_patent",
+              "gemm_tile_mixed_dm"):
     _gemm_tp(_name)
 
 
@@ -916,8 +921,11 @@ _gemm_block("gemm_select_default", "kernel_select", GemmParams(),
             "balance edges")
 _gemm_block("gemm_select_small", "kernel_select", _GS,
             "kernel_select, the tile testbench's small geometry: 16 x 4 x 32 B, ROM (2,4) (6,2) (10,1), 2 cores")
-_gemm_block("gemm_cache_default", "sa_cache", GemmParams(),
-            "sa_cache vs CacheSim: 64 sets x 8 ways x 64 B, hot sets (LRU order), streams, random, clr, rst")
+# the patent's cache geometry with 8-bit counters, so they wrap in a run (the 32-bit ones run
+# in gemm_tile_patent's cache)
+_gemm_block("gemm_cache_default", "sa_cache", GemmParams(cnt_bits=8),
+            "sa_cache vs CacheSim: 64 sets x 8 ways x 64 B (8-bit counters), hot sets (LRU order), streams, random, "
+            "clr, rst")
 _gemm_block("gemm_cache_dm", "sa_cache", _GDM, "sa_cache, direct-mapped 32 x 16 B lines, aw = 32")
 _gemm_block("gemm_cache_one_set", "sa_cache", GemmParams(sets=1, ways=4, line=16, eb=2, v=8, aw=16, mem_aw=12,
                                                          cnt_bits=8),

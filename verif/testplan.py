@@ -25,6 +25,7 @@ the plan, in ``verif/<family>/coverage_exclusions.yml``, each with its reason::
     - kind: toggle                  # line | branch | toggle
       module: sched_ring            # glob on the generated module (default: all of the family's)
       signal: "*_unused*"           # toggle: glob on the signal and bit, ``name[3]``
+      bits: "b % cnt_bits >= 16"    # optional, toggle: a condition on the bit index b (and the parameters)
       reason: bits the linter is told are unused (Verilator's --unused-regexp)
     - kind: branch
       source: "big_e > 127"         # line / branch: a regular expression the Verilog line contains
@@ -107,6 +108,8 @@ class Exclusion:
         when: a condition on the module's generator parameters (names of its parameter
             record, integers, arithmetic, comparisons, ``and``/``or``/``not``): the
             exclusion holds only for the configurations that satisfy it.
+        bits: toggle only: a condition of the same kind on the point's bit index ``b``
+            (``name[b]``) and the parameters; a point without an index does not match.
     """
 
     kind: str
@@ -116,6 +119,7 @@ class Exclusion:
     reason: str
     when: str | None = None
     point: str = "*"
+    bits: str | None = None
 
     def matches(self, kind: str, module: str, name: str, line: str, params: dict[str, Any] | None = None) -> bool:
         """Does this exclusion cover the point ``name`` (toggle) / on source ``line`` of a
@@ -127,7 +131,11 @@ class Exclusion:
         if kind != self.kind or not fnmatch.fnmatchcase(module, self.module):
             return False
         if self.signal is not None:
-            hit = fnmatch.fnmatchcase(name.rsplit(":", 1)[0], self.signal)
+            point = name.rsplit(":", 1)[0]
+            hit = fnmatch.fnmatchcase(point, self.signal)
+            if hit and self.bits is not None:
+                idx = re.fullmatch(r".*\[(\d+)\]", point)
+                hit = idx is not None and bool(_eval_when(self.bits, {**(params or {}), "b": int(idx[1])}, module))
         else:
             hit = re.search(str(self.source), line) is not None and fnmatch.fnmatchcase(name, self.point)
         return hit and (self.when is None or bool(_eval_when(self.when, params or {}, module)))
@@ -256,7 +264,7 @@ def parse(data: Any, path: Path, family: str | None = None) -> Testplan:
     return plan
 
 
-_EXCL_KEYS = {"kind", "module", "signal", "source", "reason", "when", "point"}
+_EXCL_KEYS = {"kind", "module", "signal", "source", "reason", "when", "point", "bits"}
 
 
 def parse_exclusions(data: Any, path: Path) -> tuple[Exclusion, ...]:
@@ -303,11 +311,20 @@ def parse_exclusions(data: Any, path: Path) -> tuple[Exclusion, ...]:
                 _check_when(when if isinstance(when, str) else "")
             except (SyntaxError, ValueError) as exc:
                 raise _fail(path, where, f"when {when!r} is not a condition on the parameters: {exc}") from None
+        bits = d.get("bits")
+        if bits is not None:
+            if kind != "toggle":
+                raise _fail(path, where, "bits is a condition on a toggle point's bit index, not on a "
+                            f"{kind} point")
+            try:
+                _check_when(bits if isinstance(bits, str) else "")
+            except (SyntaxError, ValueError) as exc:
+                raise _fail(path, where, f"bits {bits!r} is not a condition on the bit index b: {exc}") from None
         point = d.get("point", "*")
         if not isinstance(point, str) or not point or (kind == "toggle" and "point" in d):
             raise _fail(path, where, f"point is a glob on a line or branch point's name, got {point!r}")
         out.append(Exclusion(kind, module, pattern if want == "signal" else None,
-                             pattern if want == "source" else None, " ".join(reason.split()), when, point))
+                             pattern if want == "source" else None, " ".join(reason.split()), when, point, bits))
     return tuple(out)
 
 
