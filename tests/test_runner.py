@@ -86,3 +86,12 @@ def test_simulator_subsets_are_full_tier_only():
         _register(dataclasses.replace(quick, name="x_quick_one_sim", sims=("verilator",)))
     with pytest.raises(ValueError, match="non-empty subset"):
         _register(dataclasses.replace(quick, name="x_bad_sim", tier="full", sims=("modelsim",)))
+
+
+def test_runner_options_take_json_or_the_plain_string():
+    from lockstep.verif.runner import parse_opts
+    assert parse_opts(["jobs=3", "program=fig2a", "scenario=tasks", 'tag="x"', "x=[1, 2]", "on=true"]) == {
+        "jobs": 3, "program": "fig2a", "scenario": "tasks", "tag": "x", "x": [1, 2], "on": True}
+    for bad in ("jobs", "=3"):
+        with pytest.raises(ValueError, match="expected KEY=VALUE"):
+            parse_opts([bad])

@@ -3,6 +3,8 @@ directed ones lint clean, the random ones are legal, the illegal ones come with 
 prediction the golden run confirms. A seed that cannot produce a program would make a
 regression fail for a reason unrelated to the hardware."""
 
+import dataclasses
+
 import pytest
 
 from lockstep.models import sched
@@ -120,3 +122,18 @@ def test_jitter_variant_errors():
     for within in (True, False):
         with pytest.raises(ValueError, match="offers no place"):
             sched.jitter_variant(1, no_ring, within)
+
+
+def test_a_negative_run_draws_a_program_that_shows_the_dut_apart():
+    """Seed 1902810587's first random program has slack on every RECV: the golden model
+    runs it identically with 1- and 2-cycle hops, so sched_mutant (a 2-cycle ring checked
+    as a 1-cycle one) passed with it. Given the DUT's parameters, make_program draws on
+    until the model tells them apart; without them (or with equal ones) the program is the
+    seed's first."""
+    p, dut, seed = FabricParams(), FabricParams(hop_lat=2), 1902810587
+    first, _ = make_program("random", p, seed)
+    same, _ = make_program("random", p, seed, p)
+    shown, _ = make_program("random", p, seed, dut)
+    assert sched.execute(first).trace == sched.execute(dataclasses.replace(first, params=dut)).trace
+    assert same.schedules == first.schedules
+    assert sched.execute(shown).trace != sched.execute(dataclasses.replace(shown, params=dut)).trace

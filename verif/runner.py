@@ -42,7 +42,7 @@ from lockstep.models.record import params_hash
 from . import deps
 from .registry import SIMULATORS, TESTBENCHES, Testbench, UnknownTestbench, get
 
-__all__ = ["RunResult", "build", "build_key", "rtl_dir", "rtl_tag", "generate_rtl", "harness_source", "run", "main",
+__all__ = ["RunResult", "build", "build_key", "rtl_dir", "rtl_tag", "generate_rtl", "harness_source", "run", "main", "parse_opts",
            "verilator_makeflags", "REPO", "BUILD"]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -516,6 +516,26 @@ def mode_name(name: str, mode: str | None) -> str:
     return other
 
 
+def parse_opts(items: list[str]) -> dict[str, Any]:
+    """``--opt KEY=VALUE`` options: a VALUE that is JSON (a number, list, object,
+    ``true``/``false``, a quoted string) is taken as JSON, anything else as the string
+    itself (``program=fig2a``, ``scenario=tasks``).
+
+    Raises:
+        ValueError: an item without ``=`` or with an empty KEY.
+    """
+    opts: dict[str, Any] = {}
+    for kv in items:
+        k, eq, v = kv.partition("=")
+        if not k or not eq:
+            raise ValueError(f"--opt {kv!r}: expected KEY=VALUE")
+        try:
+            opts[k] = json.loads(v)
+        except ValueError:
+            opts[k] = v
+    return opts
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry used by ``make sim``; exit status 0 on PASS."""
     ap = argparse.ArgumentParser(prog="lockstep.verif.runner", description=__doc__.split("\n")[0])
@@ -536,10 +556,10 @@ def main(argv: list[str] | None = None) -> int:
         for tb in TESTBENCHES.values():
             print(f"  {tb.name:28s} [{tb.family}, {tb.tier}] {tb.doc}")
         return 0 if a.list else 2
-    opts = {}
-    for kv in a.opt:
-        k, _, v = kv.partition("=")
-        opts[k] = json.loads(v) if v[:1] in "0123456789-[{tf" else v
+    try:
+        opts = parse_opts(a.opt)
+    except ValueError as exc:
+        ap.error(str(exc))
     try:
         name = mode_name(a.test, a.mode)
         if a.window is not None:

@@ -26,6 +26,7 @@ flags and the bus error with the executor's :class:`~lockstep.models.sched.Run`.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -53,7 +54,18 @@ PROGRAMS = {
 }
 
 
-def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Program, Any]:
+def _shows(program: sched.Program, dut: FabricParams) -> bool:
+    """Does the golden model run ``program`` differently on a fabric built with ``dut``
+    (a negative testbench's DUT parameters)? A program it cannot run there shows it too."""
+    try:
+        other = sched.execute(dataclasses.replace(program, params=dut))
+    except ValueError:
+        return True
+    return other.trace != sched.execute(program).trace
+
+
+def make_program(name: str, params: FabricParams, seed: int,
+                 dut: FabricParams | None = None) -> tuple[sched.Program, Any]:
     """The program a test runs, and what it expects of the errors (``None`` for a legal
     program; for ``illegal:<RULE>`` the expectation of :func:`sched.illegal_variant`;
     ``illegal:*`` breaks rule ``ILLEGAL_RULES[seed % 11]`` (of the 10 without COLLISION
@@ -61,7 +73,10 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
     for ``illegal:*`` ``seed // 11`` (``// 10``), is the stratum of
     :func:`sched.illegal_variant`: consecutive seeds sweep every tile and kind of change);
     ``random`` takes transfers of up to 12 elements, or of up to a whole memory region
-    when ``seed % 3 == 2``.
+    when ``seed % 3 == 2``; with ``dut`` (a negative testbench: the DUT is built with other
+    parameters than ``params``), the next random program of the seed that the golden model
+    runs differently on ``dut``, so the negative run cannot pass by a program's luck (a ring
+    with 2-cycle hops under a program whose every RECV has slack).
 
     Raises:
         ValueError: an unknown program name, or a legal program the linter rejects.
@@ -71,7 +86,12 @@ def make_program(name: str, params: FabricParams, seed: int) -> tuple[sched.Prog
     if name in PROGRAMS:
         program = PROGRAMS[name](params, rng)
     elif name == "random":
-        program = sched.random_program(rng, params, max_len=random_max_len(params, seed))
+        for _ in range(64):
+            program = sched.random_program(rng, params, max_len=random_max_len(params, seed))
+            if dut is None or dut == params or _shows(program, dut):
+                break
+        else:
+            raise ValueError(f"no random program in 64 draws shows the DUT's parameters {dut} apart from {params}")
     elif name == "random_wrap":
         # about half of the wrap-crowded programs have a transfer in flight across the
         # wrap; draw until one does (deterministic for a seed), so every run covers it
@@ -551,7 +571,7 @@ class SchedTest(uvm_test):
         self.raise_objection()
         ctx, p, dut = self.ctx, self.params, cocotb.top
         name = str(ctx.opt("program", "random"))
-        self.program, self.expected = make_program(name, p, ctx.seed)
+        self.program, self.expected = make_program(name, p, ctx.seed, FabricParams.from_dict(ctx.record["params"]))
         dut.run.value = 0
         dut.dbg_tile.value = 0
         dut.dbg_addr.value = 0
