@@ -661,12 +661,12 @@ _sparse_cluster("sparse_cluster_m3_random", _CL_M3, "random", opts={"jobs": 48},
                     "depthwise-separable, route)")
 _sparse_cluster("sparse_cluster_halo_dwsep", _CL_HALO, "dwsep", opts={"jobs": 40},
                 doc="cluster with 8-bit partial sums (the halo configuration): depthwise-separable flows")
-_sparse_cluster("sparse_cluster_defects", _CL, "defects", opts={"jobs": 36},
+_sparse_cluster("sparse_cluster_defects", _CL, "defects", opts={"jobs": 64},
                 doc="cluster, 4 units: loads the memories flag (data, weights, descriptors) on independent maps, "
                     "each unit against what its memories stored, mem_err and w_err")
-_sparse_cluster("sparse_cluster_defects_m3", _CL_M3, "defects", opts={"jobs": 36},
+_sparse_cluster("sparse_cluster_defects_m3", _CL_M3, "defects", opts={"jobs": 64},
                 doc="cluster of 3 STU 1400 units (p = 3, u = 2): loads the memories flag")
-_sparse_cluster("sparse_cluster_halo_defects", _CL_HALO, "defects", opts={"jobs": 36},
+_sparse_cluster("sparse_cluster_halo_defects", _CL_HALO, "defects", opts={"jobs": 64},
                 doc="cluster with 8-bit partial sums: loads the memories flag (data, weights, descriptors) on "
                     "independent maps, each unit against what its memories stored, mem_err and w_err")
 _sparse_cluster("sparse_cluster_wide", SparseParams(p=8, u=2, m=4, kmax=5, hmax=16, wmax=16, depth=256, ow=24,
