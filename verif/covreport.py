@@ -34,7 +34,8 @@ from .mutants import concat_parts, sized_literal
 
 __all__ = [
     "merge_functional", "bins_total", "select_points", "read_dat", "write_dat", "code_summary",
-    "merge_dat", "merge_instances", "render_code_html", "split_excluded", "CoverageToolMissing", "KINDS",
+    "merge_dat", "merge_instances", "point_bit", "render_code_html", "split_excluded", "CoverageToolMissing",
+    "KINDS",
 ]
 
 #: Code coverage kinds reported, in order (``line`` holds Verilator's line points,
@@ -180,7 +181,7 @@ def split_excluded(counts: dict[str, int], rules_of: Callable[[str], Sequence[An
         reason = None
         ln = int(f.get("l", 0) or 0)
         artefact = 0
-        if kind == "toggle" and tied and (bit := _point_bit(name)) and bit[1] in tied.get(bit[0], {}):
+        if kind == "toggle" and tied and (bit := point_bit(name)) and bit[1] in tied.get(bit[0], {}):
             # The Verilog ties the bit, so any count Verilator gives it is not a toggle: a
             # bit tied to 1 rises once as the simulation starts from 0, and Verilator 5.48
             # counts toggles on the constant bits of a wide net it merges with a narrower
@@ -238,7 +239,7 @@ def _tied_bits(lines: Sequence[str]) -> dict[str, dict[int, int]]:
     return out
 
 
-def _point_bit(name: str) -> tuple[str, int] | None:
+def point_bit(name: str) -> tuple[str, int] | None:
     """``('a__b', 3)`` for Verilator's toggle point ``a___05Fb[3]:0->1``."""
     m = re.fullmatch(r"(.*)\[(\d+)\]", name.rsplit(":", 1)[0])
     return (m[1].replace("___05F", "__"), int(m[2])) if m else None

@@ -55,6 +55,7 @@ from typing import Any
 
 import yaml
 
+from .covreport import point_bit
 from .registry import TESTBENCHES
 
 __all__ = ["Feature", "Exclusion", "Testplan", "TestplanError", "load", "load_all", "feature_status",
@@ -131,11 +132,10 @@ class Exclusion:
         if kind != self.kind or not fnmatch.fnmatchcase(module, self.module):
             return False
         if self.signal is not None:
-            point = name.rsplit(":", 1)[0]
-            hit = fnmatch.fnmatchcase(point, self.signal)
+            hit = fnmatch.fnmatchcase(name.rsplit(":", 1)[0], self.signal)
             if hit and self.bits is not None:
-                idx = re.fullmatch(r".*\[(\d+)\]", point)
-                hit = idx is not None and bool(_eval_when(self.bits, {**(params or {}), "b": int(idx[1])}, module))
+                bit = point_bit(name)
+                hit = bit is not None and bool(_eval_when(self.bits, {**(params or {}), "b": bit[1]}, module))
         else:
             hit = re.search(str(self.source), line) is not None and fnmatch.fnmatchcase(name, self.point)
         return hit and (self.when is None or bool(_eval_when(self.when, params or {}, module)))

@@ -423,7 +423,6 @@ def cycles(job: Job, stalls: int = 0) -> int:
     return 1 + job.cyc_compute + SparseParams.STU_PIPE + job.cyc_drain + stalls + 1
 
 
-
 def counter_reads(job: Job, params: SparseParams, stalls: int = 0) -> dict[str, int]:
     """What the STU's counters (:attr:`SparseParams.COUNTERS`) read at ``done``: each
     count modulo ``2**cnt_bits``; ``cyc_drain`` counts the ``stalls`` cycles too

@@ -400,6 +400,13 @@ class _Builder:
         return self.finish(job, [None if M is None else (*orgs[i], dense, M) for i, M in enumerate(maps)])
 
     # ---- random parts
+    def random_maps(self, act: list[int]) -> list[np.ndarray | None]:
+        """A map of random size (1..hmax x 1..wmax) and non-zero count for each memory
+        unit in ``act``, ``None`` for the others."""
+        p, rng = self.p, self.rng
+        return [random_map(rng, h := int(rng.integers(1, p.hmax + 1)), w := int(rng.integers(1, p.wmax + 1)),
+                           int(rng.integers(0, h * w + 1)), p.dw) if i in act else None for i in range(self.m)]
+
     def stalls(self, job: ClusterJob, allow: bool = True) -> ClusterJob:
         if allow:
             job.bp = float(self.rng.choice(BPS))
@@ -575,8 +582,7 @@ def _defect_job(b: _Builder, defects: bool = True) -> ClusterJob:
     p, rng, m = b.p, b.rng, b.m
     sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
     dense = rng.random() < 0.3
-    maps = [random_map(rng, h := int(rng.integers(1, p.hmax + 1)), w := int(rng.integers(1, p.wmax + 1)),
-                       int(rng.integers(0, h * w + 1)), p.dw) if i in act else None for i in range(m)]
+    maps = b.random_maps(act)
     job = b.independent(maps, _kernel(rng, int(rng.integers(1, p.kmax + 1)), p.ww), dense=dense, route_sel=sel)
     if not defects:
         return b.stalls(job)
@@ -640,8 +646,7 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
         elif r < 0.27:  # independent maps, dense mode now and then
             dense = rng.random() < 0.4
             sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
-            maps = [random_map(rng, h := int(rng.integers(1, p.hmax + 1)), w := int(rng.integers(1, p.wmax + 1)),
-                               int(rng.integers(0, h * w + 1)), p.dw) if i in act else None for i in range(m)]
+            maps = b.random_maps(act)
             Wk = _kernel(rng, int(rng.integers(1, K + 1)), p.ww)
             jobs.append(b.stalls(b.independent(maps, Wk, dense=dense, route_sel=sel)))
         else:
