@@ -137,3 +137,22 @@ def test_a_negative_run_draws_a_program_that_shows_the_dut_apart():
     assert sched.execute(first).trace == sched.execute(dataclasses.replace(first, params=dut)).trace
     assert same.schedules == first.schedules
     assert sched.execute(shown).trace != sched.execute(dataclasses.replace(shown, params=dut)).trace
+
+
+def test_an_opcode_variant_is_no_legal_entry_of_the_interface_tile():
+    """On a fabric with the communication interface, PORT 3 on tile 0's RECV is its FIFO
+    (legal), so illegal_variant must not offer it as an OPCODE change: seed 631196381 of
+    sched_illegal_all_comm_tp predicted OPCODE where the golden model (rightly) ran the
+    RECV and underflowed the empty FIFO. Every OPCODE variant of the comm fabric's seeds
+    raises OPCODE first, where predicted."""
+    tb = TESTBENCHES["sched_illegal_all_comm_tp"]
+    seen = 0
+    for seed in (631196381, *range(1, 120)):
+        program, expected = make_program(tb.opts["program"], tb.params, seed)
+        if expected.rule != "OPCODE":
+            continue
+        seen += 1
+        errors = sched.execute(program).errors
+        first = min(errors, key=lambda e: e.cycle)
+        assert (first.cycle, first.tile, first.bit) == (expected.cycle, expected.tile, expected.bits), (seed, expected)
+    assert seen >= 10

@@ -812,6 +812,8 @@ def _c_opcode(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
                 if not p.bus:
                     mods.append(("FWD source bus without a bus", e.replace(b=(e.b & ~3) | 2)))
             for what, ne in mods:
+                if opcode_problem(ne, p, tl.t) is None:  # legal here: PORT 3 on the interface tile's RECV (its
+                    continue                              # FIFO), a reserved opcode that is its CHECK
                 out.append((_replace_word(prog, tl.t, x.src, ne),
                             _exp(p, "OPCODE", tl.t, tl.us[j], ERR_OPCODE, f"tile {tl.t} entry {x.src}: {what}"),
                             what))
