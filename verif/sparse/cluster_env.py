@@ -58,7 +58,8 @@ from lockstep.models.sparse.params import SparseParams
 
 from ..coverage import Covergroup
 from .cluster_jobs import ClusterJob, Flow, make_jobs
-from .job_env import JobBfm, JobTest, JobUnit, Observation, Pauses
+from ..context import check_reset, reset_values
+from .job_env import JobBfm, JobTest, JobUnit, Observation, Pauses, handshakes
 
 __all__ = ["ClusterTest", "ClusterUnit", "UnitSinks"]
 
@@ -130,7 +131,8 @@ class ClusterUnit(JobUnit):
     """``stc_cluster``: load, route, run, combine, check (module docstring)."""
 
     sources: ClassVar[dict[str, list[str]]] = {"wr_desc": ["data"], "wr": ["data"], "w": ["data"]}
-    controls: ClassVar[list[str]] = ["start", "busy", "cluster_done", "unit_done", "unit_busy", "o_valid", "o_ready"]
+    controls: ClassVar[list[str]] = ["start", "busy", "cluster_done", "unit_done", "unit_busy", "o_valid", "o_ready",
+                                     "wr_done", "w_done"]
     idle_inputs: ClassVar[dict[str, int]] = {
         "wr_unit": 0, "wr_bank": 0, "wr_dense": 0, "w_cfg_k": 0, "w_cfg_dense": 0, "w_start": 0, "fc_we": 0,
         "fc_row": 0, "fc_col": 0, "fc_data": 0, "start": 0, "route_sel": 0, "cfg_active": 0, "cfg_bank": 0,
@@ -212,6 +214,17 @@ class ClusterUnit(JobUnit):
         if self.unit_sinks is None:
             self.unit_sinks = UnitSinks(dut, self.m, self.widths["o_data"] // self.m, self.ctx.seed)
         await RisingEdge(dut.clk)
+        if job.reset:
+            if job.keep_weights or job.preloaded:
+                raise ValueError(f"cluster stimulus: a pass after a reset must load its weights and data ({job!r})")
+            dut.rst.value = 1
+            resets = reset_values()
+            if resets:  # the state after this reset too (the generator's record; Icarus)
+                cocotb.start_soon(check_reset(dut, dut.clk, resets))
+            await RisingEdge(dut.clk)
+            dut.rst.value = 0
+            await RisingEdge(dut.clk)
+        loads_from = bfm.now
         bfm.set_rates(job.idle, 0.0)
         self.unit_sinks.set_rate(job.bp)
         if not job.keep_weights:
@@ -248,6 +261,8 @@ class ClusterUnit(JobUnit):
             await ReadOnly()
         read["mem_err"] = int(dut.mem_err.value)
         read["outputs"] = self.unit_sinks.take()
+        await RisingEdge(dut.clk)
+        read["loads"] = bfm.trace.window(loads_from, bfm.now)
         return first, last, read
 
     # ---- checks ---------------------------------------------------------------------
@@ -259,7 +274,9 @@ class ClusterUnit(JobUnit):
     def check(self, job: ClusterJob, obs: Observation) -> list[str]:
         p, m, tr, rd = self.params, self.m, obs.trace, obs.read
         d = len(tr["cluster_done"]) - 1
-        errs: list[str] = []
+        if job.reset:
+            self.sticky, self.w_sticky, self.mem_sticky, self.unit_sticky = 0, 0, [0] * m, [0] * m
+        errs = self._check_load_pulses(job, rd["loads"])
         for i, load in enumerate(job.loads):
             if load is not None:
                 self.mem_sticky[i] |= load.err
@@ -292,6 +309,33 @@ class ClusterUnit(JobUnit):
                 errs.append(f"w_wnz = {rd['w_wnz']}, the weight memory should hold {len(job.weights)} weights")
         if rd["w_err"] != self.w_sticky:
             errs.append(f"w_err = {rd['w_err']:#x}, load_weights says {self.w_sticky:#x}")
+        return errs
+
+    def _check_load_pulses(self, job: ClusterJob, tr: dict[str, np.ndarray]) -> list[str]:
+        """``wr_done`` pulses once per memory-unit load, one cycle after its last handshake
+        (its descriptor's when it has no data words), ``w_done`` once one cycle after the
+        weight stream's last; neither ever else (from the pass's loads to its end)."""
+        cells = [] if job.preloaded else [job.words[i] for i in job.active]
+        cells += [words for _, _, words in job.shadow]
+        dh, wh = handshakes(tr, "wr_desc"), handshakes(tr, "wr")
+        if len(dh) != len(cells) or len(wh) != sum(map(len, cells)):
+            return [f"loads: {len(dh)} descriptor and {len(wh)} data handshakes, expected {len(cells)} and "
+                    f"{sum(map(len, cells))}"]
+        ends, k = [], 0
+        for t0, words in zip(dh, cells):
+            k += len(words)
+            ends.append(int(wh[k - 1]) if words else int(t0))
+        errs = []
+        got = np.flatnonzero(tr["wr_done"]).tolist()
+        if got != [e + 1 for e in ends]:
+            errs.append(f"wr_done at {got} (samples from the first load), expected one cycle after each load's last "
+                        f"handshake: {[e + 1 for e in ends]}")
+        conv_load = not job.keep_weights and job.cfg.mode != sparse.FC
+        w = handshakes(tr, "w")
+        want_w = [int(w[-1]) + 1] if conv_load and len(w) else []
+        if np.flatnonzero(tr["w_done"]).tolist() != want_w:
+            errs.append(f"w_done at {np.flatnonzero(tr['w_done']).tolist()}, expected {want_w} (one cycle after the "
+                        "weight stream's last handshake)")
         return errs
 
     def _check_pass(self, job: ClusterJob, obs: Observation, units: list[dict[str, int]], outs: list[list[int]],

@@ -46,7 +46,9 @@ Scenarios (the ``scenario`` option):
   ``depth``), the weights one (an index beyond K, a duplicate, a zero, more than
   ``kmax**2``), or a descriptor is refused; each unit against the golden run over what
   its memories stored, ``mem_err`` and ``w_err`` against ``load_data`` and
-  ``load_weights``. Clean passes between them. The ``route`` scenario mixes some in.
+  ``load_weights``. Clean passes between them; every other pass starts with a reset,
+  so a flag is seen apart from the ones earlier passes raised (they are sticky). The
+  ``route`` scenario mixes some in.
 * ``random``: all of the above mixed (the full tier).
 """
 
@@ -157,6 +159,9 @@ class ClusterJob:
         w_words: the weight words sent when they carry a defect (``weights`` is then
             what the weight memory stored), else ``None`` (``pack_weights(weights)``).
         w_err: the ``W_ERR`` bits the weight load raises.
+        reset: ``rst`` pulses before the pass (its loads included): every sticky flag
+            starts clear, so each flag the pass raises is seen on its own (a flag an
+            earlier pass raised would hide a mutant that raises it too).
     """
 
     kind: str
@@ -187,6 +192,7 @@ class ClusterJob:
     corrupt: list[int] = field(default_factory=list)
     w_words: list[int] | None = None
     w_err: int = 0
+    reset: bool = False
 
     def __repr__(self) -> str:
         act = "".join("1" if d is not None else "." for d in self.descs)
@@ -198,6 +204,7 @@ class ClusterJob:
                 + (f" flow={self.flow.kind}#{self.flow.id} step={self.step}/{self.flow.passes}" if self.flow else "")
                 + (f" empty={self.empty}" if self.empty else "")
                 + (f" corrupt={self.corrupt}" if self.corrupt else "")
+                + (" reset" if self.reset else "")
                 + (f" w_err={self.w_err:#x}" if self.w_words is not None else "")
                 + (f" tag={self.tag}" if self.tag else ""))
 
@@ -509,7 +516,7 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
     if scenario == "route":
         return _route_jobs(b, count)
     if scenario == "defects":
-        return [_defect_job(b, defects=i % 3 != 0) for i in range(count)]
+        return [_defect_job(b, defects=i % 3 != 0, reset=i % 2 == 0) for i in range(count)]
     if scenario == "channels":
         return _channel_jobs(b, count)
     if scenario == "dwsep":
@@ -576,14 +583,16 @@ def _bad_weights(rng: np.random.Generator, job: ClusterJob, p: SparseParams) -> 
     job.weights, job.w_err = list(load.entries), load.err
 
 
-def _defect_job(b: _Builder, defects: bool = True) -> ClusterJob:
+def _defect_job(b: _Builder, defects: bool = True, reset: bool = False) -> ClusterJob:
     """Independent maps with defects in some units' data, the weights or a descriptor
-    (``defects`` scenario); the same pass without them when not ``defects``."""
+    (``defects`` scenario); the same pass without them when not ``defects``; after a
+    reset when ``reset``."""
     p, rng, m = b.p, b.rng, b.m
     sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
     dense = rng.random() < 0.3
     maps = b.random_maps(act)
     job = b.independent(maps, _kernel(rng, int(rng.integers(1, p.kmax + 1)), p.ww), dense=dense, route_sel=sel)
+    job.reset = reset
     if not defects:
         return b.stalls(job)
     r = rng.random()
