@@ -255,7 +255,7 @@ def test_maps_grow_to_fit_every_cell_count(scenario):
     """Eight units on maps of at most 8 x 8: a pass of 7 (prime) or 8 cells still gets a
     map some grid of that many cells fits (the map drawn from half the maximum up can be
     too small), and every pass keeps its cells within a memory unit's limits."""
-    params = SparseParams(m=8, p=1, hmax=8, wmax=8, depth=64)
+    params = SparseParams(m=8, p=1, hmax=8, wmax=8, depth=64, ow=20)
     widths = {n: v["width"] for n, v in cluster_ports(params).items()}
     for seed in range(4):
         for job in make_jobs(scenario, params, np.random.default_rng(seed), 24, widths):
@@ -268,8 +268,19 @@ def test_maps_grow_to_fit_every_cell_count(scenario):
 
 def test_maps_too_small_for_the_cells_are_refused():
     """7 cells on at most 6 x 6 maps: no grid fits; the stimulus says so instead of failing in numpy."""
-    params = SparseParams(m=8, p=1, hmax=6, wmax=6, depth=36, nmax_out=8)
+    params = SparseParams(m=8, p=1, hmax=6, wmax=6, depth=36, nmax_out=8, ow=20)
     widths = {n: v["width"] for n, v in cluster_ports(params).items()}
     with pytest.raises(ValueError, match="no grid of 7 cells fits a 6 x 6 map"):
         for seed in range(8):
             make_jobs("route", params, np.random.default_rng(seed), 24, widths)
+
+
+def test_overlap_add_on_saturating_outputs_is_refused():
+    """The ow = 8 cluster (the halo configuration) saturates its partial sums: an
+    overlap-add scenario on it is refused naming ow, not run to a mismatch no RTL could
+    avoid (the combined map would not be the whole map's)."""
+    params, _ = _cluster_sets()["sparse_cluster_halo"]
+    assert params.ow == 8
+    widths = {n: v["width"] for n, v in cluster_ports(params).items()}
+    with pytest.raises(ValueError, match="overlap-add on ow = 8: a unit's partial sum"):
+        make_jobs("balance", params, np.random.default_rng(5), 8, widths)

@@ -371,10 +371,30 @@ class _Builder:
         K = Wk.shape[0]
         halo = K - 1 if mode == "halo" else 0
         cells, kind = self.grid_cells(X, n, halo, part, 2 if pool != "none" else 1, grid)
+        if mode == "overlap":
+            self._partial_sums_fit(X, Wk, cells, shift)
         cfg = self.base_cfg(K, relu=relu, pool=pool, shift=shift, dense=int(dense))
         job = ClusterJob(mode, cfg, _weights(rng, Wk, dense), Wk=Wk, X=X, part=kind,
                          route_sel=list(route_sel or []))
         return self.load_cells(job, X, cells, list(range(n)) if active is None else active, halo)
+
+    def _partial_sums_fit(self, X: np.ndarray, Wk: np.ndarray, cells: list[Cell], shift: int) -> None:
+        """Overlap-add adds the units' partial sums as they leave: a partial sum the
+        ``ow``-bit output saturates makes the combined map another than the whole map's,
+        a wrong result no RTL could match. Refuse such a pass here, naming ``ow``.
+
+        Raises:
+            ValueError: a cell's ``correlate_full >> shift`` leaves the ``ow``-bit range.
+        """
+        lo, hi = sparse.signed_range(self.p.ow)
+        for r0, r1, c0, c1 in cells:
+            part = sparse.correlate_full(X[r0:r1, c0:c1], Wk) >> shift
+            if part.size and (part.min() < lo or part.max() > hi):
+                bad = int(part.min()) if part.min() < lo else int(part.max())
+                raise ValueError(f"cluster stimulus: overlap-add on ow = {self.p.ow}: a unit's partial sum is {bad}, "
+                                 f"beyond the output's [{lo}, {hi}] (it saturates, so the combined map is not the "
+                                 "whole map's); use a halo scenario, or an ow that holds the partial sums "
+                                 "(the quick tier's overlap-add clusters have ow = 20)")
 
     def load_cells(self, job: ClusterJob, X: np.ndarray, cells: list[Cell], active: list[int], halo: int,
                    acc: list[np.ndarray | None] | None = None) -> ClusterJob:
