@@ -613,6 +613,7 @@ def _defect_job(b: _Builder, defects: bool = True, reset: bool = False) -> Clust
     maps = b.random_maps(act)
     job = b.independent(maps, _kernel(rng, int(rng.integers(1, p.kmax + 1)), p.ww), dense=dense, route_sel=sel)
     job.reset = reset
+    job.bank = int(rng.integers(0, 2))  # both banks' stored descriptors take the random fields
     if not defects:
         return b.stalls(job)
     r = rng.random()
