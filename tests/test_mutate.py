@@ -414,3 +414,28 @@ def test_a_stuck_bit_is_never_the_value_a_leading_constant_fixes():
     stuck = [m for m in M.sites(text) if m.kind == "stuck"]
     bit = int(stuck[0].after.rsplit("[", 1)[1].split("]")[0])
     assert [m.after.strip()[-5:-1] for m in stuck] == (["1'b1"] if bit >= 1 else ["1'b0", "1'b1"])
+
+
+def test_the_local_cut_grows_by_the_blocks_that_read_it(tmp_path):
+    """A stuck bit its only reader truncates away: the block alone differs, the block and
+    its reader do not (one level), and the whole design is never needed."""
+    from lockstep.verif.mutants import local_pair
+
+    text = BLOCKS.replace("reg [3:0] dead;", "reg [3:0] dead;\nreg [3:0] w;\nreg [1:0] lo;")
+    text = text.replace("always @(a) begin: unread", "always @(a) begin: wide\n    w = (a + 1);\nend\n\n"
+                        "always @(w) begin: trunc\n    lo = w[1:0];\nend\n\nalways @(a) begin: unread")
+    text = text.replace("assign z = s;", "assign z = {lo, lo};")
+    orig, mut_file = tmp_path / "orig.v", tmp_path / "mut.v"
+    orig.write_text(text)
+    mut_file.write_text(text.replace("    w = (a + 1);", "    w = (a + 1); w[3] = 1'b1;"))
+    line = text.split("\n").index("    w = (a + 1);") + 1
+    gold0, _ = local_pair(text, mut_file.read_text(), line)
+    gold1, gate1 = local_pair(text, mut_file.read_text(), line, grow=1)
+    assert "output [3:0] w;" in gold0 and "lo = w[1:0];" not in gold0
+    assert "lo = w[1:0];" in gold1 and "output [1:0] lo;" in gold1 and "output [3:0] w;" not in gold1
+    assert "w[3] = 1'b1;" in gate1 and "reg [3:0] w;" in gold1
+    # the assign reading lo is in the next level; the level after that adds nothing: no cut
+    assert "assign z = {lo, lo};" in local_pair(text, mut_file.read_text(), line, grow=2)[0]
+    assert local_pair(text, mut_file.read_text(), line, grow=3) is None
+    got, detail = equivalence(orig, mut_file, "top", depth=6, workdir=tmp_path, line=line)
+    assert got == "equivalent" and "1 level(s) deep" in detail, detail

@@ -389,7 +389,8 @@ def _names(block: list[str]) -> tuple[set[str], set[str], set[str]]:
 _CASE_LABEL = re.compile(r"^(?:default|\d+'[sS]?[bBoOdDhH][0-9a-fA-F_xXzZ]+|\d+|[A-Za-z_][\w$]*)\s*:\s*(?!begin\b)")
 
 
-def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tuple[str, str] | None:
+def local_pair(original: str, mutated: str, line: int, top: str = "local", grow: int = 0,
+               max_lines: int = 600) -> tuple[str, str] | None:
     """The block of ``line`` (an ``always`` block or an ``assign``) cut out of each text as
     module ``top``: every signal it reads an input (free: any value, any time), every
     signal it assigns that the rest of the design reads or that is a port an output.
@@ -400,6 +401,11 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     self-contained: it writes a memory (an unpacked array) that another block reads, reads
     a memory at an address made of its own variables, or reads a name with no module-level
     declaration, or ``line`` lies in no block.
+
+    ``grow`` > 0 takes in, that many times, every block that reads what the cut assigns
+    (as long as the cut stays within ``max_lines``): a difference the block makes that
+    its readers drop (a truncation, a mask, a mux that never selects it) then proves
+    equivalent on the cut too. None also when growing adds no block (the same cut again).
     """
     lines, mlines = original.split("\n"), mutated.split("\n")
     if len(lines) != len(mlines) or not 0 < line <= len(lines):
@@ -407,7 +413,6 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     span = _block_span(lines, line)
     if span is None:
         return None
-    first, last = span
     decls: dict[str, tuple[str, str, str]] = {}   # name -> (signed, range, memory dimensions)
     ports_out: set[str] = set()
     decl_lines: set[int] = set()
@@ -429,9 +434,20 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
             prev = decls.get(name)
             decls[name] = (signed or (prev[0] if prev else ""), rng or (prev[1] if prev else ""), mem or "")
 
-    outside = {m.group() for j, text in enumerate(lines) if not first <= j <= last and j not in decl_lines
+    head_end = next((j for j, t in enumerate(lines) if t.startswith("module")), 0)
+    head_end = next((j for j in range(head_end, len(lines)) if lines[j].rstrip().endswith(");")), head_end)
+    spans = [span]
+    for _ in range(grow):   # (the module header's port list is no reader)
+        more = _readers(lines, spans, decl_lines | set(range(head_end + 1)))
+        if not more or sum(b - a + 1 for a, b in spans + more) > max_lines:
+            return None
+        spans = sorted(spans + more)
+    inside = {j for a, b in spans for j in range(a, b + 1)}
+    outside = {m.group() for j, text in enumerate(lines) if j not in inside and j not in decl_lines
                for m in _TOKEN.finditer(text) if m.lastgroup == "id"}
-    gold, gate = lines[first:last + 1], mlines[first:last + 1]
+    gold = [t for a, b in spans for t in lines[a:b + 1]]
+    gate = [t for a, b in spans for t in mlines[a:b + 1]]
+    wires = {n for a, b in spans if not lines[a].startswith("always") for n in _names(lines[a:b + 1])[1]}
     _, asg_gold, local_gold = _names(gold)
     _, asg_gate, local_gate = _names(gate)
     assigned = asg_gold | asg_gate   # replacing reads below assigns nothing new
@@ -456,7 +472,6 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
     outputs = sorted(n for n in assigned if (n in outside or n in ports_out))
     inputs = sorted((used - assigned) | {"clk", "rst"})
     internal = sorted(assigned - set(outputs))
-    procedural = lines[first].startswith("always")
     mem_elem = {v: decls[k.split("[", 1)[0]] for k, v in reads.items()}
 
     def module(block: list[str]) -> str:
@@ -469,11 +484,30 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local") -> tu
         head += [params[n] for n in consts]
         head += [decl("input", n) for n in inputs]
         for n in outputs:
-            head += [decl("output", n), decl("reg" if procedural else "wire", n)]
-        head += [decl("reg" if procedural else "wire", n) for n in internal]
+            head += [decl("output", n), decl("wire" if n in wires else "reg", n)]
+        head += [decl("wire" if n in wires else "reg", n) for n in internal]
         return "\n".join(head + block + ["endmodule", ""])
 
     return module(gold), module(gate)
+
+
+def _readers(lines: list[str], spans: list[tuple[int, int]], decl_lines: set[int]) -> list[tuple[int, int]]:
+    """The blocks (``always`` or ``assign`` spans) outside ``spans`` that read a name the
+    blocks of ``spans`` assign; ``[]`` when a reader is no block (the cut cannot grow)."""
+    inside = {j for a, b in spans for j in range(a, b + 1)}
+    assigned = set()
+    for a, b in spans:
+        assigned |= _names(lines[a:b + 1])[1]
+    found: set[tuple[int, int]] = set()
+    for j, text in enumerate(lines):
+        if j in inside or j in decl_lines or not assigned & {m.group() for m in _TOKEN.finditer(text)
+                                                               if m.lastgroup == "id"}:
+            continue
+        sp = _block_span(lines, j + 1)
+        if sp is None:
+            return []
+        found.add(sp)
+    return sorted(found)
 
 
 def _replace_reads(block: list[str], mem: str, reads: dict[str, str], local: set[str]) -> list[str] | None:

@@ -247,6 +247,10 @@ def _smtbmc(workdir: Path, smt2: str, args: list[str], timeout: float) -> tuple[
     return (status[1] if status else "ERROR"), step, wall
 
 
+#: How many times the local cut of :func:`equivalence` grows by the blocks reading it.
+LOCAL_GROW = 2
+
+
 def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout: float = 300,
                 workdir: Path | None = None, induction: int = 4, line: int | None = None) -> tuple[str, str]:
     """Is ``mutant`` equivalent to ``original`` (module ``top``, clock ``clk``, synchronous
@@ -259,25 +263,38 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
     (:func:`lockstep.verif.mutants.local_pair`: an ``always`` block or an ``assign`` with
     every signal it reads a free input): a block whose results nothing reads is
     equivalent as it stands, and a proof for the block alone holds for the design (a
-    difference does not: the design may never give the block that input, so the whole
-    design is tried next, in the time left). Large designs, whose miters Yosys cannot
+    difference does not: the design may never give the block that input). Then, up to
+    :data:`LOCAL_GROW` times, the cut takes in the blocks that read what it assigns (a
+    difference its readers drop, by a truncation or a mask, proves there), and then the
+    whole design is tried, in the time left. Large designs, whose miters Yosys cannot
     build or Yices cannot search in minutes, get most of their proofs this way.
     """
     workdir = workdir or mutant.parent
     t_end = time.monotonic() + timeout
     if line is not None:
-        pair = mut.local_pair(original.read_text(), mutant.read_text(), line)
-        if pair is not None:
+        gold_text, gate_text = original.read_text(), mutant.read_text()
+        t_local = time.monotonic() + min(timeout / 3, 60.0)
+        for grow in range(LOCAL_GROW + 1):
+            pair = mut.local_pair(gold_text, gate_text, line, grow=grow)
+            if pair is None:
+                break
             if "output" not in pair[0]:
-                return "equivalent", "proved: nothing reads what the mutated block assigns"
+                return "equivalent", ("proved: nothing reads what the mutated block assigns" if not grow else
+                                      f"proved: nothing reads what the mutated block and its readers ({grow} "
+                                      "level(s)) assign")
             files = []
             for tag, text in zip(("gold", "gate"), pair):
-                files.append(workdir / f"{mutant.stem}.local_{tag}.v")
+                files.append(workdir / f"{mutant.stem}.local{grow}_{tag}.v")
                 files[-1].write_text(text)
-            verdict, detail = _miter(files[0], files[1], "local", f"{mutant.stem}.local", workdir,
-                                     min(timeout / 3, 60.0), depth, induction)
+            left = t_local - time.monotonic()
+            if left < 1:
+                break
+            verdict, detail = _miter(files[0], files[1], "local", f"{mutant.stem}.local{grow}", workdir,
+                                     left / (LOCAL_GROW + 1 - grow), depth, induction)
             if verdict == "equivalent":
-                return verdict, f"{detail}, on the mutated block alone (every input free)"
+                where = ("the mutated block alone" if not grow else
+                         f"the mutated block and the blocks reading it, {grow} level(s) deep")
+                return verdict, f"{detail}, on {where} (every other input free)"
     verdict, detail = _miter(original, mutant, top, mutant.stem, workdir, max(1.0, t_end - time.monotonic()),
                              depth, induction)
     if verdict in ("unknown", "equivalent-bounded"):
