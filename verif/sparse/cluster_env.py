@@ -74,6 +74,96 @@ def _lanes(bus: int, width: int, n: int) -> list[int]:
     return [(bus >> (i * width)) & mask for i in range(n)]
 
 
+#: A memory unit's read port inside the cluster (``fm_mem_unit<i>_<name>``), watched by
+#: :class:`ReadPortProbe`.
+READ_PORT = ("rd_group", "rd_lane_valid", "rd_row", "rd_col", "rd_val", "rd_q")
+
+
+class ReadPortProbe:
+    """A passive checker on the boundary between each memory unit and the STU it feeds,
+    inside the cluster: the memory units' read ports (``rd_group`` in, the ``p`` lanes'
+    valid bits, rows, columns and values out, ``rd_q``) sampled in every cycle of a pass
+    (``busy``), to be held to the memory model (:func:`lockstep.models.sparse.load_data`'s
+    stored entries): lane ``l`` of group ``g`` is valid exactly when entry ``g * p + l``
+    is stored, and then reads it; an invalid lane reads 0 (docs/sparse.md section 7).
+    The STU guards its lanes with ``q`` as well, so a wrong valid bit or a stale value in
+    an invalid lane never reaches the cluster's outputs: only this check sees it.
+
+    Internal signals: on Icarus, and only when the DUT has them (the generated cluster;
+    ``RTL=`` another implementation, whose internals are its own, is not probed).
+    """
+
+    def __init__(self, dut: Any, m: int) -> None:
+        self.dut, self.m = dut, m
+        self.handles: list[tuple[Any, ...]] | None = None
+        if "icarus" in cocotb.SIM_NAME.lower():
+            try:
+                self.handles = [tuple(getattr(dut, f"fm_mem_unit{i}_{n}") for n in READ_PORT) for i in range(m)]
+                self.bank = dut.bank_eff
+            except AttributeError:
+                self.handles = None
+        self.samples: list[tuple[int, list[tuple[int, ...]]]] = []
+        self.task: Any = None
+
+    def begin(self) -> None:
+        """Sample every busy cycle from now until :meth:`end`."""
+        if self.handles is not None:
+            self.samples = []
+            self.task = cocotb.start_soon(self._run())
+
+    def end(self) -> list[tuple[int, list[tuple[int, ...]]]]:
+        """Stop sampling; the samples: ``(bank, [per memory unit: (group, valid, row, col, val, q)])``."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+        out, self.samples = self.samples, []
+        return out
+
+    async def _run(self) -> None:
+        dut = self.dut
+        while True:
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            if int(dut.busy.value):   # an X or Z reads as -1 (an error, never a value)
+                self.samples.append((_int_or_x(self.bank.value), [tuple(_int_or_x(h.value) for h in hs)
+                                                                  for hs in self.handles]))
+
+
+def _int_or_x(v: Any) -> int:
+    return int(v) if v.is_resolvable else -1
+
+
+def read_port_errors(samples: list[tuple[int, list[tuple[int, ...]]]], bank: int,
+                     stored: dict[int, list[tuple[int, int, int]]], p: SparseParams) -> list[str]:
+    """The samples of :class:`ReadPortProbe` against the entries each memory unit stored
+    in ``bank`` (``stored``: memory unit -> entries; units not in it are not checked)."""
+    errs: list[str] = []
+    rb, cb, dw = p.rb, p.cb, p.dw
+    for k, (b, ports) in enumerate(samples):
+        if b != bank:
+            return [f"busy cycle {k}: the memory units read bank {b}, the pass's is {bank}"]
+        for i, entries in stored.items():
+            g, lv, rows, cols, vals, q = ports[i]
+            if -1 in ports[i]:
+                bad = [n for n, v in zip(READ_PORT, ports[i]) if v == -1]
+                errs.append(f"busy cycle {k}: memory unit {i}: {', '.join(bad)} unknown (X or Z)")
+                continue
+            if q != len(entries):
+                errs.append(f"busy cycle {k}: memory unit {i}: rd_q {q}, {len(entries)} entries stored")
+            rr, cc = _lanes(rows, rb, p.p), _lanes(cols, cb, p.p)
+            vv = [v - (1 << dw) if v >> (dw - 1) else v for v in _lanes(vals, dw, p.p)]
+            for lane in range(p.p):
+                e = g * p.p + lane
+                want = entries[e] if e < len(entries) else (0, 0, 0)
+                if (lv >> lane & 1) != (e < len(entries)) or (rr[lane], cc[lane], vv[lane]) != tuple(want):
+                    errs.append(f"busy cycle {k}: memory unit {i} group {g} lane {lane}: valid={lv >> lane & 1} "
+                                f"{(rr[lane], cc[lane], vv[lane])}, expected valid={int(e < len(entries))} "
+                                f"{tuple(want)} (entry {e} of {len(entries)})")
+            if len(errs) >= 4:
+                return errs
+    return errs
+
+
 class UnitSinks:
     """The ``m`` per-unit output streams (packed ``o_valid``/``o_ready``/``o_data``):
     ``o_ready`` bit ``u`` from unit ``u``'s own pause generator, the beats taken per unit.
@@ -148,6 +238,7 @@ class ClusterUnit(JobUnit):
         self.m = params.m
         self.idle_inputs = {**self.idle_inputs, "o_ready": (1 << self.m) - 1}  # taken by UnitSinks later
         self.unit_sinks: UnitSinks | None = None
+        self.probe: ReadPortProbe | None = None
         self.sticky = 0
         self.unit_sticky = [0] * self.m
         self.mem_sticky = [0] * self.m
@@ -213,6 +304,7 @@ class ClusterUnit(JobUnit):
         dut = bfm.dut
         if self.unit_sinks is None:
             self.unit_sinks = UnitSinks(dut, self.m, self.widths["o_data"] // self.m, self.ctx.seed)
+            self.probe = ReadPortProbe(dut, self.m)
         await RisingEdge(dut.clk)
         if job.reset:
             if job.keep_weights or job.preloaded:
@@ -236,6 +328,7 @@ class ClusterUnit(JobUnit):
             getattr(dut, name).value = value
         first = bfm.now
         dut.start.value = 1
+        self.probe.begin()
         await RisingEdge(dut.clk)
         dut.start.value = 0
         done = cocotb.start_soon(bfm.wait_high("cluster_done"))
@@ -253,6 +346,7 @@ class ClusterUnit(JobUnit):
                 await RisingEdge(dut.clk)
                 dut.start.value = 0
         last = await done
+        read["read_port"] = self.probe.end()
         read.update({n: int(getattr(dut, n).value) for n in (
             "cluster_cycles", "err", "unit_active", "unit_desc", "unit_err", "w_err", "w_wnz", *COUNTERS)})
         if shadow is not None:
@@ -345,6 +439,8 @@ class ClusterUnit(JobUnit):
         want_active = sum(1 << u for u in range(m) if g.units[u] is not None)
         if rd["unit_active"] != want_active:
             errs.append(f"unit_active = {rd['unit_active']:0{m}b}, route_sel gives {want_active:0{m}b}")
+        stored = {g.source[u]: list(job.loads[g.source[u]].entries) for u in range(m) if g.units[u] is not None}
+        errs += read_port_errors(rd["read_port"], job.bank, stored, p)
         cyc = {}
         for u in range(m):
             gu = g.units[u]
