@@ -39,7 +39,13 @@ output streams are taken with the pass's back-pressure (:class:`UnitSinks`).
   ``sat(correlate_full(X_c, Wd_c) >> shift_dw)``; the pointwise outputs, placed by the
   ORG of ``unit_desc``, cover every pixel once, and the assembled map equals both
   ``depthwise_separable`` and an independent numpy computation (and the depthwise maps
-  the host collected equal the data the pointwise passes ran on).
+  the host collected equal the data the pointwise passes ran on);
+* (f) loads: ``wr_done`` one cycle after each memory-unit load's last handshake and
+  ``w_done`` after the weight stream's, never else; the ``defects`` scenario resets the
+  cluster before every other pass, so each sticky flag a pass raises is seen alone;
+* (g) inside the cluster (Icarus): each memory unit's read port in every busy cycle
+  against the entries it stored (:class:`ReadPortProbe`), a boundary the STUs' own
+  ``q`` guard hides from the outputs.
 
 Every pass's measured counters go to ``summary.json`` (``perf``): ``make sparse-report``
 reads them.
