@@ -401,20 +401,18 @@ def _mul(x, w, prod, fmt: SparseParams):
 
 
 @block
-def _walk_lane(round1, fc_r, lv, eb1, q_r, wv, x, w_conv, w_fc, lane_no: int, v_conv, v_fc, nzm, w_sel,
-               fmt: SparseParams, ok=None):
-    """Group-walker lane ``l``: active when the entry ``eb1 + l < q`` is stored; CONV needs
-    a stored weight and an address in range (``ok``) too (``v_conv``; ``None`` in a u = 2
-    unit, whose scheduler does CONV).
+def _walk_lane(round1, fc_r, lv, wv, x, w_conv, w_fc, v_conv, v_fc, nzm, w_sel, ok=None):
+    """Group-walker lane ``l``: active when its entry ``g * p + l`` is stored, which is
+    what the memory's lane valid ``lv`` says (``g * p + l < q``: the STU compares no
+    second time); CONV needs a stored weight and an address in range (``ok``) too
+    (``v_conv``; ``None`` in a u = 2 unit, whose scheduler does CONV).
     ``nzm``: it multiplies two non-zero operands; ``w_sel``: the weight it multiplies by
     (broadcast in CONV, gathered in FC)."""
-    wd = stu_widths(fmt)
-    qx, on = new_vec(wd.eb), new_bool()
-    lno = lane_no
+    on = new_bool()
 
     @always_comb
     def act():
-        on.next = round1 and lv and eb1 + lno < qx
+        on.next = round1 and lv
 
     @always_comb
     def sel():
@@ -426,7 +424,7 @@ def _walk_lane(round1, fc_r, lv, eb1, q_r, wv, x, w_conv, w_fc, lane_no: int, v_
             w_sel.next = w_conv
             nzm.next = on and wv and x != 0 and w_conv != 0
 
-    insts = [resize(q_r, qx), act, sel]
+    insts = [act, sel]
     if v_conv is not None:
 
         @always_comb
@@ -1354,8 +1352,8 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
     v_fc, nzm1 = [new_bool() for _ in range(p)], [new_bool() for _ in range(p)]
     w1 = [new_vec(ww) for _ in range(p)]
     lok = [new_bool() for _ in range(p)]
-    insts += [_walk_lane(round1, fc_r, lvld[l], eb1, q_r, wv[0], lval[l], wwv[0], fcw[l], l, v_conv[l], v_fc[l],
-                         nzm1[l], w1[l], fmt, ok=lok[l] if u == 1 else None) for l in range(p)]
+    insts += [_walk_lane(round1, fc_r, lvld[l], wv[0], lval[l], wwv[0], fcw[l], v_conv[l], v_fc[l], nzm1[l], w1[l],
+                         ok=lok[l] if u == 1 else None) for l in range(p)]
 
     # operands, products, addresses of each lane
     mx, mw_ = [new_vec(dw) for _ in range(p)], [new_vec(ww) for _ in range(p)]

@@ -890,6 +890,7 @@ wire stu0_cc0;
 wire stu0_go;
 wire stu0_clr;
 reg [1:0] stu0_km1;
+reg [6:0] stu0_q_r;
 reg [4:0] stu0_jlim;
 reg stu0_emit_r;
 reg stu0_relu_r;
@@ -906,7 +907,6 @@ reg stu0_adv;
 reg stu0_lastpos;
 reg stu0_flush_done;
 reg stu0_fc_r;
-reg [6:0] stu0_q_r;
 reg [2:0] stu0_state;
 wire stu0_round1;
 wire [5:0] stu0__cfg_check0_kx;
@@ -980,25 +980,21 @@ reg stu0__walk_lane0_nzm;
 reg [7:0] stu0__walk_lane0_w_sel;
 reg stu0__walk_lane0_ok;
 wire stu0__walk_lane0_on;
-wire [7:0] stu0__walk_lane0_qx;
 wire stu0__walk_lane1_v_conv;
 reg stu0__walk_lane1_nzm;
 reg [7:0] stu0__walk_lane1_w_sel;
 reg stu0__walk_lane1_ok;
 wire stu0__walk_lane1_on;
-wire [7:0] stu0__walk_lane1_qx;
 wire stu0__walk_lane2_v_conv;
 reg stu0__walk_lane2_nzm;
 reg [7:0] stu0__walk_lane2_w_sel;
 reg stu0__walk_lane2_ok;
 wire stu0__walk_lane2_on;
-wire [7:0] stu0__walk_lane2_qx;
 wire stu0__walk_lane3_v_conv;
 reg stu0__walk_lane3_nzm;
 reg [7:0] stu0__walk_lane3_w_sel;
 reg stu0__walk_lane3_ok;
 wire stu0__walk_lane3_on;
-wire [7:0] stu0__walk_lane3_qx;
 wire [7:0] stu0_wire6_y;
 wire [7:0] stu0_wire7_y;
 reg [6:0] stu0__lane_addr0_addr;
@@ -1048,15 +1044,15 @@ wire stu0_wire26_y;
 wire [6:0] stu0_wire27_y;
 wire [31:0] stu0_wire28_y;
 reg [31:0] stu0__tree0_tsum;
-wire [6:0] stu0_resize137_dst;
-wire [2:0] stu0_resize139_dst;
-wire [2:0] stu0_resize140_dst;
-wire [2:0] stu0_resize141_dst;
-wire [2:0] stu0_resize142_dst;
-wire [11:0] stu0_cat_lanes7_resize143_src;
+wire [6:0] stu0_resize133_dst;
+wire [2:0] stu0_resize135_dst;
+wire [2:0] stu0_resize136_dst;
+wire [2:0] stu0_resize137_dst;
+wire [2:0] stu0_resize138_dst;
+wire [11:0] stu0_cat_lanes7_resize139_src;
 localparam stu0__stage_p1_fc_on = 1'd0;
-wire [3:0] stu0_cat_lanes8_resize144_src;
-wire [27:0] stu0_cat_lanes9_resize145_src;
+wire [3:0] stu0_cat_lanes8_resize140_src;
+wire [27:0] stu0_cat_lanes9_resize141_src;
 reg [3:0] stu0__drain_addr0_rr;
 reg [3:0] stu0__drain_addr0_rc;
 reg [6:0] stu0__drain_addr0_a00;
@@ -1111,6 +1107,7 @@ wire stu1_cc0;
 wire stu1_go;
 wire stu1_clr;
 reg [1:0] stu1_km1;
+reg [6:0] stu1_q_r;
 reg [4:0] stu1_jlim;
 reg stu1_emit_r;
 reg stu1_relu_r;
@@ -1127,7 +1124,6 @@ reg stu1_adv;
 reg stu1_lastpos;
 reg stu1_flush_done;
 reg stu1_fc_r;
-reg [6:0] stu1_q_r;
 reg [2:0] stu1_state;
 wire stu1_round1;
 wire [5:0] stu1__cfg_check1_kx;
@@ -1201,25 +1197,21 @@ reg stu1__walk_lane4_nzm;
 reg [7:0] stu1__walk_lane4_w_sel;
 reg stu1__walk_lane4_ok;
 wire stu1__walk_lane4_on;
-wire [7:0] stu1__walk_lane4_qx;
 wire stu1__walk_lane5_v_conv;
 reg stu1__walk_lane5_nzm;
 reg [7:0] stu1__walk_lane5_w_sel;
 reg stu1__walk_lane5_ok;
 wire stu1__walk_lane5_on;
-wire [7:0] stu1__walk_lane5_qx;
 wire stu1__walk_lane6_v_conv;
 reg stu1__walk_lane6_nzm;
 reg [7:0] stu1__walk_lane6_w_sel;
 reg stu1__walk_lane6_ok;
 wire stu1__walk_lane6_on;
-wire [7:0] stu1__walk_lane6_qx;
 wire stu1__walk_lane7_v_conv;
 reg stu1__walk_lane7_nzm;
 reg [7:0] stu1__walk_lane7_w_sel;
 reg stu1__walk_lane7_ok;
 wire stu1__walk_lane7_on;
-wire [7:0] stu1__walk_lane7_qx;
 wire [7:0] stu1_wire40_y;
 wire [7:0] stu1_wire41_y;
 reg [6:0] stu1__lane_addr4_addr;
@@ -1269,15 +1261,15 @@ wire stu1_wire60_y;
 wire [6:0] stu1_wire61_y;
 wire [31:0] stu1_wire62_y;
 reg [31:0] stu1__tree1_tsum;
-wire [6:0] stu1_resize182_dst;
-wire [2:0] stu1_resize184_dst;
-wire [2:0] stu1_resize185_dst;
-wire [2:0] stu1_resize186_dst;
-wire [2:0] stu1_resize187_dst;
-wire [11:0] stu1_cat_lanes10_resize188_src;
+wire [6:0] stu1_resize174_dst;
+wire [2:0] stu1_resize176_dst;
+wire [2:0] stu1_resize177_dst;
+wire [2:0] stu1_resize178_dst;
+wire [2:0] stu1_resize179_dst;
+wire [11:0] stu1_cat_lanes10_resize180_src;
 localparam stu1__stage_p5_fc_on = 1'd0;
-wire [3:0] stu1_cat_lanes11_resize189_src;
-wire [27:0] stu1_cat_lanes12_resize190_src;
+wire [3:0] stu1_cat_lanes11_resize181_src;
+wire [27:0] stu1_cat_lanes12_resize182_src;
 reg [3:0] stu1__drain_addr1_rr;
 reg [3:0] stu1__drain_addr1_rc;
 reg [6:0] stu1__drain_addr1_a00;
@@ -1332,6 +1324,7 @@ wire stu2_cc0;
 wire stu2_go;
 wire stu2_clr;
 reg [1:0] stu2_km1;
+reg [6:0] stu2_q_r;
 reg [4:0] stu2_jlim;
 reg stu2_emit_r;
 reg stu2_relu_r;
@@ -1348,7 +1341,6 @@ reg stu2_adv;
 reg stu2_lastpos;
 reg stu2_flush_done;
 reg stu2_fc_r;
-reg [6:0] stu2_q_r;
 reg [2:0] stu2_state;
 wire stu2_round1;
 wire [5:0] stu2__cfg_check2_kx;
@@ -1422,25 +1414,21 @@ reg stu2__walk_lane8_nzm;
 reg [7:0] stu2__walk_lane8_w_sel;
 reg stu2__walk_lane8_ok;
 wire stu2__walk_lane8_on;
-wire [7:0] stu2__walk_lane8_qx;
 wire stu2__walk_lane9_v_conv;
 reg stu2__walk_lane9_nzm;
 reg [7:0] stu2__walk_lane9_w_sel;
 reg stu2__walk_lane9_ok;
 wire stu2__walk_lane9_on;
-wire [7:0] stu2__walk_lane9_qx;
 wire stu2__walk_lane10_v_conv;
 reg stu2__walk_lane10_nzm;
 reg [7:0] stu2__walk_lane10_w_sel;
 reg stu2__walk_lane10_ok;
 wire stu2__walk_lane10_on;
-wire [7:0] stu2__walk_lane10_qx;
 wire stu2__walk_lane11_v_conv;
 reg stu2__walk_lane11_nzm;
 reg [7:0] stu2__walk_lane11_w_sel;
 reg stu2__walk_lane11_ok;
 wire stu2__walk_lane11_on;
-wire [7:0] stu2__walk_lane11_qx;
 wire [7:0] stu2_wire74_y;
 wire [7:0] stu2_wire75_y;
 reg [6:0] stu2__lane_addr8_addr;
@@ -1490,15 +1478,15 @@ wire stu2_wire94_y;
 wire [6:0] stu2_wire95_y;
 wire [31:0] stu2_wire96_y;
 reg [31:0] stu2__tree2_tsum;
-wire [6:0] stu2_resize227_dst;
-wire [2:0] stu2_resize229_dst;
-wire [2:0] stu2_resize230_dst;
-wire [2:0] stu2_resize231_dst;
-wire [2:0] stu2_resize232_dst;
-wire [11:0] stu2_cat_lanes13_resize233_src;
+wire [6:0] stu2_resize215_dst;
+wire [2:0] stu2_resize217_dst;
+wire [2:0] stu2_resize218_dst;
+wire [2:0] stu2_resize219_dst;
+wire [2:0] stu2_resize220_dst;
+wire [11:0] stu2_cat_lanes13_resize221_src;
 localparam stu2__stage_p9_fc_on = 1'd0;
-wire [3:0] stu2_cat_lanes14_resize234_src;
-wire [27:0] stu2_cat_lanes15_resize235_src;
+wire [3:0] stu2_cat_lanes14_resize222_src;
+wire [27:0] stu2_cat_lanes15_resize223_src;
 reg [3:0] stu2__drain_addr2_rr;
 reg [3:0] stu2__drain_addr2_rc;
 reg [6:0] stu2__drain_addr2_a00;
@@ -1553,6 +1541,7 @@ wire stu3_cc0;
 wire stu3_go;
 wire stu3_clr;
 reg [1:0] stu3_km1;
+reg [6:0] stu3_q_r;
 reg [4:0] stu3_jlim;
 reg stu3_emit_r;
 reg stu3_relu_r;
@@ -1569,7 +1558,6 @@ reg stu3_adv;
 reg stu3_lastpos;
 reg stu3_flush_done;
 reg stu3_fc_r;
-reg [6:0] stu3_q_r;
 reg [2:0] stu3_state;
 wire stu3_round1;
 wire [5:0] stu3__cfg_check3_kx;
@@ -1643,25 +1631,21 @@ reg stu3__walk_lane12_nzm;
 reg [7:0] stu3__walk_lane12_w_sel;
 reg stu3__walk_lane12_ok;
 wire stu3__walk_lane12_on;
-wire [7:0] stu3__walk_lane12_qx;
 wire stu3__walk_lane13_v_conv;
 reg stu3__walk_lane13_nzm;
 reg [7:0] stu3__walk_lane13_w_sel;
 reg stu3__walk_lane13_ok;
 wire stu3__walk_lane13_on;
-wire [7:0] stu3__walk_lane13_qx;
 wire stu3__walk_lane14_v_conv;
 reg stu3__walk_lane14_nzm;
 reg [7:0] stu3__walk_lane14_w_sel;
 reg stu3__walk_lane14_ok;
 wire stu3__walk_lane14_on;
-wire [7:0] stu3__walk_lane14_qx;
 wire stu3__walk_lane15_v_conv;
 reg stu3__walk_lane15_nzm;
 reg [7:0] stu3__walk_lane15_w_sel;
 reg stu3__walk_lane15_ok;
 wire stu3__walk_lane15_on;
-wire [7:0] stu3__walk_lane15_qx;
 wire [7:0] stu3_wire108_y;
 wire [7:0] stu3_wire109_y;
 reg [6:0] stu3__lane_addr12_addr;
@@ -1711,15 +1695,15 @@ wire stu3_wire128_y;
 wire [6:0] stu3_wire129_y;
 wire [31:0] stu3_wire130_y;
 reg [31:0] stu3__tree3_tsum;
-wire [6:0] stu3_resize272_dst;
-wire [2:0] stu3_resize274_dst;
-wire [2:0] stu3_resize275_dst;
-wire [2:0] stu3_resize276_dst;
-wire [2:0] stu3_resize277_dst;
-wire [11:0] stu3_cat_lanes16_resize278_src;
+wire [6:0] stu3_resize256_dst;
+wire [2:0] stu3_resize258_dst;
+wire [2:0] stu3_resize259_dst;
+wire [2:0] stu3_resize260_dst;
+wire [2:0] stu3_resize261_dst;
+wire [11:0] stu3_cat_lanes16_resize262_src;
 localparam stu3__stage_p13_fc_on = 1'd0;
-wire [3:0] stu3_cat_lanes17_resize279_src;
-wire [27:0] stu3_cat_lanes18_resize280_src;
+wire [3:0] stu3_cat_lanes17_resize263_src;
+wire [27:0] stu3_cat_lanes18_resize264_src;
 reg [3:0] stu3__drain_addr3_rr;
 reg [3:0] stu3__drain_addr3_rc;
 reg [6:0] stu3__drain_addr3_a00;
@@ -1757,17 +1741,17 @@ wire [27:0] _sink4_tap_unused;
 wire [27:0] _sink5_tap_unused;
 wire [27:0] _sink6_tap_unused;
 wire [27:0] _sink7_tap_unused;
-wire [3:0] cat_lanes19_resize283_src;
-wire [15:0] cat_lanes20_resize284_src;
-wire [3:0] cat_lanes21_resize285_src;
-wire [67:0] cat_lanes22_resize286_src;
-wire [255:0] cat_lanes23_resize287_src;
-wire [127:0] cat_lanes24_resize288_src;
-wire [127:0] cat_lanes25_resize289_src;
-wire [127:0] cat_lanes26_resize290_src;
-wire [127:0] cat_lanes27_resize291_src;
-wire [127:0] cat_lanes28_resize292_src;
-wire [127:0] cat_lanes29_resize293_src;
+wire [3:0] cat_lanes19_resize267_src;
+wire [15:0] cat_lanes20_resize268_src;
+wire [3:0] cat_lanes21_resize269_src;
+wire [67:0] cat_lanes22_resize270_src;
+wire [255:0] cat_lanes23_resize271_src;
+wire [127:0] cat_lanes24_resize272_src;
+wire [127:0] cat_lanes25_resize273_src;
+wire [127:0] cat_lanes26_resize274_src;
+wire [127:0] cat_lanes27_resize275_src;
+wire [127:0] cat_lanes28_resize276_src;
+wire [127:0] cat_lanes29_resize277_src;
 wire fm_mem_unit0_clears [0:2-1];
 wire fm_mem_unit0_stores [0:2-1];
 reg [15:0] fm_mem_unit0__fm_bank0__lane_mem0_mem [0:16-1];
@@ -2041,98 +2025,98 @@ assign cat_lanes6_resize102_src[3] = stu3_done;
 assign cat_lanes6_resize102_src[2] = stu2_done;
 assign cat_lanes6_resize102_src[1] = stu1_done;
 assign cat_lanes6_resize102_src[0] = stu0_done;
-assign stu0_cat_lanes7_resize143_src[12-1:9] = stu0_resize142_dst;
-assign stu0_cat_lanes7_resize143_src[9-1:6] = stu0_resize141_dst;
-assign stu0_cat_lanes7_resize143_src[6-1:3] = stu0_resize140_dst;
-assign stu0_cat_lanes7_resize143_src[3-1:0] = stu0_resize139_dst;
-assign stu0_cat_lanes8_resize144_src[3] = stu0__rmw0_pv[3];
-assign stu0_cat_lanes8_resize144_src[2] = stu0__rmw0_pv[2];
-assign stu0_cat_lanes8_resize144_src[1] = stu0__rmw0_pv[1];
-assign stu0_cat_lanes8_resize144_src[0] = stu0__rmw0_pv[0];
-assign stu0_cat_lanes9_resize145_src[28-1:21] = stu0__rmw0_pa[3];
-assign stu0_cat_lanes9_resize145_src[21-1:14] = stu0__rmw0_pa[2];
-assign stu0_cat_lanes9_resize145_src[14-1:7] = stu0__rmw0_pa[1];
-assign stu0_cat_lanes9_resize145_src[7-1:0] = stu0__rmw0_pa[0];
-assign stu1_cat_lanes10_resize188_src[12-1:9] = stu1_resize187_dst;
-assign stu1_cat_lanes10_resize188_src[9-1:6] = stu1_resize186_dst;
-assign stu1_cat_lanes10_resize188_src[6-1:3] = stu1_resize185_dst;
-assign stu1_cat_lanes10_resize188_src[3-1:0] = stu1_resize184_dst;
-assign stu1_cat_lanes11_resize189_src[3] = stu1__rmw1_pv[3];
-assign stu1_cat_lanes11_resize189_src[2] = stu1__rmw1_pv[2];
-assign stu1_cat_lanes11_resize189_src[1] = stu1__rmw1_pv[1];
-assign stu1_cat_lanes11_resize189_src[0] = stu1__rmw1_pv[0];
-assign stu1_cat_lanes12_resize190_src[28-1:21] = stu1__rmw1_pa[3];
-assign stu1_cat_lanes12_resize190_src[21-1:14] = stu1__rmw1_pa[2];
-assign stu1_cat_lanes12_resize190_src[14-1:7] = stu1__rmw1_pa[1];
-assign stu1_cat_lanes12_resize190_src[7-1:0] = stu1__rmw1_pa[0];
-assign stu2_cat_lanes13_resize233_src[12-1:9] = stu2_resize232_dst;
-assign stu2_cat_lanes13_resize233_src[9-1:6] = stu2_resize231_dst;
-assign stu2_cat_lanes13_resize233_src[6-1:3] = stu2_resize230_dst;
-assign stu2_cat_lanes13_resize233_src[3-1:0] = stu2_resize229_dst;
-assign stu2_cat_lanes14_resize234_src[3] = stu2__rmw2_pv[3];
-assign stu2_cat_lanes14_resize234_src[2] = stu2__rmw2_pv[2];
-assign stu2_cat_lanes14_resize234_src[1] = stu2__rmw2_pv[1];
-assign stu2_cat_lanes14_resize234_src[0] = stu2__rmw2_pv[0];
-assign stu2_cat_lanes15_resize235_src[28-1:21] = stu2__rmw2_pa[3];
-assign stu2_cat_lanes15_resize235_src[21-1:14] = stu2__rmw2_pa[2];
-assign stu2_cat_lanes15_resize235_src[14-1:7] = stu2__rmw2_pa[1];
-assign stu2_cat_lanes15_resize235_src[7-1:0] = stu2__rmw2_pa[0];
-assign stu3_cat_lanes16_resize278_src[12-1:9] = stu3_resize277_dst;
-assign stu3_cat_lanes16_resize278_src[9-1:6] = stu3_resize276_dst;
-assign stu3_cat_lanes16_resize278_src[6-1:3] = stu3_resize275_dst;
-assign stu3_cat_lanes16_resize278_src[3-1:0] = stu3_resize274_dst;
-assign stu3_cat_lanes17_resize279_src[3] = stu3__rmw3_pv[3];
-assign stu3_cat_lanes17_resize279_src[2] = stu3__rmw3_pv[2];
-assign stu3_cat_lanes17_resize279_src[1] = stu3__rmw3_pv[1];
-assign stu3_cat_lanes17_resize279_src[0] = stu3__rmw3_pv[0];
-assign stu3_cat_lanes18_resize280_src[28-1:21] = stu3__rmw3_pa[3];
-assign stu3_cat_lanes18_resize280_src[21-1:14] = stu3__rmw3_pa[2];
-assign stu3_cat_lanes18_resize280_src[14-1:7] = stu3__rmw3_pa[1];
-assign stu3_cat_lanes18_resize280_src[7-1:0] = stu3__rmw3_pa[0];
-assign cat_lanes19_resize283_src[3] = stu3_busy;
-assign cat_lanes19_resize283_src[2] = stu2_busy;
-assign cat_lanes19_resize283_src[1] = stu1_busy;
-assign cat_lanes19_resize283_src[0] = stu0_busy;
-assign cat_lanes20_resize284_src[16-1:12] = stu3_err;
-assign cat_lanes20_resize284_src[12-1:8] = stu2_err;
-assign cat_lanes20_resize284_src[8-1:4] = stu1_err;
-assign cat_lanes20_resize284_src[4-1:0] = stu0_err;
-assign cat_lanes21_resize285_src[3] = stu3_o_valid;
-assign cat_lanes21_resize285_src[2] = stu2_o_valid;
-assign cat_lanes21_resize285_src[1] = stu1_o_valid;
-assign cat_lanes21_resize285_src[0] = stu0_o_valid;
-assign cat_lanes22_resize286_src[68-1:51] = stu3_o_data;
-assign cat_lanes22_resize286_src[51-1:34] = stu2_o_data;
-assign cat_lanes22_resize286_src[34-1:17] = stu1_o_data;
-assign cat_lanes22_resize286_src[17-1:0] = stu0_o_data;
-assign cat_lanes23_resize287_src[256-1:192] = _desc_reg3_q;
-assign cat_lanes23_resize287_src[192-1:128] = _desc_reg2_q;
-assign cat_lanes23_resize287_src[128-1:64] = _desc_reg1_q;
-assign cat_lanes23_resize287_src[64-1:0] = _desc_reg0_q;
-assign cat_lanes24_resize288_src[128-1:96] = stu3_cyc_compute;
-assign cat_lanes24_resize288_src[96-1:64] = stu2_cyc_compute;
-assign cat_lanes24_resize288_src[64-1:32] = stu1_cyc_compute;
-assign cat_lanes24_resize288_src[32-1:0] = stu0_cyc_compute;
-assign cat_lanes25_resize289_src[128-1:96] = stu3_cyc_drain;
-assign cat_lanes25_resize289_src[96-1:64] = stu2_cyc_drain;
-assign cat_lanes25_resize289_src[64-1:32] = stu1_cyc_drain;
-assign cat_lanes25_resize289_src[32-1:0] = stu0_cyc_drain;
-assign cat_lanes26_resize290_src[128-1:96] = stu3_n_rounds;
-assign cat_lanes26_resize290_src[96-1:64] = stu2_n_rounds;
-assign cat_lanes26_resize290_src[64-1:32] = stu1_n_rounds;
-assign cat_lanes26_resize290_src[32-1:0] = stu0_n_rounds;
-assign cat_lanes27_resize291_src[128-1:96] = stu3_n_mults;
-assign cat_lanes27_resize291_src[96-1:64] = stu2_n_mults;
-assign cat_lanes27_resize291_src[64-1:32] = stu1_n_mults;
-assign cat_lanes27_resize291_src[32-1:0] = stu0_n_mults;
-assign cat_lanes28_resize292_src[128-1:96] = stu3_n_deferred;
-assign cat_lanes28_resize292_src[96-1:64] = stu2_n_deferred;
-assign cat_lanes28_resize292_src[64-1:32] = stu1_n_deferred;
-assign cat_lanes28_resize292_src[32-1:0] = stu0_n_deferred;
-assign cat_lanes29_resize293_src[128-1:96] = stu3_nnz_out;
-assign cat_lanes29_resize293_src[96-1:64] = stu2_nnz_out;
-assign cat_lanes29_resize293_src[64-1:32] = stu1_nnz_out;
-assign cat_lanes29_resize293_src[32-1:0] = stu0_nnz_out;
+assign stu0_cat_lanes7_resize139_src[12-1:9] = stu0_resize138_dst;
+assign stu0_cat_lanes7_resize139_src[9-1:6] = stu0_resize137_dst;
+assign stu0_cat_lanes7_resize139_src[6-1:3] = stu0_resize136_dst;
+assign stu0_cat_lanes7_resize139_src[3-1:0] = stu0_resize135_dst;
+assign stu0_cat_lanes8_resize140_src[3] = stu0__rmw0_pv[3];
+assign stu0_cat_lanes8_resize140_src[2] = stu0__rmw0_pv[2];
+assign stu0_cat_lanes8_resize140_src[1] = stu0__rmw0_pv[1];
+assign stu0_cat_lanes8_resize140_src[0] = stu0__rmw0_pv[0];
+assign stu0_cat_lanes9_resize141_src[28-1:21] = stu0__rmw0_pa[3];
+assign stu0_cat_lanes9_resize141_src[21-1:14] = stu0__rmw0_pa[2];
+assign stu0_cat_lanes9_resize141_src[14-1:7] = stu0__rmw0_pa[1];
+assign stu0_cat_lanes9_resize141_src[7-1:0] = stu0__rmw0_pa[0];
+assign stu1_cat_lanes10_resize180_src[12-1:9] = stu1_resize179_dst;
+assign stu1_cat_lanes10_resize180_src[9-1:6] = stu1_resize178_dst;
+assign stu1_cat_lanes10_resize180_src[6-1:3] = stu1_resize177_dst;
+assign stu1_cat_lanes10_resize180_src[3-1:0] = stu1_resize176_dst;
+assign stu1_cat_lanes11_resize181_src[3] = stu1__rmw1_pv[3];
+assign stu1_cat_lanes11_resize181_src[2] = stu1__rmw1_pv[2];
+assign stu1_cat_lanes11_resize181_src[1] = stu1__rmw1_pv[1];
+assign stu1_cat_lanes11_resize181_src[0] = stu1__rmw1_pv[0];
+assign stu1_cat_lanes12_resize182_src[28-1:21] = stu1__rmw1_pa[3];
+assign stu1_cat_lanes12_resize182_src[21-1:14] = stu1__rmw1_pa[2];
+assign stu1_cat_lanes12_resize182_src[14-1:7] = stu1__rmw1_pa[1];
+assign stu1_cat_lanes12_resize182_src[7-1:0] = stu1__rmw1_pa[0];
+assign stu2_cat_lanes13_resize221_src[12-1:9] = stu2_resize220_dst;
+assign stu2_cat_lanes13_resize221_src[9-1:6] = stu2_resize219_dst;
+assign stu2_cat_lanes13_resize221_src[6-1:3] = stu2_resize218_dst;
+assign stu2_cat_lanes13_resize221_src[3-1:0] = stu2_resize217_dst;
+assign stu2_cat_lanes14_resize222_src[3] = stu2__rmw2_pv[3];
+assign stu2_cat_lanes14_resize222_src[2] = stu2__rmw2_pv[2];
+assign stu2_cat_lanes14_resize222_src[1] = stu2__rmw2_pv[1];
+assign stu2_cat_lanes14_resize222_src[0] = stu2__rmw2_pv[0];
+assign stu2_cat_lanes15_resize223_src[28-1:21] = stu2__rmw2_pa[3];
+assign stu2_cat_lanes15_resize223_src[21-1:14] = stu2__rmw2_pa[2];
+assign stu2_cat_lanes15_resize223_src[14-1:7] = stu2__rmw2_pa[1];
+assign stu2_cat_lanes15_resize223_src[7-1:0] = stu2__rmw2_pa[0];
+assign stu3_cat_lanes16_resize262_src[12-1:9] = stu3_resize261_dst;
+assign stu3_cat_lanes16_resize262_src[9-1:6] = stu3_resize260_dst;
+assign stu3_cat_lanes16_resize262_src[6-1:3] = stu3_resize259_dst;
+assign stu3_cat_lanes16_resize262_src[3-1:0] = stu3_resize258_dst;
+assign stu3_cat_lanes17_resize263_src[3] = stu3__rmw3_pv[3];
+assign stu3_cat_lanes17_resize263_src[2] = stu3__rmw3_pv[2];
+assign stu3_cat_lanes17_resize263_src[1] = stu3__rmw3_pv[1];
+assign stu3_cat_lanes17_resize263_src[0] = stu3__rmw3_pv[0];
+assign stu3_cat_lanes18_resize264_src[28-1:21] = stu3__rmw3_pa[3];
+assign stu3_cat_lanes18_resize264_src[21-1:14] = stu3__rmw3_pa[2];
+assign stu3_cat_lanes18_resize264_src[14-1:7] = stu3__rmw3_pa[1];
+assign stu3_cat_lanes18_resize264_src[7-1:0] = stu3__rmw3_pa[0];
+assign cat_lanes19_resize267_src[3] = stu3_busy;
+assign cat_lanes19_resize267_src[2] = stu2_busy;
+assign cat_lanes19_resize267_src[1] = stu1_busy;
+assign cat_lanes19_resize267_src[0] = stu0_busy;
+assign cat_lanes20_resize268_src[16-1:12] = stu3_err;
+assign cat_lanes20_resize268_src[12-1:8] = stu2_err;
+assign cat_lanes20_resize268_src[8-1:4] = stu1_err;
+assign cat_lanes20_resize268_src[4-1:0] = stu0_err;
+assign cat_lanes21_resize269_src[3] = stu3_o_valid;
+assign cat_lanes21_resize269_src[2] = stu2_o_valid;
+assign cat_lanes21_resize269_src[1] = stu1_o_valid;
+assign cat_lanes21_resize269_src[0] = stu0_o_valid;
+assign cat_lanes22_resize270_src[68-1:51] = stu3_o_data;
+assign cat_lanes22_resize270_src[51-1:34] = stu2_o_data;
+assign cat_lanes22_resize270_src[34-1:17] = stu1_o_data;
+assign cat_lanes22_resize270_src[17-1:0] = stu0_o_data;
+assign cat_lanes23_resize271_src[256-1:192] = _desc_reg3_q;
+assign cat_lanes23_resize271_src[192-1:128] = _desc_reg2_q;
+assign cat_lanes23_resize271_src[128-1:64] = _desc_reg1_q;
+assign cat_lanes23_resize271_src[64-1:0] = _desc_reg0_q;
+assign cat_lanes24_resize272_src[128-1:96] = stu3_cyc_compute;
+assign cat_lanes24_resize272_src[96-1:64] = stu2_cyc_compute;
+assign cat_lanes24_resize272_src[64-1:32] = stu1_cyc_compute;
+assign cat_lanes24_resize272_src[32-1:0] = stu0_cyc_compute;
+assign cat_lanes25_resize273_src[128-1:96] = stu3_cyc_drain;
+assign cat_lanes25_resize273_src[96-1:64] = stu2_cyc_drain;
+assign cat_lanes25_resize273_src[64-1:32] = stu1_cyc_drain;
+assign cat_lanes25_resize273_src[32-1:0] = stu0_cyc_drain;
+assign cat_lanes26_resize274_src[128-1:96] = stu3_n_rounds;
+assign cat_lanes26_resize274_src[96-1:64] = stu2_n_rounds;
+assign cat_lanes26_resize274_src[64-1:32] = stu1_n_rounds;
+assign cat_lanes26_resize274_src[32-1:0] = stu0_n_rounds;
+assign cat_lanes27_resize275_src[128-1:96] = stu3_n_mults;
+assign cat_lanes27_resize275_src[96-1:64] = stu2_n_mults;
+assign cat_lanes27_resize275_src[64-1:32] = stu1_n_mults;
+assign cat_lanes27_resize275_src[32-1:0] = stu0_n_mults;
+assign cat_lanes28_resize276_src[128-1:96] = stu3_n_deferred;
+assign cat_lanes28_resize276_src[96-1:64] = stu2_n_deferred;
+assign cat_lanes28_resize276_src[64-1:32] = stu1_n_deferred;
+assign cat_lanes28_resize276_src[32-1:0] = stu0_n_deferred;
+assign cat_lanes29_resize277_src[128-1:96] = stu3_nnz_out;
+assign cat_lanes29_resize277_src[96-1:64] = stu2_nnz_out;
+assign cat_lanes29_resize277_src[64-1:32] = stu1_nnz_out;
+assign cat_lanes29_resize277_src[32-1:0] = stu0_nnz_out;
 
 
 
@@ -6455,11 +6439,7 @@ assign stu0__walker0_jnx_unused = stu0__walker0_jn[5-1:4];
 
 
 
-assign stu0__walk_lane0_qx = {1'h0, stu0_q_r};
-
-
-
-assign stu0__walk_lane0_on = (stu0_round1 && stu0__capture3__reg12_q && ((stu0__walker0_eb1 + 0) < stu0__walk_lane0_qx));
+assign stu0__walk_lane0_on = (stu0_round1 && stu0__capture3__reg12_q);
 
 
 always @(stu0__capture7__reg19_q, stu0__capture2__reg8_q, stu0_fc_r, stu0__walk_lane0_on, stu0_lane190_out, stu0__capture6__reg18_q) begin: stu0__walk_lane0_sel
@@ -6480,11 +6460,7 @@ assign stu0__walk_lane0_v_conv = (stu0__walk_lane0_on && (!stu0_fc_r) && stu0__c
 
 
 
-assign stu0__walk_lane1_qx = {1'h0, stu0_q_r};
-
-
-
-assign stu0__walk_lane1_on = (stu0_round1 && stu0__capture3__reg13_q && ((stu0__walker0_eb1 + 1) < stu0__walk_lane1_qx));
+assign stu0__walk_lane1_on = (stu0_round1 && stu0__capture3__reg13_q);
 
 
 always @(stu0__capture7__reg19_q, stu0__capture2__reg9_q, stu0_fc_r, stu0__walk_lane1_on, stu0_lane191_out, stu0__capture6__reg18_q) begin: stu0__walk_lane1_sel
@@ -6505,11 +6481,7 @@ assign stu0__walk_lane1_v_conv = (stu0__walk_lane1_on && (!stu0_fc_r) && stu0__c
 
 
 
-assign stu0__walk_lane2_qx = {1'h0, stu0_q_r};
-
-
-
-assign stu0__walk_lane2_on = (stu0_round1 && stu0__capture3__reg14_q && ((stu0__walker0_eb1 + 2) < stu0__walk_lane2_qx));
+assign stu0__walk_lane2_on = (stu0_round1 && stu0__capture3__reg14_q);
 
 
 always @(stu0__capture7__reg19_q, stu0__capture2__reg10_q, stu0_fc_r, stu0__walk_lane2_on, stu0_lane192_out, stu0__capture6__reg18_q) begin: stu0__walk_lane2_sel
@@ -6530,11 +6502,7 @@ assign stu0__walk_lane2_v_conv = (stu0__walk_lane2_on && (!stu0_fc_r) && stu0__c
 
 
 
-assign stu0__walk_lane3_qx = {1'h0, stu0_q_r};
-
-
-
-assign stu0__walk_lane3_on = (stu0_round1 && stu0__capture3__reg15_q && ((stu0__walker0_eb1 + 3) < stu0__walk_lane3_qx));
+assign stu0__walk_lane3_on = (stu0_round1 && stu0__capture3__reg15_q);
 
 
 always @(stu0__capture7__reg19_q, stu0__capture2__reg11_q, stu0_fc_r, stu0__walk_lane3_on, stu0_lane193_out, stu0__capture6__reg18_q) begin: stu0__walk_lane3_sel
@@ -6933,7 +6901,7 @@ end
 
 
 
-assign stu0_resize137_dst = {2'h0, stu0__walker0_j1};
+assign stu0_resize133_dst = {2'h0, stu0__walker0_j1};
 
 
 
@@ -6941,23 +6909,23 @@ assign w_mem0_fc_rd_row = stu0__walker0_j1[4-1:0];
 
 
 
-assign stu0_resize139_dst = stu0__capture1__reg4_q[3-1:0];
+assign stu0_resize135_dst = stu0__capture1__reg4_q[3-1:0];
 
 
 
-assign stu0_resize140_dst = stu0__capture1__reg5_q[3-1:0];
+assign stu0_resize136_dst = stu0__capture1__reg5_q[3-1:0];
 
 
 
-assign stu0_resize141_dst = stu0__capture1__reg6_q[3-1:0];
+assign stu0_resize137_dst = stu0__capture1__reg6_q[3-1:0];
 
 
 
-assign stu0_resize142_dst = stu0__capture1__reg7_q[3-1:0];
+assign stu0_resize138_dst = stu0__capture1__reg7_q[3-1:0];
 
 
 
-assign w_mem0_fc_rd_idx = stu0_cat_lanes7_resize143_src;
+assign w_mem0_fc_rd_idx = stu0_cat_lanes7_resize139_src;
 
 
 always @(posedge clk) begin: stu0__stage_p0_reg
@@ -6969,7 +6937,7 @@ always @(posedge clk) begin: stu0__stage_p0_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[0] <= stu0_round1;
-            stu0__rmw0_pa[0] <= stu0_resize137_dst;
+            stu0__rmw0_pa[0] <= stu0_resize133_dst;
             stu0__rmw0_pd[0] <= stu0__tree0_tsum;
         end
         else begin
@@ -6990,7 +6958,7 @@ always @(posedge clk) begin: stu0__stage_p1_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[1] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[1] <= stu0_resize137_dst;
+            stu0__rmw0_pa[1] <= stu0_resize133_dst;
             stu0__rmw0_pd[1] <= stu0__tree0_tsum;
         end
         else begin
@@ -7011,7 +6979,7 @@ always @(posedge clk) begin: stu0__stage_p2_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[2] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[2] <= stu0_resize137_dst;
+            stu0__rmw0_pa[2] <= stu0_resize133_dst;
             stu0__rmw0_pd[2] <= stu0__tree0_tsum;
         end
         else begin
@@ -7032,7 +7000,7 @@ always @(posedge clk) begin: stu0__stage_p3_reg
     else begin
         if (stu0_fc_r) begin
             stu0__rmw0_pv[3] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[3] <= stu0_resize137_dst;
+            stu0__rmw0_pa[3] <= stu0_resize133_dst;
             stu0__rmw0_pd[3] <= stu0__tree0_tsum;
         end
         else begin
@@ -7137,11 +7105,11 @@ assign stu0__rmw0_inr[3] = (stu0__rmw0_pa[3] < 100);
 
 
 
-assign stu0_acc_we = stu0_cat_lanes8_resize144_src;
+assign stu0_acc_we = stu0_cat_lanes8_resize140_src;
 
 
 
-assign stu0_acc_addr = stu0_cat_lanes9_resize145_src;
+assign stu0_acc_addr = stu0_cat_lanes9_resize141_src;
 
 
 
@@ -8094,11 +8062,7 @@ assign stu1__walker1_jnx_unused = stu1__walker1_jn[5-1:4];
 
 
 
-assign stu1__walk_lane4_qx = {1'h0, stu1_q_r};
-
-
-
-assign stu1__walk_lane4_on = (stu1_round1 && stu1__capture11__reg32_q && ((stu1__walker1_eb1 + 0) < stu1__walk_lane4_qx));
+assign stu1__walk_lane4_on = (stu1_round1 && stu1__capture11__reg32_q);
 
 
 always @(stu1__capture15__reg39_q, stu1__capture10__reg28_q, stu1_fc_r, stu1__walk_lane4_on, stu1_lane208_out, stu1__capture14__reg38_q) begin: stu1__walk_lane4_sel
@@ -8119,11 +8083,7 @@ assign stu1__walk_lane4_v_conv = (stu1__walk_lane4_on && (!stu1_fc_r) && stu1__c
 
 
 
-assign stu1__walk_lane5_qx = {1'h0, stu1_q_r};
-
-
-
-assign stu1__walk_lane5_on = (stu1_round1 && stu1__capture11__reg33_q && ((stu1__walker1_eb1 + 1) < stu1__walk_lane5_qx));
+assign stu1__walk_lane5_on = (stu1_round1 && stu1__capture11__reg33_q);
 
 
 always @(stu1__capture15__reg39_q, stu1__capture10__reg29_q, stu1_fc_r, stu1__walk_lane5_on, stu1_lane209_out, stu1__capture14__reg38_q) begin: stu1__walk_lane5_sel
@@ -8144,11 +8104,7 @@ assign stu1__walk_lane5_v_conv = (stu1__walk_lane5_on && (!stu1_fc_r) && stu1__c
 
 
 
-assign stu1__walk_lane6_qx = {1'h0, stu1_q_r};
-
-
-
-assign stu1__walk_lane6_on = (stu1_round1 && stu1__capture11__reg34_q && ((stu1__walker1_eb1 + 2) < stu1__walk_lane6_qx));
+assign stu1__walk_lane6_on = (stu1_round1 && stu1__capture11__reg34_q);
 
 
 always @(stu1__capture15__reg39_q, stu1__capture10__reg30_q, stu1_fc_r, stu1__walk_lane6_on, stu1_lane210_out, stu1__capture14__reg38_q) begin: stu1__walk_lane6_sel
@@ -8169,11 +8125,7 @@ assign stu1__walk_lane6_v_conv = (stu1__walk_lane6_on && (!stu1_fc_r) && stu1__c
 
 
 
-assign stu1__walk_lane7_qx = {1'h0, stu1_q_r};
-
-
-
-assign stu1__walk_lane7_on = (stu1_round1 && stu1__capture11__reg35_q && ((stu1__walker1_eb1 + 3) < stu1__walk_lane7_qx));
+assign stu1__walk_lane7_on = (stu1_round1 && stu1__capture11__reg35_q);
 
 
 always @(stu1__capture15__reg39_q, stu1__capture10__reg31_q, stu1_fc_r, stu1__walk_lane7_on, stu1_lane211_out, stu1__capture14__reg38_q) begin: stu1__walk_lane7_sel
@@ -8572,7 +8524,7 @@ end
 
 
 
-assign stu1_resize182_dst = {2'h0, stu1__walker1_j1};
+assign stu1_resize174_dst = {2'h0, stu1__walker1_j1};
 
 
 
@@ -8580,23 +8532,23 @@ assign w_mem1_fc_rd_row = stu1__walker1_j1[4-1:0];
 
 
 
-assign stu1_resize184_dst = stu1__capture9__reg24_q[3-1:0];
+assign stu1_resize176_dst = stu1__capture9__reg24_q[3-1:0];
 
 
 
-assign stu1_resize185_dst = stu1__capture9__reg25_q[3-1:0];
+assign stu1_resize177_dst = stu1__capture9__reg25_q[3-1:0];
 
 
 
-assign stu1_resize186_dst = stu1__capture9__reg26_q[3-1:0];
+assign stu1_resize178_dst = stu1__capture9__reg26_q[3-1:0];
 
 
 
-assign stu1_resize187_dst = stu1__capture9__reg27_q[3-1:0];
+assign stu1_resize179_dst = stu1__capture9__reg27_q[3-1:0];
 
 
 
-assign w_mem1_fc_rd_idx = stu1_cat_lanes10_resize188_src;
+assign w_mem1_fc_rd_idx = stu1_cat_lanes10_resize180_src;
 
 
 always @(posedge clk) begin: stu1__stage_p4_reg
@@ -8608,7 +8560,7 @@ always @(posedge clk) begin: stu1__stage_p4_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[0] <= stu1_round1;
-            stu1__rmw1_pa[0] <= stu1_resize182_dst;
+            stu1__rmw1_pa[0] <= stu1_resize174_dst;
             stu1__rmw1_pd[0] <= stu1__tree1_tsum;
         end
         else begin
@@ -8629,7 +8581,7 @@ always @(posedge clk) begin: stu1__stage_p5_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[1] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[1] <= stu1_resize182_dst;
+            stu1__rmw1_pa[1] <= stu1_resize174_dst;
             stu1__rmw1_pd[1] <= stu1__tree1_tsum;
         end
         else begin
@@ -8650,7 +8602,7 @@ always @(posedge clk) begin: stu1__stage_p6_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[2] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[2] <= stu1_resize182_dst;
+            stu1__rmw1_pa[2] <= stu1_resize174_dst;
             stu1__rmw1_pd[2] <= stu1__tree1_tsum;
         end
         else begin
@@ -8671,7 +8623,7 @@ always @(posedge clk) begin: stu1__stage_p7_reg
     else begin
         if (stu1_fc_r) begin
             stu1__rmw1_pv[3] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[3] <= stu1_resize182_dst;
+            stu1__rmw1_pa[3] <= stu1_resize174_dst;
             stu1__rmw1_pd[3] <= stu1__tree1_tsum;
         end
         else begin
@@ -8776,11 +8728,11 @@ assign stu1__rmw1_inr[3] = (stu1__rmw1_pa[3] < 100);
 
 
 
-assign stu1_acc_we = stu1_cat_lanes11_resize189_src;
+assign stu1_acc_we = stu1_cat_lanes11_resize181_src;
 
 
 
-assign stu1_acc_addr = stu1_cat_lanes12_resize190_src;
+assign stu1_acc_addr = stu1_cat_lanes12_resize182_src;
 
 
 
@@ -9733,11 +9685,7 @@ assign stu2__walker2_jnx_unused = stu2__walker2_jn[5-1:4];
 
 
 
-assign stu2__walk_lane8_qx = {1'h0, stu2_q_r};
-
-
-
-assign stu2__walk_lane8_on = (stu2_round1 && stu2__capture19__reg52_q && ((stu2__walker2_eb1 + 0) < stu2__walk_lane8_qx));
+assign stu2__walk_lane8_on = (stu2_round1 && stu2__capture19__reg52_q);
 
 
 always @(stu2__capture23__reg59_q, stu2__capture18__reg48_q, stu2_fc_r, stu2__walk_lane8_on, stu2_lane226_out, stu2__capture22__reg58_q) begin: stu2__walk_lane8_sel
@@ -9758,11 +9706,7 @@ assign stu2__walk_lane8_v_conv = (stu2__walk_lane8_on && (!stu2_fc_r) && stu2__c
 
 
 
-assign stu2__walk_lane9_qx = {1'h0, stu2_q_r};
-
-
-
-assign stu2__walk_lane9_on = (stu2_round1 && stu2__capture19__reg53_q && ((stu2__walker2_eb1 + 1) < stu2__walk_lane9_qx));
+assign stu2__walk_lane9_on = (stu2_round1 && stu2__capture19__reg53_q);
 
 
 always @(stu2__capture23__reg59_q, stu2__capture18__reg49_q, stu2_fc_r, stu2__walk_lane9_on, stu2_lane227_out, stu2__capture22__reg58_q) begin: stu2__walk_lane9_sel
@@ -9783,11 +9727,7 @@ assign stu2__walk_lane9_v_conv = (stu2__walk_lane9_on && (!stu2_fc_r) && stu2__c
 
 
 
-assign stu2__walk_lane10_qx = {1'h0, stu2_q_r};
-
-
-
-assign stu2__walk_lane10_on = (stu2_round1 && stu2__capture19__reg54_q && ((stu2__walker2_eb1 + 2) < stu2__walk_lane10_qx));
+assign stu2__walk_lane10_on = (stu2_round1 && stu2__capture19__reg54_q);
 
 
 always @(stu2__capture23__reg59_q, stu2__capture18__reg50_q, stu2_fc_r, stu2__walk_lane10_on, stu2_lane228_out, stu2__capture22__reg58_q) begin: stu2__walk_lane10_sel
@@ -9808,11 +9748,7 @@ assign stu2__walk_lane10_v_conv = (stu2__walk_lane10_on && (!stu2_fc_r) && stu2_
 
 
 
-assign stu2__walk_lane11_qx = {1'h0, stu2_q_r};
-
-
-
-assign stu2__walk_lane11_on = (stu2_round1 && stu2__capture19__reg55_q && ((stu2__walker2_eb1 + 3) < stu2__walk_lane11_qx));
+assign stu2__walk_lane11_on = (stu2_round1 && stu2__capture19__reg55_q);
 
 
 always @(stu2__capture23__reg59_q, stu2__capture18__reg51_q, stu2_fc_r, stu2__walk_lane11_on, stu2_lane229_out, stu2__capture22__reg58_q) begin: stu2__walk_lane11_sel
@@ -10211,7 +10147,7 @@ end
 
 
 
-assign stu2_resize227_dst = {2'h0, stu2__walker2_j1};
+assign stu2_resize215_dst = {2'h0, stu2__walker2_j1};
 
 
 
@@ -10219,23 +10155,23 @@ assign w_mem2_fc_rd_row = stu2__walker2_j1[4-1:0];
 
 
 
-assign stu2_resize229_dst = stu2__capture17__reg44_q[3-1:0];
+assign stu2_resize217_dst = stu2__capture17__reg44_q[3-1:0];
 
 
 
-assign stu2_resize230_dst = stu2__capture17__reg45_q[3-1:0];
+assign stu2_resize218_dst = stu2__capture17__reg45_q[3-1:0];
 
 
 
-assign stu2_resize231_dst = stu2__capture17__reg46_q[3-1:0];
+assign stu2_resize219_dst = stu2__capture17__reg46_q[3-1:0];
 
 
 
-assign stu2_resize232_dst = stu2__capture17__reg47_q[3-1:0];
+assign stu2_resize220_dst = stu2__capture17__reg47_q[3-1:0];
 
 
 
-assign w_mem2_fc_rd_idx = stu2_cat_lanes13_resize233_src;
+assign w_mem2_fc_rd_idx = stu2_cat_lanes13_resize221_src;
 
 
 always @(posedge clk) begin: stu2__stage_p8_reg
@@ -10247,7 +10183,7 @@ always @(posedge clk) begin: stu2__stage_p8_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[0] <= stu2_round1;
-            stu2__rmw2_pa[0] <= stu2_resize227_dst;
+            stu2__rmw2_pa[0] <= stu2_resize215_dst;
             stu2__rmw2_pd[0] <= stu2__tree2_tsum;
         end
         else begin
@@ -10268,7 +10204,7 @@ always @(posedge clk) begin: stu2__stage_p9_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[1] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[1] <= stu2_resize227_dst;
+            stu2__rmw2_pa[1] <= stu2_resize215_dst;
             stu2__rmw2_pd[1] <= stu2__tree2_tsum;
         end
         else begin
@@ -10289,7 +10225,7 @@ always @(posedge clk) begin: stu2__stage_p10_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[2] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[2] <= stu2_resize227_dst;
+            stu2__rmw2_pa[2] <= stu2_resize215_dst;
             stu2__rmw2_pd[2] <= stu2__tree2_tsum;
         end
         else begin
@@ -10310,7 +10246,7 @@ always @(posedge clk) begin: stu2__stage_p11_reg
     else begin
         if (stu2_fc_r) begin
             stu2__rmw2_pv[3] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[3] <= stu2_resize227_dst;
+            stu2__rmw2_pa[3] <= stu2_resize215_dst;
             stu2__rmw2_pd[3] <= stu2__tree2_tsum;
         end
         else begin
@@ -10415,11 +10351,11 @@ assign stu2__rmw2_inr[3] = (stu2__rmw2_pa[3] < 100);
 
 
 
-assign stu2_acc_we = stu2_cat_lanes14_resize234_src;
+assign stu2_acc_we = stu2_cat_lanes14_resize222_src;
 
 
 
-assign stu2_acc_addr = stu2_cat_lanes15_resize235_src;
+assign stu2_acc_addr = stu2_cat_lanes15_resize223_src;
 
 
 
@@ -11372,11 +11308,7 @@ assign stu3__walker3_jnx_unused = stu3__walker3_jn[5-1:4];
 
 
 
-assign stu3__walk_lane12_qx = {1'h0, stu3_q_r};
-
-
-
-assign stu3__walk_lane12_on = (stu3_round1 && stu3__capture27__reg72_q && ((stu3__walker3_eb1 + 0) < stu3__walk_lane12_qx));
+assign stu3__walk_lane12_on = (stu3_round1 && stu3__capture27__reg72_q);
 
 
 always @(stu3__capture31__reg79_q, stu3__capture26__reg68_q, stu3_fc_r, stu3__walk_lane12_on, stu3_lane244_out, stu3__capture30__reg78_q) begin: stu3__walk_lane12_sel
@@ -11397,11 +11329,7 @@ assign stu3__walk_lane12_v_conv = (stu3__walk_lane12_on && (!stu3_fc_r) && stu3_
 
 
 
-assign stu3__walk_lane13_qx = {1'h0, stu3_q_r};
-
-
-
-assign stu3__walk_lane13_on = (stu3_round1 && stu3__capture27__reg73_q && ((stu3__walker3_eb1 + 1) < stu3__walk_lane13_qx));
+assign stu3__walk_lane13_on = (stu3_round1 && stu3__capture27__reg73_q);
 
 
 always @(stu3__capture31__reg79_q, stu3__capture26__reg69_q, stu3_fc_r, stu3__walk_lane13_on, stu3_lane245_out, stu3__capture30__reg78_q) begin: stu3__walk_lane13_sel
@@ -11422,11 +11350,7 @@ assign stu3__walk_lane13_v_conv = (stu3__walk_lane13_on && (!stu3_fc_r) && stu3_
 
 
 
-assign stu3__walk_lane14_qx = {1'h0, stu3_q_r};
-
-
-
-assign stu3__walk_lane14_on = (stu3_round1 && stu3__capture27__reg74_q && ((stu3__walker3_eb1 + 2) < stu3__walk_lane14_qx));
+assign stu3__walk_lane14_on = (stu3_round1 && stu3__capture27__reg74_q);
 
 
 always @(stu3__capture31__reg79_q, stu3__capture26__reg70_q, stu3_fc_r, stu3__walk_lane14_on, stu3_lane246_out, stu3__capture30__reg78_q) begin: stu3__walk_lane14_sel
@@ -11447,11 +11371,7 @@ assign stu3__walk_lane14_v_conv = (stu3__walk_lane14_on && (!stu3_fc_r) && stu3_
 
 
 
-assign stu3__walk_lane15_qx = {1'h0, stu3_q_r};
-
-
-
-assign stu3__walk_lane15_on = (stu3_round1 && stu3__capture27__reg75_q && ((stu3__walker3_eb1 + 3) < stu3__walk_lane15_qx));
+assign stu3__walk_lane15_on = (stu3_round1 && stu3__capture27__reg75_q);
 
 
 always @(stu3__capture31__reg79_q, stu3__capture26__reg71_q, stu3_fc_r, stu3__walk_lane15_on, stu3_lane247_out, stu3__capture30__reg78_q) begin: stu3__walk_lane15_sel
@@ -11850,7 +11770,7 @@ end
 
 
 
-assign stu3_resize272_dst = {2'h0, stu3__walker3_j1};
+assign stu3_resize256_dst = {2'h0, stu3__walker3_j1};
 
 
 
@@ -11858,23 +11778,23 @@ assign w_mem3_fc_rd_row = stu3__walker3_j1[4-1:0];
 
 
 
-assign stu3_resize274_dst = stu3__capture25__reg64_q[3-1:0];
+assign stu3_resize258_dst = stu3__capture25__reg64_q[3-1:0];
 
 
 
-assign stu3_resize275_dst = stu3__capture25__reg65_q[3-1:0];
+assign stu3_resize259_dst = stu3__capture25__reg65_q[3-1:0];
 
 
 
-assign stu3_resize276_dst = stu3__capture25__reg66_q[3-1:0];
+assign stu3_resize260_dst = stu3__capture25__reg66_q[3-1:0];
 
 
 
-assign stu3_resize277_dst = stu3__capture25__reg67_q[3-1:0];
+assign stu3_resize261_dst = stu3__capture25__reg67_q[3-1:0];
 
 
 
-assign w_mem3_fc_rd_idx = stu3_cat_lanes16_resize278_src;
+assign w_mem3_fc_rd_idx = stu3_cat_lanes16_resize262_src;
 
 
 always @(posedge clk) begin: stu3__stage_p12_reg
@@ -11886,7 +11806,7 @@ always @(posedge clk) begin: stu3__stage_p12_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[0] <= stu3_round1;
-            stu3__rmw3_pa[0] <= stu3_resize272_dst;
+            stu3__rmw3_pa[0] <= stu3_resize256_dst;
             stu3__rmw3_pd[0] <= stu3__tree3_tsum;
         end
         else begin
@@ -11907,7 +11827,7 @@ always @(posedge clk) begin: stu3__stage_p13_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[1] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[1] <= stu3_resize272_dst;
+            stu3__rmw3_pa[1] <= stu3_resize256_dst;
             stu3__rmw3_pd[1] <= stu3__tree3_tsum;
         end
         else begin
@@ -11928,7 +11848,7 @@ always @(posedge clk) begin: stu3__stage_p14_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[2] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[2] <= stu3_resize272_dst;
+            stu3__rmw3_pa[2] <= stu3_resize256_dst;
             stu3__rmw3_pd[2] <= stu3__tree3_tsum;
         end
         else begin
@@ -11949,7 +11869,7 @@ always @(posedge clk) begin: stu3__stage_p15_reg
     else begin
         if (stu3_fc_r) begin
             stu3__rmw3_pv[3] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[3] <= stu3_resize272_dst;
+            stu3__rmw3_pa[3] <= stu3_resize256_dst;
             stu3__rmw3_pd[3] <= stu3__tree3_tsum;
         end
         else begin
@@ -12054,11 +11974,11 @@ assign stu3__rmw3_inr[3] = (stu3__rmw3_pa[3] < 100);
 
 
 
-assign stu3_acc_we = stu3_cat_lanes17_resize279_src;
+assign stu3_acc_we = stu3_cat_lanes17_resize263_src;
 
 
 
-assign stu3_acc_addr = stu3_cat_lanes18_resize280_src;
+assign stu3_acc_addr = stu3_cat_lanes18_resize264_src;
 
 
 
@@ -12450,46 +12370,46 @@ assign _sink7_tap_unused = stu3_acc_addr;
 
 
 
-assign unit_busy = cat_lanes19_resize283_src;
+assign unit_busy = cat_lanes19_resize267_src;
 
 
 
-assign unit_err = cat_lanes20_resize284_src;
+assign unit_err = cat_lanes20_resize268_src;
 
 
 
-assign o_valid = cat_lanes21_resize285_src;
+assign o_valid = cat_lanes21_resize269_src;
 
 
 
-assign o_data = cat_lanes22_resize286_src;
+assign o_data = cat_lanes22_resize270_src;
 
 
 
-assign unit_desc = cat_lanes23_resize287_src;
+assign unit_desc = cat_lanes23_resize271_src;
 
 
 
-assign cyc_compute = cat_lanes24_resize288_src;
+assign cyc_compute = cat_lanes24_resize272_src;
 
 
 
-assign cyc_drain = cat_lanes25_resize289_src;
+assign cyc_drain = cat_lanes25_resize273_src;
 
 
 
-assign n_rounds = cat_lanes26_resize290_src;
+assign n_rounds = cat_lanes26_resize274_src;
 
 
 
-assign n_mults = cat_lanes27_resize291_src;
+assign n_mults = cat_lanes27_resize275_src;
 
 
 
-assign n_deferred = cat_lanes28_resize292_src;
+assign n_deferred = cat_lanes28_resize276_src;
 
 
 
-assign nnz_out = cat_lanes29_resize293_src;
+assign nnz_out = cat_lanes29_resize277_src;
 
 endmodule

@@ -118,6 +118,7 @@ wire cc0;
 wire go;
 wire clr;
 reg [1:0] km1;
+reg [6:0] q_r;
 reg [4:0] jlim;
 reg emit_r;
 reg relu_r;
@@ -134,7 +135,6 @@ reg adv;
 reg lastpos;
 reg flush_done;
 reg fc_r;
-reg [6:0] q_r;
 reg [2:0] state;
 wire round1;
 wire [5:0] _cfg_check0_kx;
@@ -208,25 +208,21 @@ reg _walk_lane0_nzm;
 reg [7:0] _walk_lane0_w_sel;
 reg _walk_lane0_ok;
 wire _walk_lane0_on;
-wire [7:0] _walk_lane0_qx;
 wire _walk_lane1_v_conv;
 reg _walk_lane1_nzm;
 reg [7:0] _walk_lane1_w_sel;
 reg _walk_lane1_ok;
 wire _walk_lane1_on;
-wire [7:0] _walk_lane1_qx;
 wire _walk_lane2_v_conv;
 reg _walk_lane2_nzm;
 reg [7:0] _walk_lane2_w_sel;
 reg _walk_lane2_ok;
 wire _walk_lane2_on;
-wire [7:0] _walk_lane2_qx;
 wire _walk_lane3_v_conv;
 reg _walk_lane3_nzm;
 reg [7:0] _walk_lane3_w_sel;
 reg _walk_lane3_ok;
 wire _walk_lane3_on;
-wire [7:0] _walk_lane3_qx;
 wire [7:0] wire5_y;
 wire [7:0] wire6_y;
 reg [6:0] _lane_addr0_addr;
@@ -276,15 +272,15 @@ wire wire25_y;
 wire [6:0] wire26_y;
 wire [31:0] wire27_y;
 reg [31:0] _tree0_tsum;
-wire [6:0] resize34_dst;
-wire [2:0] resize36_dst;
-wire [2:0] resize37_dst;
-wire [2:0] resize38_dst;
-wire [2:0] resize39_dst;
-wire [11:0] cat_lanes0_resize40_src;
+wire [6:0] resize30_dst;
+wire [2:0] resize32_dst;
+wire [2:0] resize33_dst;
+wire [2:0] resize34_dst;
+wire [2:0] resize35_dst;
+wire [11:0] cat_lanes0_resize36_src;
 localparam _stage_p1_fc_on = 1'd0;
-wire [3:0] cat_lanes1_resize41_src;
-wire [27:0] cat_lanes2_resize42_src;
+wire [3:0] cat_lanes1_resize37_src;
+wire [27:0] cat_lanes2_resize38_src;
 reg [3:0] _drain_addr0_rr;
 reg [3:0] _drain_addr0_rc;
 reg [6:0] _drain_addr0_a00;
@@ -328,18 +324,18 @@ reg [31:0] _drain_ctl0_rd [0:4-1];
 reg [31:0] _drain_ctl0_rq [0:4-1];
 wire _counters0_nzm [0:4-1];
 
-assign cat_lanes0_resize40_src[12-1:9] = resize39_dst;
-assign cat_lanes0_resize40_src[9-1:6] = resize38_dst;
-assign cat_lanes0_resize40_src[6-1:3] = resize37_dst;
-assign cat_lanes0_resize40_src[3-1:0] = resize36_dst;
-assign cat_lanes1_resize41_src[3] = _rmw0_pv[3];
-assign cat_lanes1_resize41_src[2] = _rmw0_pv[2];
-assign cat_lanes1_resize41_src[1] = _rmw0_pv[1];
-assign cat_lanes1_resize41_src[0] = _rmw0_pv[0];
-assign cat_lanes2_resize42_src[28-1:21] = _rmw0_pa[3];
-assign cat_lanes2_resize42_src[21-1:14] = _rmw0_pa[2];
-assign cat_lanes2_resize42_src[14-1:7] = _rmw0_pa[1];
-assign cat_lanes2_resize42_src[7-1:0] = _rmw0_pa[0];
+assign cat_lanes0_resize36_src[12-1:9] = resize35_dst;
+assign cat_lanes0_resize36_src[9-1:6] = resize34_dst;
+assign cat_lanes0_resize36_src[6-1:3] = resize33_dst;
+assign cat_lanes0_resize36_src[3-1:0] = resize32_dst;
+assign cat_lanes1_resize37_src[3] = _rmw0_pv[3];
+assign cat_lanes1_resize37_src[2] = _rmw0_pv[2];
+assign cat_lanes1_resize37_src[1] = _rmw0_pv[1];
+assign cat_lanes1_resize37_src[0] = _rmw0_pv[0];
+assign cat_lanes2_resize38_src[28-1:21] = _rmw0_pa[3];
+assign cat_lanes2_resize38_src[21-1:14] = _rmw0_pa[2];
+assign cat_lanes2_resize38_src[14-1:7] = _rmw0_pa[1];
+assign cat_lanes2_resize38_src[7-1:0] = _rmw0_pa[0];
 
 
 
@@ -883,11 +879,7 @@ assign _walker0_jnx_unused = _walker0_jn[5-1:4];
 
 
 
-assign _walk_lane0_qx = {1'h0, q_r};
-
-
-
-assign _walk_lane0_on = (round1 && _capture3__reg12_q && ((_walker0_eb1 + 0) < _walk_lane0_qx));
+assign _walk_lane0_on = (round1 && _capture3__reg12_q);
 
 
 always @(_capture7__reg19_q, _capture2__reg8_q, fc_r, _walk_lane0_on, lane12_out, _capture6__reg18_q) begin: _walk_lane0_sel
@@ -908,11 +900,7 @@ assign _walk_lane0_v_conv = (_walk_lane0_on && (!fc_r) && _capture7__reg19_q && 
 
 
 
-assign _walk_lane1_qx = {1'h0, q_r};
-
-
-
-assign _walk_lane1_on = (round1 && _capture3__reg13_q && ((_walker0_eb1 + 1) < _walk_lane1_qx));
+assign _walk_lane1_on = (round1 && _capture3__reg13_q);
 
 
 always @(_capture7__reg19_q, _capture2__reg9_q, fc_r, _walk_lane1_on, lane13_out, _capture6__reg18_q) begin: _walk_lane1_sel
@@ -933,11 +921,7 @@ assign _walk_lane1_v_conv = (_walk_lane1_on && (!fc_r) && _capture7__reg19_q && 
 
 
 
-assign _walk_lane2_qx = {1'h0, q_r};
-
-
-
-assign _walk_lane2_on = (round1 && _capture3__reg14_q && ((_walker0_eb1 + 2) < _walk_lane2_qx));
+assign _walk_lane2_on = (round1 && _capture3__reg14_q);
 
 
 always @(_capture7__reg19_q, _capture2__reg10_q, fc_r, _walk_lane2_on, lane14_out, _capture6__reg18_q) begin: _walk_lane2_sel
@@ -958,11 +942,7 @@ assign _walk_lane2_v_conv = (_walk_lane2_on && (!fc_r) && _capture7__reg19_q && 
 
 
 
-assign _walk_lane3_qx = {1'h0, q_r};
-
-
-
-assign _walk_lane3_on = (round1 && _capture3__reg15_q && ((_walker0_eb1 + 3) < _walk_lane3_qx));
+assign _walk_lane3_on = (round1 && _capture3__reg15_q);
 
 
 always @(_capture7__reg19_q, _capture2__reg11_q, fc_r, _walk_lane3_on, lane15_out, _capture6__reg18_q) begin: _walk_lane3_sel
@@ -1361,7 +1341,7 @@ end
 
 
 
-assign resize34_dst = {2'h0, _walker0_j1};
+assign resize30_dst = {2'h0, _walker0_j1};
 
 
 
@@ -1369,23 +1349,23 @@ assign fc_rd_row = _walker0_j1[4-1:0];
 
 
 
-assign resize36_dst = _capture1__reg4_q[3-1:0];
+assign resize32_dst = _capture1__reg4_q[3-1:0];
 
 
 
-assign resize37_dst = _capture1__reg5_q[3-1:0];
+assign resize33_dst = _capture1__reg5_q[3-1:0];
 
 
 
-assign resize38_dst = _capture1__reg6_q[3-1:0];
+assign resize34_dst = _capture1__reg6_q[3-1:0];
 
 
 
-assign resize39_dst = _capture1__reg7_q[3-1:0];
+assign resize35_dst = _capture1__reg7_q[3-1:0];
 
 
 
-assign fc_rd_idx = cat_lanes0_resize40_src;
+assign fc_rd_idx = cat_lanes0_resize36_src;
 
 
 always @(posedge clk) begin: _stage_p0_reg
@@ -1397,7 +1377,7 @@ always @(posedge clk) begin: _stage_p0_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[0] <= round1;
-            _rmw0_pa[0] <= resize34_dst;
+            _rmw0_pa[0] <= resize30_dst;
             _rmw0_pd[0] <= _tree0_tsum;
         end
         else begin
@@ -1418,7 +1398,7 @@ always @(posedge clk) begin: _stage_p1_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[1] <= _stage_p1_fc_on;
-            _rmw0_pa[1] <= resize34_dst;
+            _rmw0_pa[1] <= resize30_dst;
             _rmw0_pd[1] <= _tree0_tsum;
         end
         else begin
@@ -1439,7 +1419,7 @@ always @(posedge clk) begin: _stage_p2_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[2] <= _stage_p1_fc_on;
-            _rmw0_pa[2] <= resize34_dst;
+            _rmw0_pa[2] <= resize30_dst;
             _rmw0_pd[2] <= _tree0_tsum;
         end
         else begin
@@ -1460,7 +1440,7 @@ always @(posedge clk) begin: _stage_p3_reg
     else begin
         if (fc_r) begin
             _rmw0_pv[3] <= _stage_p1_fc_on;
-            _rmw0_pa[3] <= resize34_dst;
+            _rmw0_pa[3] <= resize30_dst;
             _rmw0_pd[3] <= _tree0_tsum;
         end
         else begin
@@ -1565,11 +1545,11 @@ assign _rmw0_inr[3] = (_rmw0_pa[3] < 100);
 
 
 
-assign acc_we = cat_lanes1_resize41_src;
+assign acc_we = cat_lanes1_resize37_src;
 
 
 
-assign acc_addr = cat_lanes2_resize42_src;
+assign acc_addr = cat_lanes2_resize38_src;
 
 
 
