@@ -983,9 +983,10 @@ _host_front("host_front_two",
             "host_front, 2 kernels, depth 16: dispatch to the lowest idle kernel, interleaved completions "
             "(kernel 0 first), back-to-back doorbells, CQ full with both kernels holding, halt, pointers, a flush")
 _host_front("host_front_flush", HostParams(depth=4, n_kernels=2, cnt_bits=8),
-            ["reset", "flush", "stream:40", "flush:cqfull", "flush", "pointers", "flush:cqfull", "stream:30"],
+            ["reset", "flush", "stream:40", "cqfull", "flush:cqfull", "flush", "pointers", "flush:cqfull", "stream:30"],
             "host_front, 2 kernels, depth 4: soft reset with tasks in the kernels, in the SQ, during the flush and "
-            "with a full CQ: ABORTED once each, pointers kept, new submissions work")
+            "with a full CQ: ABORTED once each, pointers kept, new submissions work; a full CQ holding the kernels "
+            "(PERF_CQ_STALL counts: a CSR read of it that kept the read before survived as a mutant)")
 _host_front("host_front_small", HostParams(depth=2, mem_aw=12, m_max=8, k_max=16, n_max=8, cnt_bits=8),
             ["reset", "pointers", "stream:60", "cqfull", "halt:1", "flush", "flush:cqfull", "stream:30"],
             "host_front, 1 kernel, depth 2, a 4 KiB memory: the smallest queues and pointers")
