@@ -979,11 +979,13 @@ _host_front("host_front_checks", HostParams(),
 # the full tier's host_top twins share the quick builds.
 _host_front("host_front_two",
             HostParams(n_kernels=2, depth=16, mem_aw=20, m_max=64, k_max=128, n_max=32, cnt_bits=8),
-            ["reset", "stream:100", "b2b:8", "cqfull", "halt:2", "pointers", "flush", "flush:cqfull", "stream:100"],
+            ["reset", "stream:100", "b2b:8", "irq", "cqfull", "halt:2", "pointers", "flush", "flush:cqfull",
+             "stream:100"],
             "host_front, 2 kernels, depth 16: dispatch to the lowest idle kernel, interleaved completions "
             "(kernel 0 first), back-to-back doorbells, CQ full with both kernels holding, halt, pointers, a flush")
 _host_front("host_front_flush", HostParams(depth=4, n_kernels=2, cnt_bits=8),
-            ["reset", "flush", "stream:40", "cqfull", "flush:cqfull", "flush", "pointers", "flush:cqfull", "stream:30"],
+            ["reset", "flush", "stream:40", "irq", "cqfull", "flush:cqfull", "flush", "pointers", "flush:cqfull",
+             "stream:30"],
             "host_front, 2 kernels, depth 4: soft reset with tasks in the kernels, in the SQ, during the flush and "
             "with a full CQ: ABORTED once each, pointers kept, new submissions work; a full CQ holding the kernels "
             "(PERF_CQ_STALL counts: a CSR read of it that kept the read before survived as a mutant)")

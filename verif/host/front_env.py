@@ -923,13 +923,16 @@ class Phases:
     async def ph_irq(self, ph: Phase) -> PhaseObs:
         h, p = self.h, self.p
         await h.begin("irq", Layout.make(p, self.rng))
-        for ctrl in (CTRL_EN | CTRL_IRQ, CTRL_EN):
+        # with two kernels, each case once more behind a task that holds kernel 0: the
+        # descriptor's IRQ bit then travels with kernel 1's completion
+        leads = (False, True) if p.n_kernels > 1 else (False,)
+        for ctrl, lead in ((c, ld) for c in (CTRL_EN | CTRL_IRQ, CTRL_EN) for ld in leads):
             await h.write(CSR["CTRL"], ctrl)
             for kinds, irq in ((["ok"], 0), (["ok"], 1), (["nop"], 0), (["nop"], 1), (["dims", "magic", "rsvd"], 0),
                                (["addr", "opcode"], 1)):
                 await h.write(CSR["IRQ_STATUS"], 0x1F)
                 h.irq_expect = 0
-                await h.submit([h.gen.make(kinds, irq=irq)])
+                await h.submit(([h.gen.make(["ok"], irq=0)] if lead else []) + [h.gen.make(kinds, irq=irq)])
                 await h.quiesce()
                 got = await h.read(CSR["IRQ_STATUS"], ("irq",))
                 h.expect(f"IRQ_STATUS after one {kinds[0]} with irq_en={irq} (CTRL {ctrl:#x})", got, h.irq_expect)
