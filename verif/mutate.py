@@ -264,7 +264,7 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
     every signal it reads a free input): a block whose results nothing reads is
     equivalent as it stands, and a proof for the block alone holds for the design (a
     difference does not: the design may never give the block that input). Then, up to
-    :data:`LOCAL_GROW` times, the cut takes in the blocks that read what it assigns (a
+    ``LOCAL_GROW`` times, the cut takes in the blocks that read what it assigns (a
     difference its readers drop, by a truncation or a mask, proves there), and then the
     whole design is tried, in the time left. Large designs, whose miters Yosys cannot
     build or Yices cannot search in minutes, get most of their proofs this way.

@@ -392,7 +392,7 @@ class ClusterUnit(JobUnit):
             self.sticky |= CL_ERR["ROUTE"]
             if d != 1 or rd["cluster_cycles"] != 1:
                 errs.append(f"refused pass: cluster_done at +{d}, cluster_cycles {rd['cluster_cycles']} (expected 1)")
-            if tr["unit_done"].any() or rd["unit_active"] or rd["unit_desc"] or any(outs):
+            if tr["unit_done"].any() or tr["unit_busy"].any() or rd["unit_active"] or rd["unit_desc"] or any(outs):
                 errs.append("refused pass: a unit started, finished, emitted or reports a descriptor")
             if tr["busy"].any():
                 errs.append("refused pass: busy went high")
@@ -451,9 +451,10 @@ class ClusterUnit(JobUnit):
         for u in range(m):
             gu = g.units[u]
             done_at = np.flatnonzero(tr["unit_done"] >> u & 1)
+            busy_u = tr["unit_busy"] >> u & 1
             if gu is None:
-                if len(done_at) or outs[u]:
-                    errs.append(f"unit {u} has no memory unit routed to it but finished or emitted")
+                if len(done_at) or outs[u] or busy_u.any():
+                    errs.append(f"unit {u} has no memory unit routed to it but finished, emitted or went busy")
                 continue
             src = g.source[u]
             if units[u]["unit_desc"] != job.descs[src]:
@@ -461,6 +462,9 @@ class ClusterUnit(JobUnit):
                             f"{job.descs[src]:#x}")
             stalls = int(np.sum((tr["o_valid"] >> u & 1) & (1 - (tr["o_ready"] >> u & 1))))
             cyc[u] = sparse.cycles(gu, stalls)
+            if list(busy_u) != [0] + [1] * (cyc[u] - 1) + [0] * (len(busy_u) - cyc[u]):
+                errs.append(f"unit {u}: unit_busy high at {np.flatnonzero(busy_u).tolist()[:6]}..., expected exactly "
+                            f"from +1 to +{cyc[u] - 1} (done at +{cyc[u]})")
             if list(done_at) != [cyc[u]]:
                 errs.append(f"unit {u} (memory unit {src}): done at {list(done_at)}, the cycle model says "
                             f"+{cyc[u]} (cyc_compute {gu.cyc_compute}, cyc_drain {gu.cyc_drain}, stalls {stalls})")

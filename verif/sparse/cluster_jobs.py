@@ -321,10 +321,11 @@ class _Builder:
             r0, c0, dense, M = u
             sub = sparse.encode(M, (r0, c0), dense=dense)
             desc = sparse.pack_desc(sub)
-            if i in job.bad:  # a descriptor the memory refuses (the unit: CFG): H just beyond
-                d = sub.desc  # hmax, or every field drawn over its whole width (NNZ >= 1 with words)
-                desc = sparse.pack_desc(sparse.Desc(d.org_row, d.org_col, p.hmax + 1 + int(self.rng.integers(0, 4)),
-                                                    d.w, d.nnz))
+            if i in job.bad:  # a descriptor the memory refuses (the unit: CFG): H or W just
+                d = sub.desc  # beyond hmax or wmax, or every field drawn over its whole width (NNZ >= 1 with words)
+                over = 1 + int(self.rng.integers(0, 4)) * int(self.rng.random() < 0.5)
+                h, w = (p.hmax + over, d.w) if self.rng.random() < 0.5 else (d.h, p.wmax + over)
+                desc = sparse.pack_desc(sparse.Desc(d.org_row, d.org_col, h, w, d.nnz))
                 for _ in range(100 * int(self.rng.random() < 0.5)):
                     f = {n: int(self.rng.integers(0, 1 << b)) for n, b in p.DESC_FIELDS if n != "nnz"}
                     f["rsvd"] *= int(self.rng.random() < 0.5)
