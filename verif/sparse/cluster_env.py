@@ -62,9 +62,10 @@ from cocotb.triggers import ClockCycles, ReadOnly, ReadWrite, RisingEdge
 from lockstep.models import sparse
 from lockstep.models.sparse.params import SparseParams
 
-from ..coverage import Covergroup
-from .cluster_jobs import ClusterJob, Flow, make_jobs
 from ..context import check_reset, reset_values
+from ..coverage import Covergroup
+from ..packing import unpack_lanes
+from .cluster_jobs import ClusterJob, Flow, make_jobs
 from .job_env import JobBfm, JobTest, JobUnit, Observation, Pauses, handshakes
 
 __all__ = ["ClusterTest", "ClusterUnit", "UnitSinks"]
@@ -157,7 +158,7 @@ def read_port_errors(samples: list[tuple[int, list[tuple[int, ...]]]], bank: int
             if q != len(entries):
                 errs.append(f"busy cycle {k}: memory unit {i}: rd_q {q}, {len(entries)} entries stored")
             rr, cc = _lanes(rows, rb, p.p), _lanes(cols, cb, p.p)
-            vv = [v - (1 << dw) if v >> (dw - 1) else v for v in _lanes(vals, dw, p.p)]
+            vv = unpack_lanes(vals, dw, p.p, signed=True).tolist()
             for lane in range(p.p):
                 e = g * p.p + lane
                 want = entries[e] if e < len(entries) else (0, 0, 0)
