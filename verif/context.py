@@ -27,7 +27,7 @@ from cocotb.clock import Clock
 from cocotb.handle import SimHandleBase
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-__all__ = ["TbContext", "CLOCK_NS", "start", "reset_values", "check_reset"]
+__all__ = ["TbContext", "CLOCK_NS", "start", "pulse_reset", "reset_values", "check_reset"]
 
 #: Clock period used by every testbench (ns). Cycle counts, not times, are checked.
 CLOCK_NS = 10
@@ -144,10 +144,22 @@ async def start(dut: SimHandleBase, reset_cycles: int = 2) -> None:
         dut: DUT with ``clk`` and ``rst`` ports.
         reset_cycles: edges with reset asserted.
     """
+    Clock(dut.clk, CLOCK_NS, unit="ns").start()
+    await pulse_reset(dut, reset_cycles)
+
+
+async def pulse_reset(dut: SimHandleBase, reset_cycles: int = 1) -> None:
+    """Hold ``rst`` high for ``reset_cycles`` edges, then one edge low; the state after
+    the first is held to the generator's record (:func:`check_reset`, Icarus). The clock
+    runs already: :func:`start` at the beginning, a testbench's own reset mid-run.
+
+    Args:
+        dut: DUT with ``clk`` and ``rst`` ports.
+        reset_cycles: edges with reset asserted.
+    """
     resets = reset_values()
     if resets:
         cocotb.start_soon(check_reset(dut, dut.clk, resets))
-    Clock(dut.clk, CLOCK_NS, unit="ns").start()
     dut.rst.value = 1
     await ClockCycles(dut.clk, reset_cycles)
     dut.rst.value = 0

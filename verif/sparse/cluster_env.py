@@ -62,7 +62,7 @@ from cocotb.triggers import ClockCycles, ReadOnly, ReadWrite, RisingEdge
 from lockstep.models import sparse
 from lockstep.models.sparse.params import SparseParams
 
-from ..context import check_reset, reset_values
+from ..context import pulse_reset
 from ..coverage import Covergroup
 from ..packing import unpack_lanes
 from .cluster_jobs import ClusterJob, Flow, make_jobs
@@ -316,13 +316,7 @@ class ClusterUnit(JobUnit):
         if job.reset:
             if job.keep_weights or job.preloaded:
                 raise ValueError(f"cluster stimulus: a pass after a reset must load its weights and data ({job!r})")
-            dut.rst.value = 1
-            resets = reset_values()
-            if resets:  # the state after this reset too (the generator's record; Icarus)
-                cocotb.start_soon(check_reset(dut, dut.clk, resets))
-            await RisingEdge(dut.clk)
-            dut.rst.value = 0
-            await RisingEdge(dut.clk)
+            await pulse_reset(dut)
         loads_from = bfm.now
         bfm.set_rates(job.idle, 0.0)
         self.unit_sinks.set_rate(job.bp)
