@@ -135,9 +135,11 @@ def test_every_cell_fits_a_memory_unit(name):
                 continue
             assert len(job.words[i]) <= params.depth, job
             assert job.loads[i].err == (sparse.MEM_ERR["DESC"] if i in job.bad else 0), job
-        if job.w_words is not None:  # ... and the weight memory
-            assert job.w_err and job.weights == sparse.load_weights(job.w_words, job.cfg.k, params,
-                                                                    dense=bool(job.cfg.dense)).entries, job
+        if job.w_words is not None:  # ... and the weight memory (a flag, or a larger kernel's weights)
+            load = sparse.load_weights(job.w_words, job.w_k or job.cfg.k, params, dense=bool(job.cfg.dense))
+            assert bool(job.w_err) != (job.w_k is not None) and job.weights == load.entries, job
+            if job.w_k is not None:
+                assert job.w_k > job.cfg.k and any(max(a, b) >= job.cfg.k for a, b, _ in job.weights), job
         assert len(job.route_sel) == params.m
 
 

@@ -449,7 +449,7 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError):
         S.stu_job(Cfg(2, 2, 2), [(2, 0, 1)], [(0, 0, 1)], P)  # row >= H
     with pytest.raises(ValueError):
-        S.stu_job(Cfg(2, 2, 2), [(0, 0, 1)], [(2, 0, 1)], P)  # a >= K
+        S.stu_job(Cfg(2, 2, 2), [(0, 0, 1)], [(1 << P.kb, 0, 1)], P)  # a beyond the weight port
     with pytest.raises(ValueError):
         S.stu_job(Cfg(2, 2, 2), [(0, 0, 128)], [(0, 0, 1)], P)
     with pytest.raises(ValueError):
@@ -458,3 +458,52 @@ def test_bad_inputs_raise():
         S.stu_job(Cfg(2, 2, 2, pool="min"), [], [], P)
     with pytest.raises(ValueError):
         S.stu_job(Cfg(1, 1, 2, mode=FC, n_out=2), [(0, 0, 1)], np.ones((2, 3), dtype=int), P)
+
+
+def test_a_weight_beyond_k_lands_at_its_offset_or_is_dropped():
+    """K = 1 job, weight (1, 1) = 5 (loaded for a larger kernel): entry (0, 0) = 2 would
+    land at (-1, -1) and is dropped; entry (1, 1) = 3 lands at (0, 0): 15. Worked by hand
+    from docs/sparse.md section 4 (R = r + K-1-a)."""
+    for u in (1, 2):
+        params = SparseParams(u=u)
+        job = S.stu_job(Cfg(1, 2, 2, emit=0), [(0, 0, 2), (1, 1, 3)], [(1, 1, 5)], params)
+        assert job.errors == 0
+        assert job.full.tolist() == [[15, 0], [0, 0]]
+        assert job.n_mults == 1 and job.cyc_compute == 1
+        assert job.rounds == [[(0, 0, 15)]]
+        assert S.correlate_full(np.array([[2, 0], [0, 3]]), np.array([[0, 0], [0, 5]]), k=1).tolist() == [[15, 0],
+                                                                                                         [0, 0]]
+
+
+@pytest.mark.parametrize("u", [1, 2])
+def test_weights_beyond_k_give_the_cut_correlation(u):
+    """Weights of a K' kernel run as a K < K' job (WNZ <= K^2) equal numpy's full
+    correlation of those weights with its first K'-K rows and columns cut."""
+    rng = np.random.default_rng(16 + u)
+    params = SparseParams(kmax=5, u=u)
+    for _ in range(40):
+        Kp = int(rng.integers(2, 6))
+        k = int(rng.integers(1, Kp))
+        H, W = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        X = rng.integers(-8, 8, (H, W)) * (rng.random((H, W)) < 0.6)
+        pos = rng.permutation(Kp * Kp)[:k * k]
+        Wk = np.zeros((Kp, Kp), dtype=np.int64)
+        wts = []
+        for n in pos:
+            a, b, w = int(n) // Kp, int(n) % Kp, int(rng.integers(1, 8)) * int(rng.choice([-1, 1]))
+            Wk[a, b] = w
+            wts.append((a, b, w))
+        data = S.encode(X).entries
+        job = S.stu_job(Cfg(k, H, W, emit=0), data, wts, params)
+        assert job.errors == 0
+        assert job.full.tolist() == S.correlate_full(X, Wk, k=k).tolist()
+        # the non-zero pairs (encode and the kernel hold no zeros) that stay on the map
+        assert job.n_mults == sum(r + k - 1 - a >= 0 and c + k - 1 - b >= 0 for r, c, _ in data for a, b, _ in wts)
+
+
+def test_all_the_given_weights_count_against_k_squared():
+    """``wnz = None`` reads every given weight; more than K^2 of them is CFG as when WNZ
+    is set (the cluster leaves it to the weight memory's count)."""
+    job = S.stu_job(Cfg(1, 2, 2), [(0, 0, 1)], [(0, 0, 1), (1, 0, 2)], P)
+    assert job.errors == STU_ERR["CFG"] and job.cyc_compute == 0
+    assert S.stu_job(Cfg(2, 2, 2), [(0, 0, 1)], [(0, 0, 1), (1, 0, 2)], P).errors == 0

@@ -314,7 +314,7 @@ def _edge_stream(monkeypatch, edge: str) -> str:
 #: (per-edge testbench, seed, jobs, simulator): the quick tier's STU 1300 and STU 1400 on
 #: both simulators; the errors scenario (a second start while busy, a reset in a job,
 #: refused starts) and the mixed STU 1400 (FC after CONV, channels, dense) on Verilator.
-EQUIV = [(edge, s, 8, sim) for edge in ("sparse_stu_random", "sparse_stu_u2") for s in (3, 11)
+EQUIV = [(edge, s, 8, sim) for edge in ("sparse_stu_random", "sparse_stu_u2") for s in (3, 12)
          for sim in SIMULATORS] + [("sparse_stu_errors", 1, 30, "verilator"), ("sparse_stu_u2_mixed", 7, 24, "verilator")]
 
 

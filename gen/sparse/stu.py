@@ -406,9 +406,11 @@ def _walk_lane(round1, fc_r, lv, wv, x, w_conv, w_fc, v_conv, v_fc, nzm, w_sel, 
     what the memory's lane valid ``lv`` says (``g * p + l < q``: the STU compares no
     second time); CONV needs a stored weight and an address in range (``ok``) too
     (``v_conv``; ``None`` in a u = 2 unit, whose scheduler does CONV).
-    ``nzm``: it multiplies two non-zero operands; ``w_sel``: the weight it multiplies by
-    (broadcast in CONV, gathered in FC)."""
+    ``nzm``: it multiplies two non-zero operands into the accumulator (CONV: ``ok`` too;
+    a u = 2 unit's slots count its CONV products, so there only the FC half is read);
+    ``w_sel``: the weight it multiplies by (broadcast in CONV, gathered in FC)."""
     on = new_bool()
+    okc = wv if ok is None else ok  # u = 2: the CONV half of nzm is not read (see above)
 
     @always_comb
     def act():
@@ -422,7 +424,7 @@ def _walk_lane(round1, fc_r, lv, wv, x, w_conv, w_fc, v_conv, v_fc, nzm, w_sel, 
             nzm.next = on and x != 0 and w_fc != 0
         else:
             w_sel.next = w_conv
-            nzm.next = on and wv and x != 0 and w_conv != 0
+            nzm.next = on and wv and okc and x != 0 and w_conv != 0
 
     insts = [act, sel]
     if v_conv is not None:

@@ -6442,7 +6442,7 @@ assign stu0__walker0_jnx_unused = stu0__walker0_jn[5-1:4];
 assign stu0__walk_lane0_on = (stu0_round1 && stu0__capture3__reg12_q);
 
 
-always @(stu0__capture7__reg19_q, stu0__capture2__reg8_q, stu0_fc_r, stu0__walk_lane0_on, stu0_lane190_out, stu0__capture6__reg18_q) begin: stu0__walk_lane0_sel
+always @(stu0__capture7__reg19_q, stu0__capture2__reg8_q, stu0__walk_lane0_ok, stu0_fc_r, stu0__walk_lane0_on, stu0_lane190_out, stu0__capture6__reg18_q) begin: stu0__walk_lane0_sel
     stu0__tree0_v_fc[0] = (stu0__walk_lane0_on && stu0_fc_r);
     if (stu0_fc_r) begin
         stu0__walk_lane0_w_sel = stu0_lane190_out;
@@ -6450,7 +6450,7 @@ always @(stu0__capture7__reg19_q, stu0__capture2__reg8_q, stu0_fc_r, stu0__walk_
     end
     else begin
         stu0__walk_lane0_w_sel = stu0__capture6__reg18_q;
-        stu0__walk_lane0_nzm = (stu0__walk_lane0_on && stu0__capture7__reg19_q && (stu0__capture2__reg8_q != 0) && (stu0__capture6__reg18_q != 0));
+        stu0__walk_lane0_nzm = (stu0__walk_lane0_on && stu0__capture7__reg19_q && stu0__walk_lane0_ok && (stu0__capture2__reg8_q != 0) && (stu0__capture6__reg18_q != 0));
     end
 end
 
@@ -6463,7 +6463,7 @@ assign stu0__walk_lane0_v_conv = (stu0__walk_lane0_on && (!stu0_fc_r) && stu0__c
 assign stu0__walk_lane1_on = (stu0_round1 && stu0__capture3__reg13_q);
 
 
-always @(stu0__capture7__reg19_q, stu0__capture2__reg9_q, stu0_fc_r, stu0__walk_lane1_on, stu0_lane191_out, stu0__capture6__reg18_q) begin: stu0__walk_lane1_sel
+always @(stu0__capture7__reg19_q, stu0__capture2__reg9_q, stu0__walk_lane1_ok, stu0_fc_r, stu0__walk_lane1_on, stu0_lane191_out, stu0__capture6__reg18_q) begin: stu0__walk_lane1_sel
     stu0__tree0_v_fc[1] = (stu0__walk_lane1_on && stu0_fc_r);
     if (stu0_fc_r) begin
         stu0__walk_lane1_w_sel = stu0_lane191_out;
@@ -6471,7 +6471,7 @@ always @(stu0__capture7__reg19_q, stu0__capture2__reg9_q, stu0_fc_r, stu0__walk_
     end
     else begin
         stu0__walk_lane1_w_sel = stu0__capture6__reg18_q;
-        stu0__walk_lane1_nzm = (stu0__walk_lane1_on && stu0__capture7__reg19_q && (stu0__capture2__reg9_q != 0) && (stu0__capture6__reg18_q != 0));
+        stu0__walk_lane1_nzm = (stu0__walk_lane1_on && stu0__capture7__reg19_q && stu0__walk_lane1_ok && (stu0__capture2__reg9_q != 0) && (stu0__capture6__reg18_q != 0));
     end
 end
 
@@ -6484,7 +6484,7 @@ assign stu0__walk_lane1_v_conv = (stu0__walk_lane1_on && (!stu0_fc_r) && stu0__c
 assign stu0__walk_lane2_on = (stu0_round1 && stu0__capture3__reg14_q);
 
 
-always @(stu0__capture7__reg19_q, stu0__capture2__reg10_q, stu0_fc_r, stu0__walk_lane2_on, stu0_lane192_out, stu0__capture6__reg18_q) begin: stu0__walk_lane2_sel
+always @(stu0__capture7__reg19_q, stu0__capture2__reg10_q, stu0__walk_lane2_ok, stu0_fc_r, stu0__walk_lane2_on, stu0_lane192_out, stu0__capture6__reg18_q) begin: stu0__walk_lane2_sel
     stu0__tree0_v_fc[2] = (stu0__walk_lane2_on && stu0_fc_r);
     if (stu0_fc_r) begin
         stu0__walk_lane2_w_sel = stu0_lane192_out;
@@ -6492,7 +6492,7 @@ always @(stu0__capture7__reg19_q, stu0__capture2__reg10_q, stu0_fc_r, stu0__walk
     end
     else begin
         stu0__walk_lane2_w_sel = stu0__capture6__reg18_q;
-        stu0__walk_lane2_nzm = (stu0__walk_lane2_on && stu0__capture7__reg19_q && (stu0__capture2__reg10_q != 0) && (stu0__capture6__reg18_q != 0));
+        stu0__walk_lane2_nzm = (stu0__walk_lane2_on && stu0__capture7__reg19_q && stu0__walk_lane2_ok && (stu0__capture2__reg10_q != 0) && (stu0__capture6__reg18_q != 0));
     end
 end
 
@@ -6505,7 +6505,7 @@ assign stu0__walk_lane2_v_conv = (stu0__walk_lane2_on && (!stu0_fc_r) && stu0__c
 assign stu0__walk_lane3_on = (stu0_round1 && stu0__capture3__reg15_q);
 
 
-always @(stu0__capture7__reg19_q, stu0__capture2__reg11_q, stu0_fc_r, stu0__walk_lane3_on, stu0_lane193_out, stu0__capture6__reg18_q) begin: stu0__walk_lane3_sel
+always @(stu0__capture7__reg19_q, stu0__capture2__reg11_q, stu0__walk_lane3_ok, stu0_fc_r, stu0__walk_lane3_on, stu0_lane193_out, stu0__capture6__reg18_q) begin: stu0__walk_lane3_sel
     stu0__tree0_v_fc[3] = (stu0__walk_lane3_on && stu0_fc_r);
     if (stu0_fc_r) begin
         stu0__walk_lane3_w_sel = stu0_lane193_out;
@@ -6513,7 +6513,7 @@ always @(stu0__capture7__reg19_q, stu0__capture2__reg11_q, stu0_fc_r, stu0__walk
     end
     else begin
         stu0__walk_lane3_w_sel = stu0__capture6__reg18_q;
-        stu0__walk_lane3_nzm = (stu0__walk_lane3_on && stu0__capture7__reg19_q && (stu0__capture2__reg11_q != 0) && (stu0__capture6__reg18_q != 0));
+        stu0__walk_lane3_nzm = (stu0__walk_lane3_on && stu0__capture7__reg19_q && stu0__walk_lane3_ok && (stu0__capture2__reg11_q != 0) && (stu0__capture6__reg18_q != 0));
     end
 end
 
@@ -8065,7 +8065,7 @@ assign stu1__walker1_jnx_unused = stu1__walker1_jn[5-1:4];
 assign stu1__walk_lane4_on = (stu1_round1 && stu1__capture11__reg32_q);
 
 
-always @(stu1__capture15__reg39_q, stu1__capture10__reg28_q, stu1_fc_r, stu1__walk_lane4_on, stu1_lane208_out, stu1__capture14__reg38_q) begin: stu1__walk_lane4_sel
+always @(stu1__capture15__reg39_q, stu1__capture10__reg28_q, stu1__walk_lane4_ok, stu1_fc_r, stu1__walk_lane4_on, stu1_lane208_out, stu1__capture14__reg38_q) begin: stu1__walk_lane4_sel
     stu1__tree1_v_fc[0] = (stu1__walk_lane4_on && stu1_fc_r);
     if (stu1_fc_r) begin
         stu1__walk_lane4_w_sel = stu1_lane208_out;
@@ -8073,7 +8073,7 @@ always @(stu1__capture15__reg39_q, stu1__capture10__reg28_q, stu1_fc_r, stu1__wa
     end
     else begin
         stu1__walk_lane4_w_sel = stu1__capture14__reg38_q;
-        stu1__walk_lane4_nzm = (stu1__walk_lane4_on && stu1__capture15__reg39_q && (stu1__capture10__reg28_q != 0) && (stu1__capture14__reg38_q != 0));
+        stu1__walk_lane4_nzm = (stu1__walk_lane4_on && stu1__capture15__reg39_q && stu1__walk_lane4_ok && (stu1__capture10__reg28_q != 0) && (stu1__capture14__reg38_q != 0));
     end
 end
 
@@ -8086,7 +8086,7 @@ assign stu1__walk_lane4_v_conv = (stu1__walk_lane4_on && (!stu1_fc_r) && stu1__c
 assign stu1__walk_lane5_on = (stu1_round1 && stu1__capture11__reg33_q);
 
 
-always @(stu1__capture15__reg39_q, stu1__capture10__reg29_q, stu1_fc_r, stu1__walk_lane5_on, stu1_lane209_out, stu1__capture14__reg38_q) begin: stu1__walk_lane5_sel
+always @(stu1__capture15__reg39_q, stu1__capture10__reg29_q, stu1__walk_lane5_ok, stu1_fc_r, stu1__walk_lane5_on, stu1_lane209_out, stu1__capture14__reg38_q) begin: stu1__walk_lane5_sel
     stu1__tree1_v_fc[1] = (stu1__walk_lane5_on && stu1_fc_r);
     if (stu1_fc_r) begin
         stu1__walk_lane5_w_sel = stu1_lane209_out;
@@ -8094,7 +8094,7 @@ always @(stu1__capture15__reg39_q, stu1__capture10__reg29_q, stu1_fc_r, stu1__wa
     end
     else begin
         stu1__walk_lane5_w_sel = stu1__capture14__reg38_q;
-        stu1__walk_lane5_nzm = (stu1__walk_lane5_on && stu1__capture15__reg39_q && (stu1__capture10__reg29_q != 0) && (stu1__capture14__reg38_q != 0));
+        stu1__walk_lane5_nzm = (stu1__walk_lane5_on && stu1__capture15__reg39_q && stu1__walk_lane5_ok && (stu1__capture10__reg29_q != 0) && (stu1__capture14__reg38_q != 0));
     end
 end
 
@@ -8107,7 +8107,7 @@ assign stu1__walk_lane5_v_conv = (stu1__walk_lane5_on && (!stu1_fc_r) && stu1__c
 assign stu1__walk_lane6_on = (stu1_round1 && stu1__capture11__reg34_q);
 
 
-always @(stu1__capture15__reg39_q, stu1__capture10__reg30_q, stu1_fc_r, stu1__walk_lane6_on, stu1_lane210_out, stu1__capture14__reg38_q) begin: stu1__walk_lane6_sel
+always @(stu1__capture15__reg39_q, stu1__capture10__reg30_q, stu1__walk_lane6_ok, stu1_fc_r, stu1__walk_lane6_on, stu1_lane210_out, stu1__capture14__reg38_q) begin: stu1__walk_lane6_sel
     stu1__tree1_v_fc[2] = (stu1__walk_lane6_on && stu1_fc_r);
     if (stu1_fc_r) begin
         stu1__walk_lane6_w_sel = stu1_lane210_out;
@@ -8115,7 +8115,7 @@ always @(stu1__capture15__reg39_q, stu1__capture10__reg30_q, stu1_fc_r, stu1__wa
     end
     else begin
         stu1__walk_lane6_w_sel = stu1__capture14__reg38_q;
-        stu1__walk_lane6_nzm = (stu1__walk_lane6_on && stu1__capture15__reg39_q && (stu1__capture10__reg30_q != 0) && (stu1__capture14__reg38_q != 0));
+        stu1__walk_lane6_nzm = (stu1__walk_lane6_on && stu1__capture15__reg39_q && stu1__walk_lane6_ok && (stu1__capture10__reg30_q != 0) && (stu1__capture14__reg38_q != 0));
     end
 end
 
@@ -8128,7 +8128,7 @@ assign stu1__walk_lane6_v_conv = (stu1__walk_lane6_on && (!stu1_fc_r) && stu1__c
 assign stu1__walk_lane7_on = (stu1_round1 && stu1__capture11__reg35_q);
 
 
-always @(stu1__capture15__reg39_q, stu1__capture10__reg31_q, stu1_fc_r, stu1__walk_lane7_on, stu1_lane211_out, stu1__capture14__reg38_q) begin: stu1__walk_lane7_sel
+always @(stu1__capture15__reg39_q, stu1__capture10__reg31_q, stu1__walk_lane7_ok, stu1_fc_r, stu1__walk_lane7_on, stu1_lane211_out, stu1__capture14__reg38_q) begin: stu1__walk_lane7_sel
     stu1__tree1_v_fc[3] = (stu1__walk_lane7_on && stu1_fc_r);
     if (stu1_fc_r) begin
         stu1__walk_lane7_w_sel = stu1_lane211_out;
@@ -8136,7 +8136,7 @@ always @(stu1__capture15__reg39_q, stu1__capture10__reg31_q, stu1_fc_r, stu1__wa
     end
     else begin
         stu1__walk_lane7_w_sel = stu1__capture14__reg38_q;
-        stu1__walk_lane7_nzm = (stu1__walk_lane7_on && stu1__capture15__reg39_q && (stu1__capture10__reg31_q != 0) && (stu1__capture14__reg38_q != 0));
+        stu1__walk_lane7_nzm = (stu1__walk_lane7_on && stu1__capture15__reg39_q && stu1__walk_lane7_ok && (stu1__capture10__reg31_q != 0) && (stu1__capture14__reg38_q != 0));
     end
 end
 
@@ -9688,7 +9688,7 @@ assign stu2__walker2_jnx_unused = stu2__walker2_jn[5-1:4];
 assign stu2__walk_lane8_on = (stu2_round1 && stu2__capture19__reg52_q);
 
 
-always @(stu2__capture23__reg59_q, stu2__capture18__reg48_q, stu2_fc_r, stu2__walk_lane8_on, stu2_lane226_out, stu2__capture22__reg58_q) begin: stu2__walk_lane8_sel
+always @(stu2__capture23__reg59_q, stu2__capture18__reg48_q, stu2__walk_lane8_ok, stu2_fc_r, stu2__walk_lane8_on, stu2_lane226_out, stu2__capture22__reg58_q) begin: stu2__walk_lane8_sel
     stu2__tree2_v_fc[0] = (stu2__walk_lane8_on && stu2_fc_r);
     if (stu2_fc_r) begin
         stu2__walk_lane8_w_sel = stu2_lane226_out;
@@ -9696,7 +9696,7 @@ always @(stu2__capture23__reg59_q, stu2__capture18__reg48_q, stu2_fc_r, stu2__wa
     end
     else begin
         stu2__walk_lane8_w_sel = stu2__capture22__reg58_q;
-        stu2__walk_lane8_nzm = (stu2__walk_lane8_on && stu2__capture23__reg59_q && (stu2__capture18__reg48_q != 0) && (stu2__capture22__reg58_q != 0));
+        stu2__walk_lane8_nzm = (stu2__walk_lane8_on && stu2__capture23__reg59_q && stu2__walk_lane8_ok && (stu2__capture18__reg48_q != 0) && (stu2__capture22__reg58_q != 0));
     end
 end
 
@@ -9709,7 +9709,7 @@ assign stu2__walk_lane8_v_conv = (stu2__walk_lane8_on && (!stu2_fc_r) && stu2__c
 assign stu2__walk_lane9_on = (stu2_round1 && stu2__capture19__reg53_q);
 
 
-always @(stu2__capture23__reg59_q, stu2__capture18__reg49_q, stu2_fc_r, stu2__walk_lane9_on, stu2_lane227_out, stu2__capture22__reg58_q) begin: stu2__walk_lane9_sel
+always @(stu2__capture23__reg59_q, stu2__capture18__reg49_q, stu2__walk_lane9_ok, stu2_fc_r, stu2__walk_lane9_on, stu2_lane227_out, stu2__capture22__reg58_q) begin: stu2__walk_lane9_sel
     stu2__tree2_v_fc[1] = (stu2__walk_lane9_on && stu2_fc_r);
     if (stu2_fc_r) begin
         stu2__walk_lane9_w_sel = stu2_lane227_out;
@@ -9717,7 +9717,7 @@ always @(stu2__capture23__reg59_q, stu2__capture18__reg49_q, stu2_fc_r, stu2__wa
     end
     else begin
         stu2__walk_lane9_w_sel = stu2__capture22__reg58_q;
-        stu2__walk_lane9_nzm = (stu2__walk_lane9_on && stu2__capture23__reg59_q && (stu2__capture18__reg49_q != 0) && (stu2__capture22__reg58_q != 0));
+        stu2__walk_lane9_nzm = (stu2__walk_lane9_on && stu2__capture23__reg59_q && stu2__walk_lane9_ok && (stu2__capture18__reg49_q != 0) && (stu2__capture22__reg58_q != 0));
     end
 end
 
@@ -9730,7 +9730,7 @@ assign stu2__walk_lane9_v_conv = (stu2__walk_lane9_on && (!stu2_fc_r) && stu2__c
 assign stu2__walk_lane10_on = (stu2_round1 && stu2__capture19__reg54_q);
 
 
-always @(stu2__capture23__reg59_q, stu2__capture18__reg50_q, stu2_fc_r, stu2__walk_lane10_on, stu2_lane228_out, stu2__capture22__reg58_q) begin: stu2__walk_lane10_sel
+always @(stu2__capture23__reg59_q, stu2__capture18__reg50_q, stu2__walk_lane10_ok, stu2_fc_r, stu2__walk_lane10_on, stu2_lane228_out, stu2__capture22__reg58_q) begin: stu2__walk_lane10_sel
     stu2__tree2_v_fc[2] = (stu2__walk_lane10_on && stu2_fc_r);
     if (stu2_fc_r) begin
         stu2__walk_lane10_w_sel = stu2_lane228_out;
@@ -9738,7 +9738,7 @@ always @(stu2__capture23__reg59_q, stu2__capture18__reg50_q, stu2_fc_r, stu2__wa
     end
     else begin
         stu2__walk_lane10_w_sel = stu2__capture22__reg58_q;
-        stu2__walk_lane10_nzm = (stu2__walk_lane10_on && stu2__capture23__reg59_q && (stu2__capture18__reg50_q != 0) && (stu2__capture22__reg58_q != 0));
+        stu2__walk_lane10_nzm = (stu2__walk_lane10_on && stu2__capture23__reg59_q && stu2__walk_lane10_ok && (stu2__capture18__reg50_q != 0) && (stu2__capture22__reg58_q != 0));
     end
 end
 
@@ -9751,7 +9751,7 @@ assign stu2__walk_lane10_v_conv = (stu2__walk_lane10_on && (!stu2_fc_r) && stu2_
 assign stu2__walk_lane11_on = (stu2_round1 && stu2__capture19__reg55_q);
 
 
-always @(stu2__capture23__reg59_q, stu2__capture18__reg51_q, stu2_fc_r, stu2__walk_lane11_on, stu2_lane229_out, stu2__capture22__reg58_q) begin: stu2__walk_lane11_sel
+always @(stu2__capture23__reg59_q, stu2__capture18__reg51_q, stu2__walk_lane11_ok, stu2_fc_r, stu2__walk_lane11_on, stu2_lane229_out, stu2__capture22__reg58_q) begin: stu2__walk_lane11_sel
     stu2__tree2_v_fc[3] = (stu2__walk_lane11_on && stu2_fc_r);
     if (stu2_fc_r) begin
         stu2__walk_lane11_w_sel = stu2_lane229_out;
@@ -9759,7 +9759,7 @@ always @(stu2__capture23__reg59_q, stu2__capture18__reg51_q, stu2_fc_r, stu2__wa
     end
     else begin
         stu2__walk_lane11_w_sel = stu2__capture22__reg58_q;
-        stu2__walk_lane11_nzm = (stu2__walk_lane11_on && stu2__capture23__reg59_q && (stu2__capture18__reg51_q != 0) && (stu2__capture22__reg58_q != 0));
+        stu2__walk_lane11_nzm = (stu2__walk_lane11_on && stu2__capture23__reg59_q && stu2__walk_lane11_ok && (stu2__capture18__reg51_q != 0) && (stu2__capture22__reg58_q != 0));
     end
 end
 
@@ -11311,7 +11311,7 @@ assign stu3__walker3_jnx_unused = stu3__walker3_jn[5-1:4];
 assign stu3__walk_lane12_on = (stu3_round1 && stu3__capture27__reg72_q);
 
 
-always @(stu3__capture31__reg79_q, stu3__capture26__reg68_q, stu3_fc_r, stu3__walk_lane12_on, stu3_lane244_out, stu3__capture30__reg78_q) begin: stu3__walk_lane12_sel
+always @(stu3__capture31__reg79_q, stu3__capture26__reg68_q, stu3__walk_lane12_ok, stu3_fc_r, stu3__walk_lane12_on, stu3_lane244_out, stu3__capture30__reg78_q) begin: stu3__walk_lane12_sel
     stu3__tree3_v_fc[0] = (stu3__walk_lane12_on && stu3_fc_r);
     if (stu3_fc_r) begin
         stu3__walk_lane12_w_sel = stu3_lane244_out;
@@ -11319,7 +11319,7 @@ always @(stu3__capture31__reg79_q, stu3__capture26__reg68_q, stu3_fc_r, stu3__wa
     end
     else begin
         stu3__walk_lane12_w_sel = stu3__capture30__reg78_q;
-        stu3__walk_lane12_nzm = (stu3__walk_lane12_on && stu3__capture31__reg79_q && (stu3__capture26__reg68_q != 0) && (stu3__capture30__reg78_q != 0));
+        stu3__walk_lane12_nzm = (stu3__walk_lane12_on && stu3__capture31__reg79_q && stu3__walk_lane12_ok && (stu3__capture26__reg68_q != 0) && (stu3__capture30__reg78_q != 0));
     end
 end
 
@@ -11332,7 +11332,7 @@ assign stu3__walk_lane12_v_conv = (stu3__walk_lane12_on && (!stu3_fc_r) && stu3_
 assign stu3__walk_lane13_on = (stu3_round1 && stu3__capture27__reg73_q);
 
 
-always @(stu3__capture31__reg79_q, stu3__capture26__reg69_q, stu3_fc_r, stu3__walk_lane13_on, stu3_lane245_out, stu3__capture30__reg78_q) begin: stu3__walk_lane13_sel
+always @(stu3__capture31__reg79_q, stu3__capture26__reg69_q, stu3__walk_lane13_ok, stu3_fc_r, stu3__walk_lane13_on, stu3_lane245_out, stu3__capture30__reg78_q) begin: stu3__walk_lane13_sel
     stu3__tree3_v_fc[1] = (stu3__walk_lane13_on && stu3_fc_r);
     if (stu3_fc_r) begin
         stu3__walk_lane13_w_sel = stu3_lane245_out;
@@ -11340,7 +11340,7 @@ always @(stu3__capture31__reg79_q, stu3__capture26__reg69_q, stu3_fc_r, stu3__wa
     end
     else begin
         stu3__walk_lane13_w_sel = stu3__capture30__reg78_q;
-        stu3__walk_lane13_nzm = (stu3__walk_lane13_on && stu3__capture31__reg79_q && (stu3__capture26__reg69_q != 0) && (stu3__capture30__reg78_q != 0));
+        stu3__walk_lane13_nzm = (stu3__walk_lane13_on && stu3__capture31__reg79_q && stu3__walk_lane13_ok && (stu3__capture26__reg69_q != 0) && (stu3__capture30__reg78_q != 0));
     end
 end
 
@@ -11353,7 +11353,7 @@ assign stu3__walk_lane13_v_conv = (stu3__walk_lane13_on && (!stu3_fc_r) && stu3_
 assign stu3__walk_lane14_on = (stu3_round1 && stu3__capture27__reg74_q);
 
 
-always @(stu3__capture31__reg79_q, stu3__capture26__reg70_q, stu3_fc_r, stu3__walk_lane14_on, stu3_lane246_out, stu3__capture30__reg78_q) begin: stu3__walk_lane14_sel
+always @(stu3__capture31__reg79_q, stu3__capture26__reg70_q, stu3__walk_lane14_ok, stu3_fc_r, stu3__walk_lane14_on, stu3_lane246_out, stu3__capture30__reg78_q) begin: stu3__walk_lane14_sel
     stu3__tree3_v_fc[2] = (stu3__walk_lane14_on && stu3_fc_r);
     if (stu3_fc_r) begin
         stu3__walk_lane14_w_sel = stu3_lane246_out;
@@ -11361,7 +11361,7 @@ always @(stu3__capture31__reg79_q, stu3__capture26__reg70_q, stu3_fc_r, stu3__wa
     end
     else begin
         stu3__walk_lane14_w_sel = stu3__capture30__reg78_q;
-        stu3__walk_lane14_nzm = (stu3__walk_lane14_on && stu3__capture31__reg79_q && (stu3__capture26__reg70_q != 0) && (stu3__capture30__reg78_q != 0));
+        stu3__walk_lane14_nzm = (stu3__walk_lane14_on && stu3__capture31__reg79_q && stu3__walk_lane14_ok && (stu3__capture26__reg70_q != 0) && (stu3__capture30__reg78_q != 0));
     end
 end
 
@@ -11374,7 +11374,7 @@ assign stu3__walk_lane14_v_conv = (stu3__walk_lane14_on && (!stu3_fc_r) && stu3_
 assign stu3__walk_lane15_on = (stu3_round1 && stu3__capture27__reg75_q);
 
 
-always @(stu3__capture31__reg79_q, stu3__capture26__reg71_q, stu3_fc_r, stu3__walk_lane15_on, stu3_lane247_out, stu3__capture30__reg78_q) begin: stu3__walk_lane15_sel
+always @(stu3__capture31__reg79_q, stu3__capture26__reg71_q, stu3__walk_lane15_ok, stu3_fc_r, stu3__walk_lane15_on, stu3_lane247_out, stu3__capture30__reg78_q) begin: stu3__walk_lane15_sel
     stu3__tree3_v_fc[3] = (stu3__walk_lane15_on && stu3_fc_r);
     if (stu3_fc_r) begin
         stu3__walk_lane15_w_sel = stu3_lane247_out;
@@ -11382,7 +11382,7 @@ always @(stu3__capture31__reg79_q, stu3__capture26__reg71_q, stu3_fc_r, stu3__wa
     end
     else begin
         stu3__walk_lane15_w_sel = stu3__capture30__reg78_q;
-        stu3__walk_lane15_nzm = (stu3__walk_lane15_on && stu3__capture31__reg79_q && (stu3__capture26__reg71_q != 0) && (stu3__capture30__reg78_q != 0));
+        stu3__walk_lane15_nzm = (stu3__walk_lane15_on && stu3__capture31__reg79_q && stu3__walk_lane15_ok && (stu3__capture26__reg71_q != 0) && (stu3__capture30__reg78_q != 0));
     end
 end
 

@@ -882,7 +882,7 @@ assign _walker0_jnx_unused = _walker0_jn[5-1:4];
 assign _walk_lane0_on = (round1 && _capture3__reg12_q);
 
 
-always @(_capture7__reg19_q, _capture2__reg8_q, fc_r, _walk_lane0_on, lane12_out, _capture6__reg18_q) begin: _walk_lane0_sel
+always @(_capture7__reg19_q, _capture2__reg8_q, _walk_lane0_ok, fc_r, _walk_lane0_on, lane12_out, _capture6__reg18_q) begin: _walk_lane0_sel
     _tree0_v_fc[0] = (_walk_lane0_on && fc_r);
     if (fc_r) begin
         _walk_lane0_w_sel = lane12_out;
@@ -890,7 +890,7 @@ always @(_capture7__reg19_q, _capture2__reg8_q, fc_r, _walk_lane0_on, lane12_out
     end
     else begin
         _walk_lane0_w_sel = _capture6__reg18_q;
-        _walk_lane0_nzm = (_walk_lane0_on && _capture7__reg19_q && (_capture2__reg8_q != 0) && (_capture6__reg18_q != 0));
+        _walk_lane0_nzm = (_walk_lane0_on && _capture7__reg19_q && _walk_lane0_ok && (_capture2__reg8_q != 0) && (_capture6__reg18_q != 0));
     end
 end
 
@@ -903,7 +903,7 @@ assign _walk_lane0_v_conv = (_walk_lane0_on && (!fc_r) && _capture7__reg19_q && 
 assign _walk_lane1_on = (round1 && _capture3__reg13_q);
 
 
-always @(_capture7__reg19_q, _capture2__reg9_q, fc_r, _walk_lane1_on, lane13_out, _capture6__reg18_q) begin: _walk_lane1_sel
+always @(_capture7__reg19_q, _capture2__reg9_q, _walk_lane1_ok, fc_r, _walk_lane1_on, lane13_out, _capture6__reg18_q) begin: _walk_lane1_sel
     _tree0_v_fc[1] = (_walk_lane1_on && fc_r);
     if (fc_r) begin
         _walk_lane1_w_sel = lane13_out;
@@ -911,7 +911,7 @@ always @(_capture7__reg19_q, _capture2__reg9_q, fc_r, _walk_lane1_on, lane13_out
     end
     else begin
         _walk_lane1_w_sel = _capture6__reg18_q;
-        _walk_lane1_nzm = (_walk_lane1_on && _capture7__reg19_q && (_capture2__reg9_q != 0) && (_capture6__reg18_q != 0));
+        _walk_lane1_nzm = (_walk_lane1_on && _capture7__reg19_q && _walk_lane1_ok && (_capture2__reg9_q != 0) && (_capture6__reg18_q != 0));
     end
 end
 
@@ -924,7 +924,7 @@ assign _walk_lane1_v_conv = (_walk_lane1_on && (!fc_r) && _capture7__reg19_q && 
 assign _walk_lane2_on = (round1 && _capture3__reg14_q);
 
 
-always @(_capture7__reg19_q, _capture2__reg10_q, fc_r, _walk_lane2_on, lane14_out, _capture6__reg18_q) begin: _walk_lane2_sel
+always @(_capture7__reg19_q, _capture2__reg10_q, _walk_lane2_ok, fc_r, _walk_lane2_on, lane14_out, _capture6__reg18_q) begin: _walk_lane2_sel
     _tree0_v_fc[2] = (_walk_lane2_on && fc_r);
     if (fc_r) begin
         _walk_lane2_w_sel = lane14_out;
@@ -932,7 +932,7 @@ always @(_capture7__reg19_q, _capture2__reg10_q, fc_r, _walk_lane2_on, lane14_ou
     end
     else begin
         _walk_lane2_w_sel = _capture6__reg18_q;
-        _walk_lane2_nzm = (_walk_lane2_on && _capture7__reg19_q && (_capture2__reg10_q != 0) && (_capture6__reg18_q != 0));
+        _walk_lane2_nzm = (_walk_lane2_on && _capture7__reg19_q && _walk_lane2_ok && (_capture2__reg10_q != 0) && (_capture6__reg18_q != 0));
     end
 end
 
@@ -945,7 +945,7 @@ assign _walk_lane2_v_conv = (_walk_lane2_on && (!fc_r) && _capture7__reg19_q && 
 assign _walk_lane3_on = (round1 && _capture3__reg15_q);
 
 
-always @(_capture7__reg19_q, _capture2__reg11_q, fc_r, _walk_lane3_on, lane15_out, _capture6__reg18_q) begin: _walk_lane3_sel
+always @(_capture7__reg19_q, _capture2__reg11_q, _walk_lane3_ok, fc_r, _walk_lane3_on, lane15_out, _capture6__reg18_q) begin: _walk_lane3_sel
     _tree0_v_fc[3] = (_walk_lane3_on && fc_r);
     if (fc_r) begin
         _walk_lane3_w_sel = lane15_out;
@@ -953,7 +953,7 @@ always @(_capture7__reg19_q, _capture2__reg11_q, fc_r, _walk_lane3_on, lane15_ou
     end
     else begin
         _walk_lane3_w_sel = _capture6__reg18_q;
-        _walk_lane3_nzm = (_walk_lane3_on && _capture7__reg19_q && (_capture2__reg11_q != 0) && (_capture6__reg18_q != 0));
+        _walk_lane3_nzm = (_walk_lane3_on && _capture7__reg19_q && _walk_lane3_ok && (_capture2__reg11_q != 0) && (_capture6__reg18_q != 0));
     end
 end
 

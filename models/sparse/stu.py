@@ -24,7 +24,7 @@ Decisions where the contract is silent (written into docs/sparse.md sections 4 a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -111,7 +111,7 @@ class Job:
         rounds: the compute rounds, each a list of ``(out_row, out_col, product)``.
         cyc_compute: compute cycles (``len(rounds)``).
         cyc_drain: drain cycles with ``o_ready`` high.
-        n_mults: products of two non-zero operands.
+        n_mults: products of two non-zero operands that reach the accumulator.
         n_deferred: pushes into the collision FIFO (u = 2).
         fifo_max: largest collision-FIFO occupancy after a round.
         errors: ``STU_ERR`` bits the job raised.
@@ -141,24 +141,31 @@ class Job:
         return len(self.rounds)
 
 
-def correlate_full(X: np.ndarray, Wk: np.ndarray) -> np.ndarray:
+def correlate_full(X: np.ndarray, Wk: np.ndarray, k: int | None = None) -> np.ndarray:
     """Full 2-D cross-correlation, exact int64.
 
     ``out[R, C] = sum_{a,b} X[R-(K-1)+a, C-(K-1)+b] * Wk[a, b]`` (out-of-range ``X`` is
     zero); size ``(H+K-1) x (W+K-1)``.
 
+    ``k`` below the kernel's size ``K`` is a job configured for a ``k x k`` kernel whose
+    stored weights reach beyond it (docs/sparse.md section 4): the ``(H+k-1) x (W+k-1)``
+    map that ends where the ``K``-kernel's ends (its first ``K-k`` rows and columns cut).
+
     Raises:
-        ValueError: on a non-2-D map or a non-square kernel.
+        ValueError: on a non-2-D map, a non-square kernel or ``k`` not in ``1..K``.
     """
     X, Wk = np.asarray(X, dtype=np.int64), np.asarray(Wk, dtype=np.int64)
     if X.ndim != 2 or Wk.ndim != 2 or Wk.shape[0] != Wk.shape[1] or Wk.shape[0] < 1:
         raise ValueError(f"correlate_full: need a 2-D map and a square kernel, got {X.shape} and {Wk.shape}")
     (H, W), K = X.shape, Wk.shape[0]
+    if k is not None and not 1 <= k <= K:
+        raise ValueError(f"correlate_full: k={k} must be in 1..{K} (the kernel's size)")
     out = np.zeros((H + K - 1, W + K - 1), dtype=np.int64)
     for a in range(K):
         for b in range(K):
             out[K - 1 - a:K - 1 - a + H, K - 1 - b:K - 1 - b + W] += X * Wk[a, b]
-    return out
+    cut = 0 if k is None else K - k
+    return out[cut:, cut:]
 
 
 def _schedule(data: Sequence[Sequence[int]], weights: Sequence[Sequence[int]], K: int, p: int,
@@ -173,14 +180,18 @@ def _schedule(data: Sequence[Sequence[int]], weights: Sequence[Sequence[int]], K
     pushes = fifo_max = 0
     while pos < n_work or fifo:
         items, fifo, used = fifo, [], []  # deferred products first
-        while len(items) < p and pos < n_work:
+        slots = len(items)
+        while slots < p and pos < n_work:
             j, i = divmod(pos, nd)  # weight-major work list
             if j not in used:
                 if len(used) == u:
                     break  # cap on unique weights: the lane idles
                 used.append(j)
             (r, c, x), (a, b, w) = data[i][:3], weights[j][:3]
-            items.append((r + K - 1 - a, c + K - 1 - b, x * w))
+            R, C = r + K - 1 - a, c + K - 1 - b
+            if R >= 0 and C >= 0:  # else a weight beyond K put it off the map: the slot drops it
+                items.append((R, C, x * w))
+            slots += 1
             pos += 1
         seen: set[tuple[int, int]] = set()
         emit: list[Item] = []
@@ -272,8 +283,11 @@ def _conv(cfg: Cfg, data: np.ndarray, q: int, weights: list, acc: np.ndarray,
           params: SparseParams) -> tuple[list[list[Item]], int, int, int, bool]:
     K, p = cfg.k, params.p
     wnz = len(weights) if cfg.wnz is None else cfg.wnz
-    wts = _checked_entries(weights[:wnz], (K, K), params.ww, "weight")
-    n_mults = int(np.count_nonzero(data[:, 2])) * int(np.count_nonzero(wts[:, 2]))
+    wts = _checked_entries(weights[:wnz], (1 << params.kb,) * 2, params.ww, "weight")
+    R = data[None, :, 0] + K - 1 - wts[:, 0, None]  # weight j, entry i: the product's address
+    C = data[None, :, 1] + K - 1 - wts[:, 1, None]
+    on = (R >= 0) & (C >= 0)  # a weight index beyond K can put a product off the map: dropped
+    n_mults = int(np.count_nonzero(on & (data[None, :, 2] != 0) & (wts[:, 2, None] != 0)))
     ovf = False
     if params.u == 2 and not cfg.dense:
         rounds, pushes, fifo_max = _schedule(data.tolist(), wts.tolist(), K, p, 2)
@@ -290,11 +304,10 @@ def _conv(cfg: Cfg, data: np.ndarray, q: int, weights: list, acc: np.ndarray,
         if j >= len(wts):  # a weight the memory did not store: idle rounds
             rounds += [[] for _ in range(groups)]
             continue
-        a, b, wv = wts[j]
-        R, C, prod = data[:, 0] + K - 1 - a, data[:, 1] + K - 1 - b, data[:, 2] * wv
-        ovf |= _acc_add(acc, R, C, prod, params.accw)
-        items = list(zip(R.tolist(), C.tolist(), prod.tolist()))
-        rounds += [items[g * p:(g + 1) * p] for g in range(groups)]
+        m, prod = on[j], data[:, 2] * wts[j, 2]
+        ovf |= _acc_add(acc, R[j][m], C[j][m], prod[m], params.accw)
+        items = list(zip(R[j].tolist(), C[j].tolist(), prod.tolist(), m.tolist()))
+        rounds += [[it[:3] for it in items[g * p:(g + 1) * p] if it[3]] for g in range(groups)]
     return rounds, n_mults, 0, 0, ovf
 
 
@@ -339,9 +352,13 @@ def stu_job(cfg: Cfg, data: Sequence[Sequence[int]], weights, params: SparsePara
         The :class:`Job`.
 
     Raises:
-        ValueError: on entries outside the configured map or kernel, values that do not
-            fit ``dw``/``ww``, or an ``acc`` of the wrong shape or width.
+        ValueError: on data entries outside the configured map, weight indices the weight
+            port cannot carry (``>= 2^kb``), values that do not fit ``dw``/``ww``, or an
+            ``acc`` of the wrong shape or width.
     """
+    if cfg.mode == CONV and cfg.wnz is None:  # all the given weights: CFG checks their count too
+        weights = list(weights)
+        cfg = replace(cfg, wnz=len(weights))
     err = cfg_error(cfg, params)
     if err:  # start is ignored
         a = np.zeros((0, 0), dtype=np.int64) if acc is None else np.array(acc, dtype=np.int64)

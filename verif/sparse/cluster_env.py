@@ -280,7 +280,7 @@ class ClusterUnit(JobUnit):
                     await RisingEdge(dut.clk)
             dut.fc_we.value = 0
             return
-        dut.w_cfg_k.value = job.cfg.k
+        dut.w_cfg_k.value = job.cfg.k if job.w_k is None else job.w_k
         dut.w_cfg_dense.value = job.cfg.dense
         dut.w_start.value = 1
         await RisingEdge(dut.clk)

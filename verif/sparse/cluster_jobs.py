@@ -44,7 +44,9 @@ Scenarios (the ``scenario`` option):
   some memory units' data words carry one defect (an index beyond H or W, two entries
   out of order, a zero value, a count that disagrees with NNZ, more words than
   ``depth``), the weights one (an index beyond K, a duplicate, a zero, more than
-  ``kmax**2``), or a descriptor is refused; each unit against the golden run over what
+  ``kmax**2``; or weights loaded for a larger kernel than the job's, which the STUs take
+  with their products off the map dropped, or refuse with CFG beyond ``K^2``), or a
+  descriptor is refused; each unit against the golden run over what
   its memories stored, ``mem_err`` and ``w_err`` against ``load_data`` and
   ``load_weights``. Clean passes between them; every other pass starts with a reset,
   so a flag is seen apart from the ones earlier passes raised (they are sticky). The
@@ -159,6 +161,9 @@ class ClusterJob:
         w_words: the weight words sent when they carry a defect (``weights`` is then
             what the weight memory stored), else ``None`` (``pack_weights(weights)``).
         w_err: the ``W_ERR`` bits the weight load raises.
+        w_k: the weight memory's ``K`` for the load (``w_cfg_k``) when it is not the
+            job's: weights of a larger kernel, indices beyond the job's ``K`` among them
+            (docs/sparse.md section 4), or more than ``K^2`` of them (CFG in every unit).
         reset: ``rst`` pulses before the pass (its loads included): every sticky flag
             starts clear, so each flag the pass raises is seen on its own (a flag an
             earlier pass raised would hide a mutant that raises it too).
@@ -192,6 +197,7 @@ class ClusterJob:
     corrupt: list[int] = field(default_factory=list)
     w_words: list[int] | None = None
     w_err: int = 0
+    w_k: int | None = None
     reset: bool = False
 
     def __repr__(self) -> str:
@@ -206,6 +212,7 @@ class ClusterJob:
                 + (f" corrupt={self.corrupt}" if self.corrupt else "")
                 + (" reset" if self.reset else "")
                 + (f" w_err={self.w_err:#x}" if self.w_words is not None else "")
+                + (f" w_k={self.w_k}" if self.w_k is not None else "")
                 + (f" tag={self.tag}" if self.tag else ""))
 
     @property
@@ -585,13 +592,26 @@ def _defect(rng: np.random.Generator, entries: list, desc: int, p: SparseParams,
 def _bad_weights(rng: np.random.Generator, job: ClusterJob, p: SparseParams) -> None:
     """Give a CONV pass weight words with one defect the weight memory flags: an index
     beyond K (W_IDX_OOB), a duplicate position (W_DUP), a zero in sparse mode (W_ZERO) or
-    more than ``kmax**2`` words (W_OVERFLOW); ``weights`` becomes what it stores."""
+    more than ``kmax**2`` words (W_OVERFLOW); or (``wide``, no flag) weights loaded for a
+    larger kernel (``w_k``): up to ``K^2`` of them with indices beyond ``K``, whose
+    products off the map the STUs drop, or more than ``K^2`` (every unit refuses with
+    CFG). ``weights`` becomes what the memory stores."""
     w, k, dense = [tuple(x) for x in job.weights], job.cfg.k, bool(job.cfg.dense)
     kinds = ["overflow"] + (["dup"] if w else []) + (["zero"] if w and not dense else [])
     kinds += ["oob"] if k < 1 << p.kb else []
+    kinds += ["wide"] * 2 if k < p.kmax and not dense else []
     kind = kinds[int(rng.integers(0, len(kinds)))]
     i = int(rng.integers(0, max(1, len(w))))
-    if kind == "oob":
+    if kind == "wide":
+        job.w_k = int(rng.integers(k + 1, p.kmax + 1))
+        w = [tuple(x) for x in sparse.encode_weights(_kernel(rng, job.w_k, p.ww, job.w_k ** 2), "raster")]
+        n = k * k if rng.random() < 0.7 else int(rng.integers(k * k + 1, len(w) + 1))
+        perm = [int(j) for j in rng.permutation(len(w))]
+        beyond = next(j for j in perm if max(w[j][:2]) >= k)  # at least one among the n read
+        perm.remove(beyond)
+        perm.insert(int(rng.integers(0, n)), beyond)
+        w = [w[j] for j in perm[:n]]
+    elif kind == "oob":
         w.insert(i, (int(rng.integers(k, 1 << p.kb)), int(rng.integers(0, 1 << p.kb)), 1))
     elif kind == "dup":
         w.insert(int(rng.integers(i, len(w) + 1)), (*w[i][:2], int(nonzero_values(rng, 1, p.ww)[0])))
@@ -600,7 +620,7 @@ def _bad_weights(rng: np.random.Generator, job: ClusterJob, p: SparseParams) -> 
     else:
         w += [(0, 0, 1)] * (p.kmax * p.kmax + int(rng.integers(1, 3)) - len(w))
     job.w_words = sparse.pack_weights(w, p)
-    load = sparse.load_weights(job.w_words, k, p, dense=dense)
+    load = sparse.load_weights(job.w_words, job.w_k or k, p, dense=dense)
     job.weights, job.w_err = list(load.entries), load.err
 
 

@@ -28,7 +28,7 @@ the accumulator):
   holds more than ``fifo_d`` items;
 * directed jobs also against numbers worked out by hand (Fig. 18/19/20: entries, rounds,
   the lanes of every round, cycles), and every single-channel CONV job's output also
-  against numpy (``drain(correlate_full(X, Wk))``), independently of the schedule.
+  against numpy (``drain(correlate_full(X, Wk, k=K))``), independently of the schedule.
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ class StuUnit(JobUnit):
             errs.append(f"{len(got)} output words, golden {len(want)}; first difference at word {k}: "
                         f"{sparse.unpack_out(got[k:k + 1], p)} vs {sparse.unpack_out(want[k:k + 1], p)}")
         if job.X is not None and job.cfg.emit and job.acc_in is None and not job.refused:
-            ref = sparse.drain_entries(sparse.drain(sparse.correlate_full(job.X, job.Wk), job.cfg, p))
+            ref = sparse.drain_entries(sparse.drain(sparse.correlate_full(job.X, job.Wk, k=job.cfg.k), job.cfg, p))
             if [w[:3] for w in self._words(obs)] != ref:
                 errs.append("the output differs from numpy's drain(correlate_full(X, Wk))")
         return errs

@@ -16,7 +16,8 @@ Scenarios (the ``scenario`` option of a testbench):
   u = 2 unit first Fig. 20's collision (9 x -6 and -9 x 6 both at (5, 2)).
 * ``edges``: K = 1, H or W below K, q around multiples of p, all-zero data, all-zero
   kernel, extreme values (-2^(dw-1) squared), all-negative maps under ReLU, saturation,
-  the largest shift.
+  the largest shift; a full kernel's weights run as a smaller-K job (indices beyond K,
+  products off the map dropped; one random job in ten does the same).
 * ``fc``: FC jobs (1 x W vectors of every density, dense n_out x W matrices); an FC job
   with ``cfg_wnz != 0`` right after a CONV job (the idle u = 2 scheduler counts nothing).
 * ``dense``: dense-mode jobs next to the same maps in sparse mode (the speedup baseline).
@@ -96,16 +97,25 @@ class StuJob:
 
 
 def conv_job(X: np.ndarray, Wk: np.ndarray, kind: str, *, order: str = "raster", rng: np.random.Generator | None = None,
-             dense: bool = False, **cfg: Any) -> StuJob:
+             dense: bool = False, k: int | None = None, **cfg: Any) -> StuJob:
     """A CONV job of map ``X`` and kernel ``Wk`` (weights in ``order``: raster, snake or
-    random, a permutation drawn from ``rng``); ``cfg`` overrides the drain options."""
+    random, a permutation drawn from ``rng``); ``cfg`` overrides the drain options.
+    ``k`` below the kernel's size configures a smaller job that reads the first ``k^2``
+    weights, indices beyond ``k`` among them (docs/sparse.md section 4); ``Wk`` keeps
+    only those."""
     sub = sparse.encode(X, dense=dense)
     wts = sparse.encode_weights(Wk, "raster" if order == "random" else order, dense=dense)
     if order == "random" and rng is not None:
         wts = [wts[i] for i in rng.permutation(len(wts))]
+    if k is not None and k < Wk.shape[0]:
+        wts = wts[:k * k]
+        Wk = np.zeros_like(Wk)
+        for a, b, w in wts:
+            Wk[a, b] = w
     H, W = X.shape
     bp = cfg.pop("bp", 0.0)
-    c = sparse.Cfg(k=Wk.shape[0], h=H, w=W, nnz=len(sub.entries), wnz=len(wts), dense=int(dense), **cfg)
+    c = sparse.Cfg(k=Wk.shape[0] if k is None else k, h=H, w=W, nnz=len(sub.entries), wnz=len(wts),
+                   dense=int(dense), **cfg)
     return StuJob(c, sub.entries, wts, kind, bp=bp, X=X, Wk=Wk)
 
 
@@ -206,7 +216,9 @@ def _random_conv(rng: np.random.Generator, params: SparseParams, kind: str = "ra
         return conv_job(X, Wk, "collide", order="random", rng=rng, **_drain_opts(rng, params))
     X = random_map(rng, H, W, _nnz(rng, H * W), params.dw)
     order = str(rng.choice(["raster", "snake", "random"] if params.u == 1 else ["snake", "random", "random"]))
-    return conv_job(X, _kernel(rng, K, params.ww), kind, order=order, rng=rng, **_drain_opts(rng, params))
+    k = int(rng.integers(1, K)) if K >= 2 and rng.random() < 0.1 else None  # weights beyond K
+    return conv_job(X, _kernel(rng, K, params.ww), kind if k is None else f"{kind}-beyond-K", order=order, rng=rng,
+                    k=k, **_drain_opts(rng, params))
 
 
 def fig18(params: SparseParams, rng: np.random.Generator, count: int, widths: dict[str, int]) -> list[StuJob]:
@@ -305,6 +317,9 @@ def edges(params: SparseParams, rng: np.random.Generator, count: int, widths: di
         jobs.append(conv_job(random_map(rng, min(H, K - 1), 1, 1, dw), random_map(rng, K, K, K * K - 1, ww), "W<K",
                              pool=2))
     jobs.append(conv_job(np.zeros((H, W), np.int64), random_map(rng, K, K, K * K, ww), "zero-data"))
+    for k in sorted({1, K - 1}) if K >= 2 else ():  # a full K-kernel's weights run as a k x k job
+        jobs.append(conv_job(random_map(rng, H, W, H * W, dw), random_map(rng, K, K, K * K, ww), "beyond-K",
+                             order="random", rng=rng, k=k))
     jobs.append(conv_job(random_map(rng, H, W, H * W, dw), np.zeros((K, K), np.int64), "zero-kernel"))
     jobs.append(conv_job(np.zeros((H, W), np.int64), np.zeros((K, K), np.int64), "zero-both", pool=1, relu=1))
     ext = np.full((H, W), lo_d, np.int64)
