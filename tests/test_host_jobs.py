@@ -57,6 +57,22 @@ def test_scenarios_aim_where_their_labels_say(name, p, seed):
 
 
 def test_every_error_kind_is_generated():
-    assert len(ERROR_KINDS) == len(set(ERROR_KINDS)) == 23
+    assert len(ERROR_KINDS) == len(set(ERROR_KINDS)) == 25
     with pytest.raises(ValueError, match="unknown host scenario"):
         make_scenario("nope", PARAMS[0], 1)
+
+
+@pytest.mark.parametrize("p", PARAMS)
+def test_a_result_ending_exactly_at_mem_limit_is_generated_and_in_range(p):
+    """The errors scenario's ``out_top`` step: a good task whose result's last byte is the
+    one below MEM_LIMIT (the range check's boundary), free memory, not the weights; and
+    its ``wgt_top``: weights that end exactly at the weight region's end."""
+    sc = make_scenario("errors", p, 3)
+    lim = hm.Limits(0, sc.wgt_base, sc.wgt_size, sc.mem_limit)
+    tops = [st for st in sc.steps if st.kind == "task"
+            and st.desc.out_addr + hm.out_rows(st.desc) * st.desc.n * st.desc.es == sc.mem_limit]
+    assert tops and all(hm.check(st.desc.words(), lim, p) == hm.ST["OK"] and st.label == "OK" for st in tops)
+    ends = [st for st in sc.steps if st.kind == "task" and st.label == "OK"
+            and st.desc.wgt_off + st.desc.k * st.desc.n * st.desc.es == sc.wgt_size]
+    assert ends and all(hm.check(st.desc.words(), lim, p) == hm.ST["OK"] for st in ends)
+    assert sc.wgt_base + sc.wgt_size < sc.mem_limit <= p.mem_bytes

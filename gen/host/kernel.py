@@ -477,11 +477,9 @@ def host_kernel(clk, rst, cmd_valid, cmd_ready, cmd_m, cmd_n, cmd_k, cmd_act, cm
             rk.next = 0
             rn.next = 0
             st.next = s_wgt
-        elif st == s_mac:
+        elif st == s_mac:  # iss and rcv are 0 here: the A burst's last response cleared them
             kc.next = kc + 1
             if kc1 == r_k:
-                iss.next = 0
-                rcv.next = 0
                 if res_row:
                     blen.next = wo
                     st.next = s_out

@@ -1585,8 +1585,6 @@ always @(posedge clk) begin: host_engine0_host_kernel0_fsm
         else if ((host_engine0_host_kernel0_st == 4)) begin
             host_engine0_host_kernel0_kc <= (host_engine0_host_kernel0_kc + 1);
             if ((host_engine0_host_kernel0_kc1 == host_engine0_host_kernel0_r_k)) begin
-                host_engine0_host_kernel0_iss <= 0;
-                host_engine0_host_kernel0_rcv <= 0;
                 if (host_engine0_host_kernel0_res_row) begin
                     host_engine0_host_kernel0_blen <= host_engine0_host_kernel0_wo;
                     host_engine0_host_kernel0_st <= 5;

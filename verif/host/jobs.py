@@ -7,7 +7,9 @@ Pure Python and numpy (no cocotb): ``tests/test_host_jobs.py`` checks the genera
 Memory layout (bytes, ``B = mem_bytes``): tasks' activations and results in
 ``[0, B/2)``, allocated one after the other, never reused within a scenario (so two
 kernels never share a region); the weight region ``[B/2, 3B/4)`` (WGT_BASE, WGT_SIZE);
-``[3B/4, B)`` lies above MEM_LIMIT and must never be touched.
+``[3B/4, 13B/16)`` free below MEM_LIMIT (a good task's result may end exactly at the
+limit: the ``out_top`` step); ``[13B/16, B)`` lies above MEM_LIMIT and must never be
+touched.
 """
 
 from __future__ import annotations
@@ -166,6 +168,13 @@ def _bad(p: HostParams, rng: np.random.Generator, good: Step, sc: Scenario, whic
     """A task step turned into one error class (range errors by their fields)."""
     d = good.desc
     es = d.es
+    if which == "out_top":  # a good task whose result ends exactly at MEM_LIMIT (in range)
+        ob = hm.out_rows(d) * d.n * es
+        return Step("task", d.with_(out_addr=sc.mem_limit - ob), good.act, None, good.gap, "OK")
+    if which == "wgt_top":  # ... whose weights (K the smallest, so M * N bytes mostly pass
+        # the region's end while K * N do not) end exactly at the region's end (what lies there)
+        k = 4 // es
+        return Step("task", d.with_(k=k, wgt_off=sc.wgt_size - k * d.n * es), good.act[:, :k], None, good.gap, "OK")
     if which in MUTATIONS:
         return Step("task", d, good.act, MUTATIONS[which], good.gap, MUTATIONS[which][0])
     bad = {
@@ -181,8 +190,8 @@ def _bad(p: HostParams, rng: np.random.Generator, good: Step, sc: Scenario, whic
     return Step("task", d.with_(**bad), good.act, None, good.gap, label)
 
 
-ERROR_KINDS = tuple(MUTATIONS) + ("m0", "m_big", "k_word", "n0", "pool_odd", "act_mis", "out_limit", "out_wgt",
-                                  "out_act", "wgt_past", "wgt_mis", "nop")
+ERROR_KINDS = tuple(MUTATIONS) + ("m0", "m_big", "k_word", "n0", "pool_odd", "act_mis", "out_limit", "out_top",
+                                  "out_wgt", "out_act", "wgt_past", "wgt_top", "wgt_mis", "nop")
 
 
 def make_scenario(name: str, p: HostParams, seed: int, tasks: int = 24) -> Scenario:
@@ -192,7 +201,7 @@ def make_scenario(name: str, p: HostParams, seed: int, tasks: int = 24) -> Scena
     rng = np.random.default_rng(seed)
     b = p.mem_bytes
     wgt, blocks = _weights(p, rng, b // 4)
-    sc = Scenario(name, b // 2, b // 4, 3 * b // 4, wgt)
+    sc = Scenario(name, b // 2, b // 4, 3 * b // 4 + b // 16, wgt)
     lay = _Layout(p)
     SCENARIOS[name](p, rng, sc, lay, blocks, tasks)
     return sc

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import cocotb
 import numpy as np
-from cocotb.triggers import Event, First, RisingEdge, SimTimeoutError, Timer, with_timeout
+from cocotb.triggers import Event, First, ReadOnly, RisingEdge, SimTimeoutError, Timer, with_timeout
 from cocotb.utils import get_sim_time
 from pyuvm import uvm_component, uvm_env, uvm_test
 
@@ -247,16 +247,22 @@ class Submitter(uvm_component):
 class CqMonitor(uvm_component):
     """Consumes the CQ; records each entry and the cycle it was read. Also watches the
     ``k_busy`` pins: each kernel's busy runs, in cycles (whole: the exec_cycles a
-    completion reads are them modulo ``2**cnt_bits``)."""
+    completion reads are them modulo ``2**cnt_bits``); and ``busy``, which must be
+    "some kernel busy" whenever either changes (the first difference is noted)."""
 
     async def run_busy(self, sh: Shared) -> None:
-        pin = sh.drv.dut.k_busy
+        pin, any_pin = sh.drv.dut.k_busy, sh.drv.dut.busy
         prev = int(pin.value) if pin.value.is_resolvable else 0
         rise: dict[int, int] = {}
+        differ = False
         while True:
-            await pin.value_change
+            await First(pin.value_change, any_pin.value_change)
+            await ReadOnly()
             t = int(get_sim_time("ns"))
             v = int(pin.value) if pin.value.is_resolvable else 0
+            if not differ and (not any_pin.value.is_resolvable or int(any_pin.value) != (v != 0)):
+                differ = True
+                sh.note(f"busy = {any_pin.value} at {t} ns with k_busy = {pin.value} (busy is some kernel busy)")
             for k in range(sh.p.n_kernels):
                 if (v ^ prev) >> k & 1:
                     if v >> k & 1:
@@ -547,6 +553,11 @@ class HostTopTest(uvm_test):
         for n in [c for c in hm.CSR if c.startswith("PERF_") and c not in ("PERF_CTRL", "PERF_TOTAL")]:
             if v := await drv.reg(n):
                 sh.note(f"{n} = {v} after PERF_CTRL cleared the counters at the end")
+        if regs["IRQ_STATUS"]:  # W1C: its bits written back clear it, and irq falls (the run is over)
+            await drv.set_reg("IRQ_STATUS", regs["IRQ_STATUS"])
+            if (v := await drv.reg("IRQ_STATUS")) or int(drv.dut.irq.value):
+                sh.note(f"IRQ_STATUS = {v:#x}, irq = {drv.dut.irq.value} after writing back its bits "
+                        f"{regs['IRQ_STATUS']:#x} at the end")
         errs = self.env.scoreboard.check_all(sh, image, device, regs, tp)
         cg = _coverage(sh)
         for c in sh.cq:
