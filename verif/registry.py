@@ -1023,6 +1023,13 @@ _host("host_top_flush", _HS, "test_top", "host_top: soft reset with tasks in fli
       opts={"scenario": "flush", "tasks": 14})
 _host("host_top_two", _HS2, "test_top", "host_top, two kernels, SQ depth 4: back-pressure, interleaved completions",
       opts={"scenario": "backpressure", "tasks": 20})
+_host("host_top_two_stream", _HS2, "test_top", "host_top, two kernels: good tasks back to back, the saturating "
+      "max-pooled ones last (both kernels' scalers saturate both ways)", opts={"scenario": "stream", "tasks": 20})
+_host("host_top_two_errors", _HS2, "test_top", "host_top, two kernels: every error class between good tasks, NOP, "
+      "doorbell overflow, owned-slot write, bad CQ_HEAD, IRQs (front-end and both kernels' completions interleaved)",
+      opts={"scenario": "errors"})
+_host("host_top_two_flush", _HS2, "test_top", "host_top, two kernels: soft reset with tasks in flight on both and "
+      "queued; each once, then on", opts={"scenario": "flush", "tasks": 14})
 _host("host_top_mutant", _HS, "test_top", "negative: a memory latency of 2 checked as 3 must fail (exec_cycles)",
       tb_params=HostParams(**{**_HS.to_dict(), "mem_lat": 3}), expect_fail=True, opts={"scenario": "stream", "tasks": 4})
 _host("host_pipe_stream", _HS, "test_pipe", "host library, stream mode: random stage times, route both, two streams, "
@@ -1142,5 +1149,5 @@ def _host_tp(edge: str, tier: str = "quick", **opts: Any) -> None:
 # (lockstep.verif.host.tp_env.EDGE_ONLY).
 for _name in ("host_top_stream", "host_top_backpressure", "host_top_two", "host_top_mutant"):
     _host_tp(_name)
-for _name in ("host_top_memerr", "host_top_flush"):
+for _name in ("host_top_memerr", "host_top_flush", "host_top_two_stream", "host_top_two_flush"):
     _host_tp(_name, tier="full")

@@ -244,16 +244,53 @@ def _sat_pool(p: HostParams, rng: np.random.Generator, sc: Scenario, lay: _Layou
     return steps
 
 
+def _unsaturated(sc: Scenario, lay: _Layout, sat: list[Step]) -> list[Step]:
+    """The saturating tasks' extremes once more through a scaler that keeps them: every row
+    the odd row of its pair (both scalers of a lane take them), pool and ReLU off,
+    ``mult = 1`` and the smallest shift that fits the largest accumulator, so the
+    accumulator's top bits (beyond 2**29 in int16) reach the output instead of clamping."""
+    out = []
+    for st in sat:
+        d = st.desc
+        act = st.act[np.arange(d.m) | 1]
+        top = int(np.abs(act @ hm.read_mat(sc.weights, d.wgt_off, d.k, d.n, d.dtype)).max())
+        shift = max(0, top.bit_length() - (8 * d.es - 1) + 1)
+        st = _copy(lay, st, d.tag + 0x40, act, pool=0, relu=0, mult=1, shift=shift)
+        if st is None:
+            break
+        out.append(st)
+    return out
+
+
+def _copy(lay: _Layout, st: Step, tag: int, act: np.ndarray | None = None, **fields: int) -> Step | None:
+    """Task step ``st`` with ``tag``, ``act`` (default its own) and ``fields`` changed, in
+    regions of its own (``None`` when the layout is full)."""
+    d = st.desc.with_(**fields)
+    a, o = lay.take(d.m * d.k * d.es), lay.take(hm.out_rows(d) * d.n * d.es)
+    if a is None or o is None:
+        return None
+    return Step("task", d.with_(tag=tag, act_addr=a, out_addr=o), st.act if act is None else act)
+
+
 def _sc_stream(p, rng, sc, lay, blocks, tasks):
     """Good tasks back to back, the first ``depth`` of them as one batch behind a single
     doorbell: bit-exact results, exec_cycles exact, PERF_BUSY = sum; the last ones (as many
     as there are, leaving one random task) max-pooled tasks whose odd rows saturate upwards
-    (:func:`_sat_pool`)."""
+    (:func:`_sat_pool`), then the same extremes unsaturated (:func:`_unsaturated`); with
+    two kernels or more, each of them twice in a row, so kernel 1 runs them too."""
     _stream(p, rng, sc, lay, blocks, tasks)
-    sat = _sat_pool(p, rng, sc, lay, blocks)[:max(0, len(sc.steps) - 1)]
+    sat = _sat_pool(p, rng, sc, lay, blocks)
+    sat += _unsaturated(sc, lay, sat)
+    if p.n_kernels > 1:  # each twice, back to back behind doorbells of two: a busy kernel 0
+        # hands the twin to kernel 1, so every kernel's lanes saturate both ways
+        twins = [_copy(lay, st, st.desc.tag + 0x80) for st in sat]
+        sat = [x for pair in zip(sat, twins) if pair[1] is not None for x in pair]
+        for st in sat[::2]:
+            st.batch = 2
+    sat = sat[:max(0, len(sc.steps) - 1) // 2 * 2]
     if sat:
         sc.steps[-len(sat):] = sat
-    sc.steps[0].batch = min(p.depth, len(sc.steps))
+    sc.steps[0].batch = min(p.depth, len(sc.steps) - (len(sat) if p.n_kernels > 1 else 0))
     sc.exact_cycles = p.n_kernels == 1
 
 
