@@ -60,7 +60,7 @@ sim: $(SETUP_STAMP) ## run one testbench: TEST=<name> [SIM=] [SEED=] [WAVES=1] [
 	  $(if $(RTL),--rtl $(abspath $(RTL))) $(foreach o,$(OPTS),--opt $(o))
 
 test: $(SETUP_STAMP) ## the README's test command: unit tests, then every quick testbench on both simulators
-	@$(RUN) python -m pytest -q -n $(JOBS) --dist worksteal tests
+	@$(RUN) python -m pytest -q -n $(JOBS) --dist worksteal --durations=25 tests
 
 test-unit: $(SETUP_STAMP) ## model and generator unit tests only (no simulator)
 	@$(RUN) python -m pytest -q -n $(JOBS) --dist worksteal -m "not sim" tests
