@@ -69,10 +69,9 @@ def test_a_result_ending_exactly_at_mem_limit_is_generated_and_in_range(p):
     its ``wgt_top``: weights that end exactly at the weight region's end."""
     sc = make_scenario("errors", p, 3)
     lim = hm.Limits(0, sc.wgt_base, sc.wgt_size, sc.mem_limit)
-    tops = [st for st in sc.steps if st.kind == "task"
-            and st.desc.out_addr + hm.out_rows(st.desc) * st.desc.n * st.desc.es == sc.mem_limit]
+    ends_at = [(st, hm.task_ranges(st.desc, sc.wgt_base)) for st in sc.steps if st.kind == "task"]
+    tops = [st for st, r in ends_at if r["out"][1] == sc.mem_limit]
     assert tops and all(hm.check(st.desc.words(), lim, p) == hm.ST["OK"] and st.label == "OK" for st in tops)
-    ends = [st for st in sc.steps if st.kind == "task" and st.label == "OK"
-            and st.desc.wgt_off + st.desc.k * st.desc.n * st.desc.es == sc.wgt_size]
+    ends = [st for st, r in ends_at if st.label == "OK" and r["wgt"][1] == sc.wgt_base + sc.wgt_size]
     assert ends and all(hm.check(st.desc.words(), lim, p) == hm.ST["OK"] for st in ends)
     assert sc.wgt_base + sc.wgt_size < sc.mem_limit <= p.mem_bytes

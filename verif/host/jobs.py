@@ -164,17 +164,22 @@ def _task(p: HostParams, rng: np.random.Generator, lay: _Layout, blocks: list[tu
     return Step("task", d, _rand_mat(rng, m, k, dtype), gap=int(rng.integers(0, 4)) * int(rng.random() < 0.5))
 
 
+def _span(d: hm.Descriptor, region: str) -> int:
+    """Bytes of a task's ``act``, ``wgt`` or ``out`` region (:func:`~lockstep.models.host.task_ranges`)."""
+    lo, hi = hm.task_ranges(d, 0)[region]
+    return hi - lo
+
+
 def _bad(p: HostParams, rng: np.random.Generator, good: Step, sc: Scenario, which: str) -> Step:
     """A task step turned into one error class (range errors by their fields)."""
     d = good.desc
     es = d.es
     if which == "out_top":  # a good task whose result ends exactly at MEM_LIMIT (in range)
-        ob = hm.out_rows(d) * d.n * es
-        return Step("task", d.with_(out_addr=sc.mem_limit - ob), good.act, None, good.gap, "OK")
+        return Step("task", d.with_(out_addr=sc.mem_limit - _span(d, "out")), good.act, None, good.gap, "OK")
     if which == "wgt_top":  # ... whose weights (K the smallest, so M * N bytes mostly pass
         # the region's end while K * N do not) end exactly at the region's end (what lies there)
-        k = 4 // es
-        return Step("task", d.with_(k=k, wgt_off=sc.wgt_size - k * d.n * es), good.act[:, :k], None, good.gap, "OK")
+        d = d.with_(k=4 // es)
+        return Step("task", d.with_(wgt_off=sc.wgt_size - _span(d, "wgt")), good.act[:, :d.k], None, good.gap, "OK")
     if which in MUTATIONS:
         return Step("task", d, good.act, MUTATIONS[which], good.gap, MUTATIONS[which][0])
     bad = {
@@ -266,7 +271,7 @@ def _copy(lay: _Layout, st: Step, tag: int, act: np.ndarray | None = None, **fie
     """Task step ``st`` with ``tag``, ``act`` (default its own) and ``fields`` changed, in
     regions of its own (``None`` when the layout is full)."""
     d = st.desc.with_(**fields)
-    a, o = lay.take(d.m * d.k * d.es), lay.take(hm.out_rows(d) * d.n * d.es)
+    a, o = lay.take(_span(d, "act")), lay.take(_span(d, "out"))
     if a is None or o is None:
         return None
     return Step("task", d.with_(tag=tag, act_addr=a, out_addr=o), st.act if act is None else act)
