@@ -20,7 +20,7 @@ from lockstep.verif.gemm.tile_env import CNT_BASE, ERR_ADDR, REGS, STATUS, budge
 from lockstep.verif.gemm.tp_env import (
     Final, RecordError, Trace, build_jobs, observation, read_final, read_trace, stream_entry, write_job,
 )
-from lockstep.verif.registry import SIMULATORS, TESTBENCHES
+from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import generate_rtl, run
 
 GEMM_TP = sorted(n for n, tb in TESTBENCHES.items() if tb.family == "gemm" and tb.mode == "throughput")
@@ -237,7 +237,7 @@ def _edge_stream(monkeypatch, edge: str) -> str:
 #: (per-edge testbench, seed, jobs, simulator): the quick tier's random tile on both
 #: simulators; the errors scenario (a second START while busy, a reset in a job, a job
 #: after a reset, refused jobs) on Verilator (33 jobs: per-edge on Icarus costs 40 s).
-EQUIV = [("gemm_tile_random", s, 2, sim) for s in (3, 11) for sim in SIMULATORS] + [
+EQUIV = [("gemm_tile_random", 3, 2, "icarus"), ("gemm_tile_random", 11, 2, "verilator")] + [
     ("gemm_tile_errors", 1, 12, "verilator")]
 
 

@@ -2,7 +2,8 @@
 
 Environment (set by ``make test`` / ``make regress``):
     TIER: ``quick`` (default) or ``full`` (adds the full-tier testbenches).
-    SIMS: comma-separated simulators (default: all).
+    SIMS: comma-separated simulators (default: all), or ``one``: each testbench on one
+        simulator (``make test``, see :func:`one_sim`); ``make regress`` runs both.
     SEEDS: seeds per testbench and simulator (default 1).
     TESTS: comma-separated testbench names or globs (default: all of the tier).
     LOCKSTEP_COVERAGE: ``1`` builds Verilator with code coverage (``make coverage``).
@@ -19,7 +20,8 @@ from lockstep.verif.registry import SIMULATORS, TESTBENCHES, quick_seed
 from lockstep.verif.runner import run
 
 TIER = os.environ.get("TIER", "quick")
-SIMS = [s for s in os.environ.get("SIMS", ",".join(SIMULATORS)).split(",") if s]
+ONE_SIM = os.environ.get("SIMS") == "one"
+SIMS = list(SIMULATORS) if ONE_SIM else [s for s in os.environ.get("SIMS", ",".join(SIMULATORS)).split(",") if s]
 SEEDS = int(os.environ.get("SEEDS", "1"))
 TESTS = [t for t in os.environ.get("TESTS", "").split(",") if t]
 COVERAGE = os.environ.get("LOCKSTEP_COVERAGE") == "1"
@@ -32,14 +34,35 @@ for _t in TESTS:
     if not fnmatch.filter(TESTBENCHES, _t):
         raise ValueError(f"TESTS={_t!r} matches no registered testbench (make list)")
 
-CASES = [
-    (tb.name, sim, i)
-    for tb in TESTBENCHES.values()
-    if (tb.tier == "quick" or TIER == "full") and (not TESTS or any(fnmatch.fnmatch(tb.name, t) for t in TESTS))
-    for i in range(SEEDS)
-    for sim in SIMS
-    if sim in tb.sims
-]
+
+
+def one_sim(names: list[str]) -> dict[str, tuple[str, ...]]:
+    """The simulators of each testbench in ``make test`` (``SIMS=one``), which runs each
+    quick testbench once: a per-edge one on Icarus (its run is Python on every edge, so
+    a Verilator build would be most of its time), a throughput one on Verilator (the
+    hardware's speed: its depth). A design with testbenches of both kinds is simulated on
+    both simulators; so is the first per-edge testbench (by name) of each family, which
+    runs on Verilator too. ``make regress`` runs every quick testbench on both, and the
+    throughput tests (tests/test_*throughput.py) check both simulators see the same
+    stream."""
+    first: dict[str, str] = {}
+    for n in sorted(names):
+        if TESTBENCHES[n].mode != "throughput":
+            first.setdefault(TESTBENCHES[n].family, n)
+    out = {}
+    for n in names:
+        tb = TESTBENCHES[n]
+        want = {"verilator" if tb.mode == "throughput" else "icarus"}
+        if first.get(tb.family) == n:
+            want = set(SIMULATORS)
+        out[n] = tuple(s for s in SIMULATORS if s in want and s in tb.sims) or (tb.default_sim,)
+    return out
+
+
+_SELECTED = [tb.name for tb in TESTBENCHES.values()
+             if (tb.tier == "quick" or TIER == "full") and (not TESTS or any(fnmatch.fnmatch(tb.name, t) for t in TESTS))]
+_SIMS_OF = one_sim(_SELECTED) if ONE_SIM else {n: tuple(s for s in SIMS if s in TESTBENCHES[n].sims) for n in _SELECTED}
+CASES = [(name, sim, i) for name in _SELECTED for i in range(SEEDS) for sim in _SIMS_OF[name]]
 
 
 def case_seed(name: str, index: int) -> int:

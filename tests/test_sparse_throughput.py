@@ -18,7 +18,7 @@ from lockstep.gen.sparse.harness import COUNTERS, emit_stu_harness, load_depth, 
 from lockstep.models import sparse
 from lockstep.verif.context import TbContext
 from lockstep.verif.episodes import RecordError
-from lockstep.verif.registry import SIMULATORS, TESTBENCHES
+from lockstep.verif.registry import TESTBENCHES
 from lockstep.verif.runner import generate_rtl, run
 from lockstep.verif.sparse.stu_env import LD_DATA, LD_FC, LD_WEIGHTS, JobPauses, StuUnit, job_pause_seed, load_words
 from lockstep.verif.sparse.stu_jobs import acc_after, make_jobs
@@ -317,8 +317,8 @@ def _edge_stream(monkeypatch, edge: str) -> str:
 #: (per-edge testbench, seed, jobs, simulator): the quick tier's STU 1300 and STU 1400 on
 #: both simulators; the errors scenario (a second start while busy, a reset in a job,
 #: refused starts) and the mixed STU 1400 (FC after CONV, channels, dense) on Verilator.
-EQUIV = [(edge, s, 8, sim) for edge, seeds in (("sparse_stu_random", (3, 12)), ("sparse_stu_u2", (5, 12)))
-         for s in seeds for sim in SIMULATORS] + [("sparse_stu_errors", 1, 30, "verilator"), ("sparse_stu_u2_mixed", 7, 24, "verilator")]
+EQUIV = [("sparse_stu_random", 3, 8, "icarus"), ("sparse_stu_random", 12, 8, "verilator"),
+         ("sparse_stu_u2", 5, 8, "verilator"), ("sparse_stu_u2", 12, 8, "icarus")] + [("sparse_stu_errors", 1, 30, "verilator"), ("sparse_stu_u2_mixed", 7, 24, "verilator")]
 
 
 @pytest.mark.sim

@@ -275,12 +275,14 @@ def test_sample_columns_counts_what_sampling_one_by_one_counts():
 
 
 # ---- simulation ---------------------------------------------------------------------------
-EQUIV = [("bfp_quantize_patent", 3), ("bfp_quantize_patent", 11), ("bfp_mx_fp8_e4m3", 5), ("bfp_dot_patent", 7)]
+#: (per-edge testbench, seed, simulator): each seed on one simulator, both simulators
+#: for the quantizer (each case on both cost twice as much and found nothing more).
+EQUIV = [("bfp_quantize_patent", 3, "icarus"), ("bfp_quantize_patent", 11, "verilator"),
+         ("bfp_mx_fp8_e4m3", 5, "verilator"), ("bfp_dot_patent", 7, "icarus")]
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
-@pytest.mark.parametrize("edge,seed", EQUIV)
+@pytest.mark.parametrize("edge,seed,sim", EQUIV)
 def test_both_modes_see_the_identical_stream(edge, seed, sim):
     """For one seed, the per-edge environment (with the harness's pause pattern) and the
     throughput harness drive and record the very same transactions on the very same

@@ -739,9 +739,11 @@ _gemm("gemm_tile_keeps", _GS, "keeps",
 # (the 15 keeps took two minutes on Icarus, 29 s on Verilator). Every keep of this
 # geometry runs in gemm_tile_patent_tp (full tier), and gemm_tile_keeps runs every keep of
 # the small cache per edge on both.
+# The patent's geometry in the quick tier in throughput mode (the twins below): per edge
+# on Icarus, its keeps and errors scenarios took 37 and 66 s of `make test`.
 _gemm("gemm_tile_patent", _GP, "keeps",
       "GEMM tile, the patent's cache (32 KiB, 8 ways, 64 B lines), lda = 1024 fp32: (14, 2) with keeps 0, 7, 14",
-      opts={"keep_step": 7})
+      tier="full", opts={"keep_step": 7})
 # Per-edge random and auto runs: 12 jobs on Verilator, 6 on Icarus (which samples every
 # cycle of a job from Python at ~1,500 cycles/s); gemm_tile_random_tp adds 40 jobs per run.
 _GEMM_EDGE = {"by_sim": {"icarus": {"jobs": 6}}}
@@ -761,7 +763,7 @@ _gemm("gemm_tile_errors", _GS, "errors",
 # the errors scenario on the other two quick-tier tiles too: its wide registers (every CSR
 # drawn over its whole width) are what toggles their upper bits and the checks' comparators
 _gemm("gemm_tile_errors_dm", _GDM, "errors", "GEMM tile, direct-mapped int8: the errors scenario")
-_gemm("gemm_tile_errors_patent", _GP, "errors", "GEMM tile, the patent's geometry: the errors scenario")
+_gemm("gemm_tile_errors_patent", _GP, "errors", "GEMM tile, the patent's geometry: the errors scenario", tier="full")
 _gemm("gemm_tile_mutant", _GS, "keeps", tb_params=GemmParams(**{**_GS.to_dict(), "ways": 2}), expect_fail=True,
       doc="negative: a 4-way cache checked as a 2-way one must fail the scoreboard")
 _gemm("gemm_tile_mixed_patent", _GP, "mixed", tier="full",
@@ -795,10 +797,13 @@ def _gemm_tp(edge: str, tier: str = "full", **opts: Any) -> None:
 # cache's top; no extra simulator build): a 4-way cache checked as a 2-way one.
 _gemm_tp("gemm_tile_random", tier="quick")
 _gemm_tp("gemm_tile_mutant", tier="quick")
+# the patent's geometry (one harness build for both)
+_gemm_tp("gemm_tile_patent", tier="quick")
+_gemm_tp("gemm_tile_errors_patent", tier="quick")
 # every other tile testbench in the full tier (the sweep is per-edge only: its jobs
 # capture no trace and its 1 MiB memory does not fit the harness's images)
-for _name in ("gemm_tile_keeps", "gemm_tile_patent", "gemm_tile_random_dm", "gemm_tile_auto", "gemm_tile_auto_dm",
-              "gemm_tile_errors", "gemm_tile_errors_dm", "gemm_tile_errors_patent", "gemm_tile_mixed_patent",
+for _name in ("gemm_tile_keeps", "gemm_tile_random_dm", "gemm_tile_auto", "gemm_tile_auto_dm",
+              "gemm_tile_errors", "gemm_tile_errors_dm", "gemm_tile_mixed_patent",
               "gemm_tile_mixed_dm"):
     _gemm_tp(_name)
 
