@@ -28,8 +28,9 @@ GEMM_TP = sorted(n for n, tb in TESTBENCHES.items() if tb.family == "gemm" and t
 
 def test_every_tile_testbench_has_a_throughput_version():
     """Every per-edge tile testbench but the sweep has a ``<name>_tp`` twin on the same
-    top, parameters, scenario and expectation; one runs in the quick tier with a
-    negative twin on the same build, deep enough (100,000 cycles on Verilator, 10,000
+    top, parameters, scenario and expectation; the random one runs in the quick tier
+    with a negative twin on the same build (and the patent geometry's, the keeps, auto
+    and errors scenarios), deep enough (100,000 cycles on Verilator, 10,000
     on Icarus: a random job averages about 4,500 edges, and the registry's comment gives
     the least over many seeds)."""
     edge = [n for n, tb in TESTBENCHES.items() if tb.test_module.endswith("gemm.test_tile")
@@ -41,7 +42,8 @@ def test_every_tile_testbench_has_a_throughput_version():
             tb.toplevel, tb.params, tb.tb_params, tb.expect_fail, tb.opts["scenario"]), n
         assert tp.mode == "throughput" and tp.opts["harness"] == "lockstep.gen.gemm.harness:emit_gemm_harness", n
     quick = {n: TESTBENCHES[n] for n in GEMM_TP if TESTBENCHES[n].tier == "quick"}
-    assert set(quick) == {"gemm_tile_random_tp", "gemm_tile_mutant_tp"}
+    assert set(quick) == {f"gemm_tile_{s}_tp" for s in ("random", "mutant", "patent", "errors_patent", "keeps", "auto",
+                                                           "errors")}
     assert quick["gemm_tile_mutant_tp"].expect_fail and quick["gemm_tile_mutant_tp"].params == quick[
         "gemm_tile_random_tp"].params
     r = quick["gemm_tile_random_tp"].opts

@@ -4,6 +4,7 @@ coverage, and (simulation) the same stream and verdict as the per-edge mode."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -25,8 +26,10 @@ from lockstep.verif.twin import CyclePauses, pause_threshold, xs32
 # (opts["harness"]: the sched fabric) tests it in its own file (tests/test_sched_throughput.py)
 TP = sorted(n for n, tb in TESTBENCHES.items() if tb.mode == "throughput" and "harness" not in tb.opts)
 QUICK_TP = [n for n in TP if TESTBENCHES[n].tier == "quick"]
-# one harness per DUT configuration (testbenches of one module and parameters share it)
-HARNESSES = sorted({rtl_dir(TESTBENCHES[n]): n for n in TP}.values())
+# one harness per DUT configuration (testbenches of one module and parameters share it):
+# the quick tier's in make test, every one with TIER=full
+HARNESSES = sorted({rtl_dir(TESTBENCHES[n]): n for n in TP
+                    if TESTBENCHES[n].tier == "quick" or os.environ.get("TIER") == "full"}.values())
 
 
 def test_every_bfp_unit_has_a_quick_throughput_testbench():

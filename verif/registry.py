@@ -442,8 +442,9 @@ _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_me
 
 # ---- sched family, throughput mode (verif/sched/tp_env.py, docs/sched.md) -------------------
 #: Programs per throughput run of the sched fabric, per simulator (the quick tier's
-#: random programs place 100 transactions each: about 2,000 cycles and 1,500 events).
-SCHED_TP_QUICK = {"programs": 40, "by_sim": {"icarus": {"programs": 6}}}
+#: random programs place 100 transactions each: about 2,000 cycles and 1,500 events;
+#: 20 on Verilator, since make test runs 35 of them there: 40 took 337 s of it).
+SCHED_TP_QUICK = {"programs": 20, "by_sim": {"icarus": {"programs": 6}}}
 #: ... and of a full-tier one.
 SCHED_TP_FULL = {"programs": 200, "cycles": TP_FULL_CYCLES, "by_sim": {"icarus": {"programs": 20, "cycles": 0}}}
 #: Transactions placed per random program, by schedule-memory size (the planner stops
@@ -734,7 +735,8 @@ _GP = GemmParams(mem_aw=16)
 _GDM = GemmParams(sets=32, ways=1, line=16, eb=1, v=16, accw=24, m_max=6, z_max=2, r_hw=10, l_hw=1, ncores=2,
                   miss_pen=3, mem_aw=13, cnt_bits=8)
 _gemm("gemm_tile_keeps", _GS, "keeps",
-      "GEMM tile, aliasing lda: no copy, then inline copy with every keep 0..m (C identical, trace/counters differ)")
+      "GEMM tile, aliasing lda: no copy, then inline copy with every keep 0..m (C identical, trace/counters differ)",
+      tier="full")
 # Keeps 0, 7 and 14 on both simulators: each job is about 5,000 cycles of Python per edge
 # (the 15 keeps took two minutes on Icarus, 29 s on Verilator). Every keep of this
 # geometry runs in gemm_tile_patent_tp (full tier), and gemm_tile_keeps runs every keep of
@@ -752,14 +754,14 @@ _gemm("gemm_tile_random", _GS, "random", "GEMM tile: random explicit kernels, ta
 _gemm("gemm_tile_random_dm", _GDM, "random",
       "GEMM tile, direct-mapped 32 x 16 B cache, int8 elements: random explicit kernels", opts=_GEMM_EDGE)
 _gemm("gemm_tile_auto", _GS, "auto", "GEMM tile, auto mode: the selector's program, m, z and keep, with and without limit_m",
-      opts=_GEMM_EDGE)
+      tier="full", opts=_GEMM_EDGE)
 # the direct-mapped int8 geometry's selector and address generator too (random explicit
 # kernels alone left its ld_walk, which only auto mode starts, without a toggle)
 _gemm("gemm_tile_auto_dm", _GDM, "auto",
       "GEMM tile, direct-mapped 32 x 16 B cache, int8 elements, auto mode: the selector's program on one way",
       opts=_GEMM_EDGE)
 _gemm("gemm_tile_errors", _GS, "errors",
-      "GEMM tile: every bad configuration refused with its bits, M/N/K = 0, start while busy, reset in a job")
+      "GEMM tile: every bad configuration refused with its bits, M/N/K = 0, start while busy, reset in a job", tier="full")
 # the errors scenario on the other two quick-tier tiles too: its wide registers (every CSR
 # drawn over its whole width) are what toggles their upper bits and the checks' comparators
 _gemm("gemm_tile_errors_dm", _GDM, "errors", "GEMM tile, direct-mapped int8: the errors scenario")
@@ -797,13 +799,14 @@ def _gemm_tp(edge: str, tier: str = "full", **opts: Any) -> None:
 # cache's top; no extra simulator build): a 4-way cache checked as a 2-way one.
 _gemm_tp("gemm_tile_random", tier="quick")
 _gemm_tp("gemm_tile_mutant", tier="quick")
-# the patent's geometry (one harness build for both)
-_gemm_tp("gemm_tile_patent", tier="quick")
-_gemm_tp("gemm_tile_errors_patent", tier="quick")
+# the patent's geometry (one harness build for both), and the small cache's keeps, auto
+# and errors scenarios on the random tile's build (per edge on Icarus they took 20-26 s
+# each of make test; the direct-mapped tile stays per-edge: its harness is a build more)
+for _name in ("gemm_tile_patent", "gemm_tile_errors_patent", "gemm_tile_keeps", "gemm_tile_auto", "gemm_tile_errors"):
+    _gemm_tp(_name, tier="quick")
 # every other tile testbench in the full tier (the sweep is per-edge only: its jobs
 # capture no trace and its 1 MiB memory does not fit the harness's images)
-for _name in ("gemm_tile_keeps", "gemm_tile_random_dm", "gemm_tile_auto", "gemm_tile_auto_dm",
-              "gemm_tile_errors", "gemm_tile_errors_dm", "gemm_tile_mixed_patent",
+for _name in ("gemm_tile_random_dm", "gemm_tile_auto_dm", "gemm_tile_errors_dm", "gemm_tile_mixed_patent",
               "gemm_tile_mixed_dm"):
     _gemm_tp(_name)
 
@@ -1017,7 +1020,7 @@ def _host(name: str, params: HostParams, module: str, doc: str, tier: str = "qui
 
 
 _host("host_top_stream", _HS, "test_top", "host_top: good tasks back to back; results, exec_cycles, PERF_BUSY = sum",
-      opts={"scenario": "stream", "tasks": 16})
+      opts={"scenario": "stream", "tasks": 24})
 _host("host_top_errors", _HS, "test_top", "host_top: every error class between good tasks, NOP, doorbell overflow, "
       "owned-slot write, bad CQ_HEAD, IRQ-driven CQ", opts={"scenario": "errors"})
 _host("host_top_backpressure", _HS, "test_top", "host_top: random memory back-pressure and latency, full SQ, full CQ",
@@ -1029,10 +1032,12 @@ _host("host_top_flush", _HS, "test_top", "host_top: soft reset with tasks in fli
 _host("host_top_two", _HS2, "test_top", "host_top, two kernels, SQ depth 4: back-pressure, interleaved completions",
       opts={"scenario": "backpressure", "tasks": 20})
 _host("host_top_two_stream", _HS2, "test_top", "host_top, two kernels: good tasks back to back, the saturating "
-      "max-pooled ones last (both kernels' scalers saturate both ways)", opts={"scenario": "stream", "tasks": 20})
+      "max-pooled ones last (both kernels' scalers saturate both ways)", opts={"scenario": "stream", "tasks": 40})
 _host("host_top_two_errors", _HS2, "test_top", "host_top, two kernels: every error class between good tasks, NOP, "
       "doorbell overflow, owned-slot write, bad CQ_HEAD, IRQs (front-end and both kernels' completions interleaved)",
       opts={"scenario": "errors"})
+_host("host_top_two_memerr", _HS2, "test_top", "host_top, two kernels: MEM_ERR on a read and on a write (the two "
+      "tasks most often on different kernels); nothing else affected", opts={"scenario": "memerr", "tasks": 10})
 _host("host_top_two_flush", _HS2, "test_top", "host_top, two kernels: soft reset with tasks in flight on both and "
       "queued; each once, then on", opts={"scenario": "flush", "tasks": 14})
 _host("host_top_mutant", _HS, "test_top", "negative: a memory latency of 2 checked as 3 must fail (exec_cycles)",
@@ -1154,5 +1159,5 @@ def _host_tp(edge: str, tier: str = "quick", **opts: Any) -> None:
 # (lockstep.verif.host.tp_env.EDGE_ONLY).
 for _name in ("host_top_stream", "host_top_backpressure", "host_top_two", "host_top_mutant"):
     _host_tp(_name)
-for _name in ("host_top_memerr", "host_top_flush", "host_top_two_stream", "host_top_two_flush"):
+for _name in ("host_top_memerr", "host_top_flush", "host_top_two_stream", "host_top_two_memerr", "host_top_two_flush"):
     _host_tp(_name, tier="full")

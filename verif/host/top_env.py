@@ -46,7 +46,8 @@ from .jobs import Scenario, make_scenario
 __all__ = ["FINAL_REGS", "HostTopTest", "check_queue", "ctrl_value", "define_coverage", "initial_image",
            "pair_runs", "reset_problems", "reset_values", "submissions"]
 
-_CTRL_EN, _CTRL_SR, _CTRL_IRQ, _CTRL_HALT = 1, 2, 4, 8
+_CTRL_EN, _CTRL_SR, _CTRL_IRQ, _CTRL_HALT, _CTRL_RESUME = 1, 2, 4, 8, 16
+_S_HALTED = 1 << 6
 _IRQ_BITS = ("cpl", "err", "doorbell_overflow", "write_to_owned_slot", "cq_head_overflow")
 #: Registers read at the end of a run (the per-edge order).
 FINAL_REGS = ("PERF_DONE", "PERF_ERR", "PERF_BUSY", "PERF_BUSY1", "PERF_RD_BEATS", "PERF_WR_BEATS", "PERF_CQ_STALL",
@@ -138,6 +139,7 @@ class Shared:
         self.flagged: set[str] = set()  # IRQ bits the CSR steps must have set
         self.done = Event()
         self.b2b = 0  # doorbells rung with no gap after the previous one
+        self.halts = 0  # halts seen (an error completion with halt_on_error) and resumed
         self.batches: list[int] = []  # sizes of the batches behind one doorbell
         self.occ_seen: set[int] = set()
         self.runs: dict[int, list[int]] = {k: [] for k in range(p.n_kernels)}  # k_busy runs (cycles)
@@ -294,7 +296,26 @@ class CqMonitor(uvm_component):
             now = drv.now()
             sh.cq += got
             sh.cq_cycle += [now] * len(got)
+            if sh.sc.halt_on_error and any(c.status != hm.ST["OK"] for c in got):
+                await self._resume(sh)
         sh.done.set()
+
+    async def _resume(self, sh: Shared) -> None:
+        """After an error completion with halt_on_error: STATUS.halted set, SQ_HEAD still for
+        a while (nothing fetched), then CTRL.resume, which clears it (docs/host.md section 6).
+        No new error can complete meanwhile: the errors scenario's are the front end's."""
+        drv = sh.drv
+        st = await drv.reg("STATUS")
+        if not st & _S_HALTED:
+            sh.note(f"STATUS = {st:#x} after an error completion with halt_on_error: halted (bit 6) clear")
+        head = await drv.reg("SQ_HEAD")
+        await drv.cycles(24)
+        if (now := await drv.reg("SQ_HEAD")) != head:
+            sh.note(f"SQ_HEAD moved from {head} to {now} while halted")
+        await drv.set_reg("CTRL", ctrl_value(sh.sc) | _CTRL_RESUME)
+        if (st := await drv.reg("STATUS")) & _S_HALTED:
+            sh.note(f"STATUS = {st:#x} after CTRL.resume: halted still set")
+        sh.halts += 1
 
 
 def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels: list[str],
@@ -424,9 +445,14 @@ def check_queue(p: HostParams, sc: Scenario, submitted: list[list[int]], labels:
     for name, v in exp_regs.items():
         if regs[name] != v:
             errs.append(f"{name} = {regs[name]}, expected {v}")
+    if p.cnt_bits == 32 and regs["PERF_CQ_STALL"] > regs["PERF_TOTAL"]:  # neither wraps in a run
+        errs.append(f"PERF_CQ_STALL = {regs['PERF_CQ_STALL']} above PERF_TOTAL = {regs['PERF_TOTAL']} "
+                    "(the cycles with enable)")
     status = regs["STATUS"]
     if status & 0x1F != 0b10100:  # not busy, SQ not full, SQ empty, CQ not full, CQ empty
         errs.append(f"STATUS = {status:#x} at the end: expected idle with both queues empty")
+    if status & _S_HALTED:  # every halt was resumed (or none happened)
+        errs.append(f"STATUS = {status:#x} at the end: halted")
     bits = irq_seen | regs["IRQ_STATUS"]
     want = irq_exp | sum(1 << _IRQ_BITS.index(f) for f in flagged)
     if bits != want:
@@ -573,7 +599,7 @@ class HostTopTest(uvm_test):
         self.cg = cg
         self.ctx.summary.update(scenario=sh.sc.name, tasks=n_tasks, cycles=t1 - t0, **self.env.scoreboard.counts,
                                 perf_busy=regs["PERF_BUSY"], perf_total=regs["PERF_TOTAL"],
-                                cq_stall=regs["PERF_CQ_STALL"], wakes=sh.wakes, b2b=sh.b2b,
+                                cq_stall=regs["PERF_CQ_STALL"], wakes=sh.wakes, b2b=sh.b2b, halts=sh.halts,
                                 sq_full_waits=drv.full_waits, cq_full_seen=sh.cq_full_seen)
         self.errors = errs
         # what the regression reads: transactions checked and the scoreboard's mismatches
