@@ -23,6 +23,18 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"lockstep: seed base {base} (replay the whole run with SEED={base})"
 
 
+#: Tests that run first (the longest single items: the documentation build, then the
+#: simulation runs), so that the last minutes of a parallel run are short unit tests
+#: and no worker waits alone on a long one (make test's tail was one idle core).
+_FIRST = ("tests/test_docs.py::test_site_builds_without_warnings", "tests/test_sim.py::")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, p in enumerate(_FIRST) if item.nodeid.startswith(p)), len(_FIRST))
+    items.sort(key=rank)  # stable: the collection order within each group
+
+
 @pytest.fixture(scope="session")
 def seed() -> int:
     """Base seed for randomised unit tests (override with SEED=n)."""
