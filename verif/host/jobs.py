@@ -189,14 +189,17 @@ def _bad(p: HostParams, rng: np.random.Generator, good: Step, sc: Scenario, whic
         "out_wgt": {"out_addr": sc.wgt_base + 4}, "out_act": {"out_addr": d.act_addr},
         "wgt_past": {"wgt_off": sc.wgt_size - 4}, "wgt_mis": {"wgt_off": d.wgt_off + 2},
         "nop": {"opcode": hm.NOP},
+        # a NOP skips the dimension and range checks (docs/host.md section 5): a front end
+        # that took it for a MATMUL there completed it OK all the same (@eb7c m079)
+        "nop_bad": {"opcode": hm.NOP, "m": 0, "out_addr": sc.mem_limit - 4, "wgt_off": sc.wgt_size - 4},
     }[which]
-    label = {"nop": "OK"}.get(which, {"m": "BAD_DIMS", "k": "BAD_DIMS", "n": "BAD_DIMS", "p": "BAD_DIMS",
+    label = {"nop": "OK", "nop_bad": "OK"}.get(which, {"m": "BAD_DIMS", "k": "BAD_DIMS", "n": "BAD_DIMS", "p": "BAD_DIMS",
                                       "a": "ADDR_RANGE", "o": "ADDR_RANGE", "w": "WGT_RANGE"}[which[0]])
     return Step("task", d.with_(**bad), good.act, None, good.gap, label)
 
 
 ERROR_KINDS = tuple(MUTATIONS) + ("m0", "m_big", "k_word", "n0", "pool_odd", "act_mis", "out_limit", "out_top",
-                                  "out_wgt", "out_act", "wgt_past", "wgt_top", "wgt_mis", "nop")
+                                  "out_wgt", "out_act", "wgt_past", "wgt_top", "wgt_mis", "nop", "nop_bad")
 
 
 def make_scenario(name: str, p: HostParams, seed: int, tasks: int = 24) -> Scenario:
