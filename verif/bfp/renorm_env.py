@@ -459,6 +459,24 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
         for k in range(2 * n):
             if len(accs) < count:
                 lane_edge(k % n, k >= n)
+    # Kind ``lone``: in each lane in turn, a window whose only non-zero lane is that one
+    # (a new e3 restarts the window): the window's statistics are that lane's alone, so a
+    # lane whose square or magnitude never reached the sums shows (bfp_stats@cf22 m014:
+    # lane 0's square dropped survived every Gaussian window).
+    # (while the chunk keeps room for four such windows: two lanes of sixteen in the
+    # patent's 400-vector per-edge run, whose windows are 64 vectors long)
+    while state.setdefault("lone", 0) < n and count - len(accs) > 4 * (nv + 1):
+        lane, state["lone"] = state["lone"], state["lone"] + 1
+        p = int(rng.choice(lop_bins(fmt)))
+        e3 = _unclamped_e3(rng, fmt, p - (w - 2))
+        if e3s and e3 == e3s[-1]:
+            e3 = e3 + 1 if e3 < es_hi else e3 - 1
+        for _ in range(nv + 1):
+            v = np.zeros(n, np.int64)
+            v[lane] = min(int(_lane_at(rng, p, 1)[0]), hi) * int(rng.choice([-1, 1]))
+            accs.append(v)
+            e3s.append(e3)
+            kinds.append("lone")
     flat = state.setdefault("flat", [])
     corner, corner_kinds = acc_vectors(rng, fmt, count)
     names = list(RENORM_KINDS)
@@ -563,7 +581,8 @@ class StatsUnit(RenormUnit):
         cg.point("guard", lambda t: t["guard"], [False, True])
         cg.point("restart", lambda t: t["restart"], [False, True])
         cg.point("window_end", lambda t: t["window_end"], [False, True])
-        cg.point("kind", lambda t: t["kind"].split("_")[0], ["gauss", "outlier", "zero", "corner", "sweep", "flat"])
+        cg.point("kind", lambda t: t["kind"].split("_")[0], ["gauss", "outlier", "zero", "corner", "sweep", "flat",
+                                                             "lone"])
         # the leading-one trees, position by position, where the output shows them: the
         # largest magnitude's in max mode with e4 unclamped; a window's mu + k*sigma with
         # the offset it sets unclamped on the next vector (-1: not such a vector). Max
