@@ -439,3 +439,35 @@ def test_the_local_cut_grows_by_the_blocks_that_read_it(tmp_path):
     assert local_pair(text, mut_file.read_text(), line, grow=3) is None
     got, detail = equivalence(orig, mut_file, "top", depth=6, workdir=tmp_path, line=line)
     assert got == "equivalent" and "1 level(s) deep" in detail, detail
+
+
+_DEAD_PRODUCT = """module dp(input clk, input rst, input [7:0] x, output reg [15:0] y);
+  reg [15:0] sq;
+  reg [15:0] acc;
+  always @(x) begin: square
+    sq = (x * x);
+  end
+  always @(posedge clk) begin: state
+    if (rst) acc <= 0; else acc <= acc + sq;
+  end
+  always @(x, acc) begin: out
+    y = {8'h0, x} + (acc * 16'h0);
+  end
+endmodule
+"""
+
+
+@pytest.mark.parametrize("new", ["sq = (x + x);", "// dropped"])
+def test_structural_check_folds_a_product_by_zero(tmp_path, new):
+    """A register whose every use is multiplied by a zero parameter (the stats selector's
+    squares with k_sigma = 0) is dead: the structural check folds the constant first, so
+    a mutant there is proved equivalent, where pairing the differing named wires left it
+    unproven. Where it is live, no proof: a dropped assignment leaves its net free (not
+    0), so the accumulator it feeds can take any value."""
+    gold, gate = tmp_path / "gold.v", tmp_path / "gate.v"
+    gold.write_text(_DEAD_PRODUCT)
+    gate.write_text(_DEAD_PRODUCT.replace("sq = (x * x);", new))
+    assert mutate._structural(gold, gate, "dp", "t", tmp_path, 120)
+    # ... and a live difference is not proved
+    gate.write_text(_DEAD_PRODUCT.replace("16'h0);", "16'h1);").replace("sq = (x * x);", new))
+    assert not mutate._structural(gold, gate, "dp", "t2", tmp_path, 120)
