@@ -323,11 +323,8 @@ def _sc_stream(p, rng, sc, lay, blocks, tasks):
     as there are, leaving one random task) max-pooled tasks whose odd rows saturate upwards
     (:func:`_sat_pool`), then the same extremes unsaturated (:func:`_unsaturated`), then
     their weights unshifted with even negative sums (:func:`_shift0`); with
-    two kernels or more, each of them twice in a row, so kernel 1 runs them too. They take
-    their memory first: drawn after 40 random tasks, they found the layout full at some
-    seeds and were left out (host_top@eb7c m008 and m048 survived the campaign's seed);
-    three quarters of the layout at most, the rest for the random tasks."""
-    end, lay.end = lay.end, lay.end * 3 // 4
+    two kernels or more, each of them twice in a row, so kernel 1 runs them too."""
+    _stream(p, rng, sc, lay, blocks, tasks)
     sat = _sat_pool(p, rng, sc, lay, blocks)
     sat += _unsaturated(sc, lay, sat) + _shift0(sc, lay, sat)
     if p.n_kernels > 1:  # each twice, back to back behind doorbells of two: a busy kernel 0
@@ -336,10 +333,9 @@ def _sc_stream(p, rng, sc, lay, blocks, tasks):
         sat = [x for pair in zip(sat, twins) if pair[1] is not None for x in pair]
         for st in sat[::2]:
             st.batch = 2
-    sat = sat[:max(0, tasks - 1) // 2 * 2]   # at least one random task
-    lay.end = end
-    _stream(p, rng, sc, lay, blocks, tasks - len(sat))
-    sc.steps += sat
+    sat = sat[:max(0, len(sc.steps) - 1) // 2 * 2]
+    if sat:
+        sc.steps[-len(sat):] = sat
     sc.steps[0].batch = min(p.depth, len(sc.steps) - (len(sat) if p.n_kernels > 1 else 0))
     sc.exact_cycles = p.n_kernels == 1
 
