@@ -459,6 +459,8 @@ def _sched_tp(edge: str, tier: str = "full", **opts: Any) -> None:
     ``s + e``); a ``random`` program places ``_SCHED_TP_TXNS`` transactions (long programs)."""
     tb = TESTBENCHES[edge]
     depth = SCHED_TP_QUICK if tier == "quick" else SCHED_TP_FULL
+    if tier == "quick" and tb.params.sd == 512:   # a 512-entry schedule: programs 3-6 times as
+        depth = {**depth, "programs": 8}             # long (its two took 38 s of make test at 20)
     if tb.opts.get("program") == "random":
         depth = {**depth, "txns": _SCHED_TP_TXNS[tb.params.sd]}
     elif tb.opts.get("program", "").split(":")[0] not in ("random_wrap", "illegal", "jitter", "gemm", "layer", "comm"):
