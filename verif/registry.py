@@ -460,7 +460,8 @@ def _sched_tp(edge: str, tier: str = "full", **opts: Any) -> None:
     tb = TESTBENCHES[edge]
     depth = SCHED_TP_QUICK if tier == "quick" else SCHED_TP_FULL
     if tier == "quick" and tb.params.sd == 512:   # a 512-entry schedule: programs 3-6 times as
-        depth = {**depth, "programs": 8}             # long (its two took 38 s of make test at 20)
+        depth = {**depth, "programs": 8}             # long (sched_random_sd512_tp took 20 s of
+        # make test at 20; the illegal-program twins set their own count below)
     if tb.opts.get("program") == "random":
         depth = {**depth, "txns": _SCHED_TP_TXNS[tb.params.sd]}
     elif tb.opts.get("program", "").split(":")[0] not in ("random_wrap", "illegal", "jitter", "gemm", "layer", "comm"):

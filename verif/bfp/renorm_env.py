@@ -399,6 +399,17 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
     state = {} if state is None else state
     accs, e3s, kinds = [], [], []
+
+    def top_at(p: int) -> int:
+        """A magnitude whose leading one is at ``p`` (at most the accumulator's maximum)."""
+        return min(int(_lane_at(rng, p, 1)[0]), hi)
+
+    def new_e3(off: int) -> int:
+        """An unclamped ``e3`` for offset ``off``, other than the vector before's (a
+        changed ``e3`` restarts the window)."""
+        e3 = _unclamped_e3(rng, fmt, off)
+        return (e3 + 1 if e3 < es_hi else e3 - 1) if e3s and e3 == e3s[-1] else e3
+
     sweep = [] if state.get("swept") else [(p, None) for p in rng.permutation([*lop_bins(fmt), -1]).tolist()]
     if sweep:   # then max mode's clamps (kind sweep_clamp), at and one past each end: e4 = e_max (no flag), e_max + 1, e_min, e_min - 1
         sweep += [(None, t) for t in (fmt.e_max, fmt.e_max + 1, fmt.e_min, fmt.e_min - 1)]
@@ -411,11 +422,9 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
             p = int(rng.choice(ps))
         v = np.minimum(_lane_at(rng, int(rng.integers(0, p + 1)), n), hi) if p > 0 else rng.integers(0, 2, n) * (p + 1)
         if p >= 0:
-            v[k % n] = min(int(_lane_at(rng, p, 1)[0]), hi)   # the largest in each lane in turn
+            v[k % n] = top_at(p)   # the largest in each lane in turn
         if t is None:
-            e3 = _unclamped_e3(rng, fmt, max(p, 0) - (w - 2))
-            if e3s and e3 == e3s[-1]:
-                e3 = e3 + 1 if e3 < es_hi else e3 - 1
+            e3 = new_e3(max(p, 0) - (w - 2))
         else:
             e3 = t - (p - (w - 2))
         accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
@@ -468,12 +477,10 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     while state.setdefault("lone", 0) < n and count - len(accs) > 4 * (nv + 1):
         lane, state["lone"] = state["lone"], state["lone"] + 1
         p = int(rng.choice(lop_bins(fmt)))
-        e3 = _unclamped_e3(rng, fmt, p - (w - 2))
-        if e3s and e3 == e3s[-1]:
-            e3 = e3 + 1 if e3 < es_hi else e3 - 1
+        e3 = new_e3(p - (w - 2))
         for _ in range(nv + 1):
             v = np.zeros(n, np.int64)
-            v[lane] = min(int(_lane_at(rng, p, 1)[0]), hi) * int(rng.choice([-1, 1]))
+            v[lane] = top_at(p) * int(rng.choice([-1, 1]))
             accs.append(v)
             e3s.append(e3)
             kinds.append("lone")
@@ -489,7 +496,7 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
                 flat += rng.permutation(lop_bins(fmt)).tolist()
             p = flat.pop()
             e3 = _unclamped_e3(rng, fmt, p - (w - 2))
-            c = min(int(_lane_at(rng, p, 1)[0]), hi)
+            c = top_at(p)
             for _ in range(min(nv + int(rng.integers(1, 4)), count - len(accs))):
                 accs.append(np.where(rng.random(n) < 0.5, -c, c).astype(np.int64))
                 e3s.append(e3)

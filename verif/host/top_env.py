@@ -41,13 +41,13 @@ from lockstep.models.host.params import HostParams
 from ..context import CLOCK_NS, TbContext, start
 from ..coverage import Covergroup
 from .driver import HostDriver
+from .front_env import CTRL_EN as _CTRL_EN, CTRL_HOE as _CTRL_HALT, CTRL_IRQ as _CTRL_IRQ
+from .front_env import CTRL_RES as _CTRL_RESUME, CTRL_SR as _CTRL_SR, S_HALTED as _S_HALTED
 from .jobs import Scenario, make_scenario
 
 __all__ = ["FINAL_REGS", "HostTopTest", "check_queue", "ctrl_value", "define_coverage", "initial_image",
            "pair_runs", "reset_problems", "reset_values", "submissions"]
 
-_CTRL_EN, _CTRL_SR, _CTRL_IRQ, _CTRL_HALT, _CTRL_RESUME = 1, 2, 4, 8, 16
-_S_HALTED = 1 << 6
 _IRQ_BITS = ("cpl", "err", "doorbell_overflow", "write_to_owned_slot", "cq_head_overflow")
 #: Registers read at the end of a run (the per-edge order).
 FINAL_REGS = ("PERF_DONE", "PERF_ERR", "PERF_BUSY", "PERF_BUSY1", "PERF_RD_BEATS", "PERF_WR_BEATS", "PERF_CQ_STALL",
