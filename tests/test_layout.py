@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import json
 import shutil
 from pathlib import Path
 
@@ -66,26 +67,24 @@ def test_generators_reach_no_other_family(family: str) -> None:
         assert REPO / "models" / family / "params.py" in files
 
 
-@pytest.fixture
-def reparse_changed_files_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each rebuild of the import graph below reads every source file again, but only the
-    one just edited has new text: :meth:`deps.ImportGraph._imports` (which parses a file and
-    walks its whole syntax tree) is a function of the file's text, whether it is a package
-    ``__init__`` and the set of module names, so its result is kept under those and the
-    graph of each edit is assembled exactly as a fresh one (7 full parses -> 1)."""
-    stock = deps.ImportGraph._imports
-    memo: dict[tuple, set[str]] = {}
-
-    def imports(self: deps.ImportGraph, module: str, path: Path) -> set[str]:
-        key = (frozenset(self.files), module, path.name, path.read_text())
-        if key not in memo:
-            memo[key] = stock(self, module, path)
-        return set(memo[key])
-
-    monkeypatch.setattr(deps.ImportGraph, "_imports", imports)
+def test_cached_import_statements_give_the_parsed_graph(tmp_path: Path) -> None:
+    """The graph read through the statement cache (the repository's, and a corrupt one,
+    which is ignored and rewritten) is the graph of a parse of every file."""
+    fresh = deps.ImportGraph(REPO, cache=None)
+    assert deps.ImportGraph(REPO).edges == fresh.edges
+    for folder in deps.PACKAGES.values():
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / deps.CACHE).parent.mkdir()
+    (tmp_path / deps.CACHE).write_text("{not json")
+    assert deps.ImportGraph(tmp_path).edges == fresh.edges
+    assert deps.ImportGraph(tmp_path).edges == fresh.edges  # now from the rewritten cache
+    texts = {f.read_text() for f in fresh.files.values()}
+    assert len(json.loads((tmp_path / deps.CACHE).read_text())) == len(texts)
 
 
-def test_a_record_change_rebuilds_its_family_only(tmp_path: Path, reparse_changed_files_only: None) -> None:
+def test_a_record_change_rebuilds_its_family_only(tmp_path: Path) -> None:
+    # each rebuild of the graph reparses only the file just edited (the statement cache
+    # under tmp_path keeps the others' by their text)
     for folder in deps.PACKAGES.values():
         shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     gens = {tb.generator: tb.family for tb in TESTBENCHES.values()}

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import json
+import os
 from pathlib import Path
 
 __all__ = ["PACKAGES", "ImportGraph", "graph"]
@@ -54,19 +57,64 @@ def _import_nodes(tree: ast.AST):
         stack.extend(ast.iter_child_nodes(node))
 
 
+def _statements(text: str, filename: str) -> list[list]:
+    """The import statements of one source text, unresolved: ``[level, module, names]``
+    per statement (``level`` -1 for ``import a, b``, whose names are then the modules)."""
+    out: list[list] = []
+    for node in _import_nodes(ast.parse(text, filename=filename)):
+        if isinstance(node, ast.Import):
+            out.append([-1, "", [a.name for a in node.names]])
+        else:
+            out.append([node.level, node.module or "", [a.name for a in node.names]])
+    return out
+
+
+#: Where :class:`ImportGraph` keeps the statements it parsed, by the sha256 of the file's
+#: text (so an entry can never go stale): parsing every source file took 2-4 s of each
+#: simulation run's start, more than a small testbench's simulation.
+CACHE = Path("build") / "deps-cache.json"
+
+
 class ImportGraph:
     """The modules of :data:`PACKAGES` under ``root`` and the imports between them.
 
     Args:
         root: the repository folder (the one holding ``models/``, ``gen/``, ``verif/``).
+        cache: a JSON file (relative to ``root``) of each source text's import statements,
+            by content hash; None parses every file.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, cache: Path | None = CACHE) -> None:
         self.root = Path(root)
         #: module name -> source file
         self.files = _module_files(self.root)
+        cache_file = self.root / cache if cache is not None else None
+        known: dict[str, list] = {}
+        if cache_file is not None:
+            try:
+                known = json.loads(cache_file.read_text())
+            except (OSError, ValueError):
+                known = {}
+        used: dict[str, list] = {}
+        parsed = False
         #: module name -> the lockstep modules its import statements name
-        self.edges: dict[str, set[str]] = {m: self._imports(m, f) for m, f in self.files.items()}
+        self.edges: dict[str, set[str]] = {}
+        for m, f in self.files.items():
+            text = f.read_text()
+            key = hashlib.sha256(text.encode()).hexdigest()
+            if not isinstance(known.get(key), list):
+                known[key] = _statements(text, str(f))
+                parsed = True
+            used[key] = known[key]
+            self.edges[m] = self._resolve_all(m, f, used[key])
+        if cache_file is not None and (parsed or len(used) != len(known)):
+            try:  # written whole under another name and renamed: a reader sees one version
+                cache_file.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}")
+                tmp.write_text(json.dumps(used))
+                os.replace(tmp, cache_file)
+            except OSError:
+                pass
 
     def _resolve(self, name: str) -> str | None:
         """The module ``name`` is, or the innermost lockstep module that holds it."""
@@ -74,20 +122,19 @@ class ImportGraph:
             name = name.rpartition(".")[0]
         return name or None
 
-    def _imports(self, module: str, path: Path) -> set[str]:
+    def _resolve_all(self, module: str, path: Path, statements: list[list]) -> set[str]:
         pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
         found: set[str] = set()
-        for node in _import_nodes(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
+        for level, base, names in statements:
+            if level < 0:
+                targets = names
             else:
-                base = node.module or ""
-                if node.level:
+                if level:
                     up = pkg.split(".")
-                    up = up[: len(up) - (node.level - 1)]
+                    up = up[: len(up) - (level - 1)]
                     base = ".".join(up + ([base] if base else []))
                 # `from pkg import name` names the submodule pkg.name when there is one
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in self.files else base for a in node.names]
+                targets = [f"{base}.{a}" if f"{base}.{a}" in self.files else base for a in names]
             found |= {r for t in targets if (r := self._resolve(t)) is not None and r != module}
         return found
 
