@@ -411,3 +411,65 @@ def test_raw_run_checks_its_records():
     assert ok.cycles == tp.cycles
     bad = run_raw("bfp_quantize_mutant_tp", "icarus", seed=1, opts={"blocks": 2000})
     assert bad.mismatches > 0
+
+
+def _stats_unit(tmp_path, name: str, **opts):
+    from lockstep.verif.context import TbContext
+    from lockstep.verif.runner import run_opts
+    from lockstep.verif.throughput import unit_class
+
+    tb = TESTBENCHES[name]
+    o = {**run_opts(tb, "icarus"), "unit": "lockstep.verif.bfp.renorm_env:StatsUnit", **opts}
+    record = json.loads(generate_rtl(tb).read_text())
+    make = unit_class(o["unit"])
+    return make(TbContext(record, record["params"], o, tmp_path, 7), make.params_type.from_dict(record["params"]))
+
+
+def test_stats_resets_put_max_mode_where_the_stimulus_wants_it(tmp_path):
+    """Option resets (bfp_stats_w4e8n8_reshift, one vector per window): the stream asks
+    for a reset before each sweep vector, opening lane edge and flat window; run from a
+    fresh selector after each (as the per-edge scoreboard checks them), every sweep
+    vector and opening lane edge is in max mode, where without the resets only the
+    run's first vector is."""
+    from lockstep.models import bfp
+    from lockstep.verif.stream_env import segments
+
+    unit = _stats_unit(tmp_path, "bfp_stats_w4e8n8_reshift")
+    assert unit._stim["resets"]
+    items = unit.draw(np.random.default_rng(3), 400)
+    c = unit.columns(items)
+    parts = segments(unit, items)
+    assert len(parts) > 20 and parts[0][0] == 0 and parts[-1][1] == 400
+    assert all(a < b for a, b in parts) and all(b == a2 for (_, b), (a2, _) in zip(parts, parts[1:]))
+
+    def before_any_window(acc, e3):   # max mode, not a reshift's (a guarded vector's)
+        tr = bfp.StatsSelector(unit.params).run_traced(acc, e3)[3]
+        return tr["max_mode"] & ~tr["guard"]
+
+    max_mode = np.concatenate([before_any_window(c["acc"][a:b], c["e3"][a:b]) for a, b in parts])
+    fresh = np.char.startswith(c["kind"].astype(str), "sweep") | (c["kind"] == "lane_edge_reset")
+    assert fresh.sum() >= len(bfp_lop_bins(unit.params)) + 2 * unit.params.n
+    assert max_mode[fresh].all()
+    assert before_any_window(c["acc"], c["e3"]).sum() == 1
+
+
+def bfp_lop_bins(fmt):
+    from lockstep.verif.bfp.renorm_env import lop_bins
+
+    return lop_bins(fmt)
+
+
+def test_a_stream_with_resets_is_refused_by_the_throughput_modes(tmp_path):
+    """The harness resets once: a stream that asks for more is an error naming the option,
+    never a run checked against a model that reset where the DUT did not."""
+    from lockstep.verif.stream_env import refuse_resets, segments
+
+    unit = _stats_unit(tmp_path, "bfp_stats_w4e8n8_reshift")
+    items = unit.draw(np.random.default_rng(1), 200)
+    with pytest.raises(ValueError, match="asks for resets mid-stream .option resets.*not the throughput mode"):
+        refuse_resets(unit, items, "throughput")
+    quiet = _stats_unit(tmp_path, "bfp_stats_w4e8n8_reshift", resets=False)
+    plain = quiet.draw(np.random.default_rng(1), 200)
+    refuse_resets(quiet, plain, "throughput")      # no reset asked: accepted
+    assert segments(quiet, plain) == [(0, 200)]
+    assert TESTBENCHES["bfp_stats_w4e8n8_reshift_tp"].opts["resets"] is False

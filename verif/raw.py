@@ -31,6 +31,7 @@ from .registry import Testbench, get
 from .runner import BUILD, generate_rtl, harness_source, rtl_dir, run_opts, verilator_makeflags
 from .columns import Outs, join_items
 from .throughput import read_records, unit_class, write_chunk
+from .stream_env import refuse_resets
 from .twin import pause_seeds, pause_threshold
 
 __all__ = ["execute_episodes", "RawResult", "build_raw", "execute", "raw_folder", "run_raw"]
@@ -163,6 +164,7 @@ def run_raw(name: str, sim: str = "verilator", *, seed: int = 1, opts: dict[str,
     chunks = []
     for k in range(-(-count // CHUNK)):
         items = unit.draw(rng, min(CHUNK, count - k * CHUNK))
+        refuse_resets(unit, items, "raw")
         write_chunk(folder / f"tp_stim_{k}.bin", unit.encode_columns(items), hp, k * CHUNK)
         chunks.append(items)
     s_idle, s_bp = pause_seeds(seed)

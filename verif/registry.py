@@ -133,7 +133,7 @@ def _register_unit(
         generator: ``"module:function"`` of the generator.
         test_module: cocotb test module.
         doc: what the unit is (each set's reason is appended).
-        sets: suffix -> (parameters, why this set).
+        sets: suffix -> (parameters, why this set) or (parameters, why, options).
         mutant: (DUT parameters, parameters the testbench checks, why it must fail): a
             negative test proving the scoreboard fails on a wrong DUT.
         full: more parameter sets, run only in the full tier (``make regress TIER=full``).
@@ -142,8 +142,9 @@ def _register_unit(
     """
     common = dict(family=family, toplevel=toplevel, generator=generator, test_module=test_module)
     for tier, group in (("quick", sets), ("full", full or {})):
-        for suffix, (params, why) in group.items():
-            _register(Testbench(name=f"{prefix}_{suffix}", params=params, doc=f"{doc}, {why}", tier=tier, **common))
+        for suffix, (params, why, *opts) in group.items():
+            _register(Testbench(name=f"{prefix}_{suffix}", params=params, doc=f"{doc}, {why}", tier=tier,
+                                opts=dict(*opts), **common))
     dut, checked, why = mutant
     _register(
         Testbench(
@@ -235,7 +236,9 @@ _register_unit(
         ),
         "w4e8n8_reshift": (
             BfpFormat(w=4, e=8, n=8, rounding="rne", stat_log2_win=3, k_sigma=0, stat_policy="reshift"),
-            "one vector per window, k=0, reshift",
+            "one vector per window, k=0, reshift; reset before each max-mode sweep vector (max mode "
+            "otherwise lasts one vector a run)",
+            {"resets": True},
         ),
         "w12e6n4_wrap_sat": (
             BfpFormat(w=12, e=6, n=4, overflow="wrap", stat_log2_win=4, k_sigma=4),
@@ -332,7 +335,9 @@ for _name, _tb in list(TESTBENCHES.items()):
     _prefix = next((p for p in _BFP_UNITS if _name.startswith(p + "_")), None)
     if _prefix is None or _name.endswith("_mutant") or _tb.test_module.endswith("_patent"):
         continue
-    _throughput(_name, _BFP_UNITS[_prefix], "quick" if _name in _TP_QUICK else "full")
+    # (resets mid-stream are the per-edge testbench's: the harness resets at the start only)
+    _throughput(_name, _BFP_UNITS[_prefix], "quick" if _name in _TP_QUICK else "full",
+                **({"resets": False} if _tb.opts.get("resets") else {}))
 # The negative twin checks the quick tier's own quantizer build (a TRUNC DUT) as RNE: it
 # must fail, and it costs no extra simulator build.
 _register(Testbench(

@@ -41,7 +41,7 @@ from lockstep.gen.harness import CHUNK
 
 from .agents.stream import Beat, CycleCounter, StreamSink, StreamSource, random_pauses
 from .columns import Items, Outs, ints
-from .context import CLOCK_NS, TbContext, start
+from .context import CLOCK_NS, TbContext, pulse_reset, start
 from .coverage import Covergroup
 from .seq import ListSeq
 
@@ -138,6 +138,15 @@ class StreamUnit:
         """Input payload field values for one transaction."""
         raise NotImplementedError
 
+    def resets(self, items: Sequence[Any]) -> np.ndarray:
+        """Per transaction of ``items``: True when the stimulus resets the DUT before it
+        (per-edge mode: the stream is drained first, so nothing is in flight, and the
+        golden model starts afresh there). The states a unit has only from reset (the
+        statistics selector's max mode before its first window) are reached this way as
+        often as the stimulus needs. The throughput harness resets once, at the start:
+        it refuses a stream with a reset in it (:func:`refuse_resets`)."""
+        return np.zeros(len(items), bool)
+
     def encode_columns(self, items: list[Any]) -> dict[str, np.ndarray]:
         """Input payload of many transactions, field by field (the throughput mode's
         stimulus): field -> ``(N,)`` values, or ``(N, L)`` lanes of ``width / L`` bits
@@ -203,6 +212,22 @@ class StreamUnit:
         return {k: [r[k] for r in rows] for k in rows[0]}
 
 
+def refuse_resets(unit: StreamUnit, items: Sequence[Any], mode: str) -> None:
+    """The error for a stream that asks for a reset (:meth:`StreamUnit.resets`) in
+    ``mode``, where only the per-edge testbench can reset mid-stream."""
+    if len(items) and unit.resets(items).any():
+        raise ValueError(f"{type(unit).__name__}: the stimulus asks for resets mid-stream (option resets), "
+                         f"which only the per-edge testbench does, not the {mode} mode")
+
+
+def segments(unit: StreamUnit, items: Sequence[Any]) -> list[tuple[int, int]]:
+    """``[start, stop)`` of each run of transactions between resets (one for a stream
+    without any): check and sample each from the golden model's state after reset."""
+    cut = np.flatnonzero(unit.resets(items)).tolist() if len(items) else []
+    bounds = sorted({0, *cut, len(items)})
+    return list(zip(bounds[:-1], bounds[1:])) or [(0, 0)]
+
+
 class GoldenFlagsQuiet:
     """:meth:`StreamUnit.quiet` for a stateless unit whose ``golden(items)`` returns the
     block flags last: the first transaction whose golden flags are 0. Mix in before
@@ -235,6 +260,12 @@ class StreamBfm:
         """Queue one transaction on the input stream."""
         await self.source.send(Beat(self.unit.encode(item), meta=item))
 
+    async def drained(self, count: int) -> None:
+        """Return once ``count`` transactions are in and out: nothing in flight."""
+        await self.source.idle.wait()
+        while self.sink.count < count:
+            await RisingEdge(self.counter.clk)
+
 
 class StreamSeq(ListSeq):
     """All of the unit's stimulus, generated up front from the test's seed."""
@@ -248,6 +279,7 @@ class StreamSeq(ListSeq):
         for base in range(0, count, CHUNK):
             objs += unit.draw(rng, min(CHUNK, count - base))
         self.objs, self.prefix = objs, "t"
+        unit.reset_at = set(np.flatnonzero(unit.resets(objs)).tolist()) - {0} if objs else set()
         await super().body()
 
 
@@ -258,10 +290,15 @@ class StreamDriver(uvm_driver):
         self.bfm: StreamBfm = ConfigDB().get(self, "", "BFM")
 
     async def run_phase(self) -> None:
+        k = 0
         while True:
             seq_item = await self.seq_item_port.get_next_item()
+            if k in getattr(self.bfm.unit, "reset_at", ()):   # drained, then reset (StreamUnit.resets)
+                await self.bfm.drained(k)
+                await pulse_reset(cocotb.top)
             await self.bfm.send(seq_item.obj)
             self.seq_item_port.item_done()
+            k += 1
 
 
 class PairMonitor(uvm_component):
@@ -325,8 +362,13 @@ class StreamScoreboard(uvm_component):
             errors.append("no transaction was checked")
         else:
             items = [i.meta for i, _ in pairs]
-            errs, mismatches, sticky = unit.check(items, [o.fields for _, o in pairs])
-            errors += errs
+            parts = segments(unit, items)
+            for a, b in parts:   # from the golden state after reset, each run between resets
+                if len(parts) > 1:
+                    unit.load_state(unit.initial_state)
+                errs, bad, sticky = unit.check(items[a:b], [o.fields for _, o in pairs[a:b]])
+                errors += [f"after the reset before transaction {a}: {e}" for e in errs] if a else errs
+                mismatches += bad
             late = [k for k, (i, o) in enumerate(pairs) if o.first_valid - i.cycle != latency]
             for k in late[:5]:
                 i, o = pairs[k]
@@ -336,7 +378,8 @@ class StreamScoreboard(uvm_component):
                 )
             ctx.summary["late"] = len(late)
             if sticky is not None:
-                errors += sticky_beats([o.fields for _, o in pairs])[0]
+                for a0, b0 in parts:
+                    errors += sticky_beats([o.fields for _, o in pairs[a0:b0]])[0]
                 dut_err = int(cocotb.top.err.value)
                 if dut_err != sticky:
                     errors.append(f"sticky err={dut_err:#x}, golden OR of flags={sticky:#x}")
@@ -375,8 +418,13 @@ class StreamCoverage(uvm_component):
         pairs = _drain(self.fifo)
         if not pairs:
             return
-        samples = unit.samples([i.meta for i, _ in pairs], [o.fields for _, o in pairs])
-        for (_, o), s in zip(pairs, samples or [{} for _ in pairs]):
+        items, samples = [i.meta for i, _ in pairs], []
+        parts = segments(unit, items)
+        for a, b in parts:
+            if len(parts) > 1:
+                unit.load_state(unit.initial_state)
+            samples += unit.samples(items[a:b], [o.fields for _, o in pairs[a:b]]) or [{} for _ in range(a, b)]
+        for (_, o), s in zip(pairs, samples):
             self.cg.sample({**s, "stalled": o.cycle > o.first_valid})
 
 
@@ -411,6 +459,7 @@ class StreamTest(uvm_test):
         ConfigDB().set(None, "*", "CTX", ctx)
         ConfigDB().set(None, "*", "UNIT", unit)
         ConfigDB().set(None, "*", "BFM", StreamBfm(cocotb.top, ctx, unit))
+        unit.initial_state = unit.save_state()   # the golden state after reset (segments)
         self.ctx, self.unit = ctx, unit
         self.env = StreamEnv("env", self)
 
@@ -426,7 +475,6 @@ class StreamTest(uvm_test):
         # Watchdog from the cycle model: one transaction per cycle stretched by the idle
         # and back-pressure rates, plus the latency; x4 margin. A hang fails here.
         idle, bp = float(self.ctx.opt("idle", 0.2)), float(self.ctx.opt("backpressure", 0.3))
-        budget = int(4 * (count / ((1 - idle) * (1 - bp)) + latency + 50))
         t0 = bfm.counter.cycle
 
         async def body() -> None:
@@ -434,6 +482,9 @@ class StreamTest(uvm_test):
             while bfm.sink.count < count:
                 await RisingEdge(cocotb.top.clk)
 
+        # (each reset mid-stream drains the pipeline: latency, 2 edges and the last beat's back-pressure)
+        resets = len(getattr(self.unit, "reset_at", ()))
+        budget = int(4 * (count / ((1 - idle) * (1 - bp)) + (resets + 1) * (latency + 50)))
         try:
             await with_timeout(body(), budget * CLOCK_NS, "ns")
         except SimTimeoutError as exc:

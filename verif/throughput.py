@@ -54,7 +54,7 @@ from .columns import Outs, join_items, nibble_ints, parse_hex_lines
 from .context import CLOCK_NS, TbContext, check_reset, reset_values
 from .coverage import Covergroup
 from .seq import Item
-from .stream_env import StreamUnit, sticky_beats
+from .stream_env import StreamUnit, refuse_resets, sticky_beats
 from .twin import pause_seeds, pause_threshold, stream_record
 
 __all__ = [
@@ -292,7 +292,9 @@ class ChunkSeq(uvm_sequence):
         for k in range(bfm.chunks):
             n = min(CHUNK, bfm.count - k * CHUNK)
             with spent("stimulus"):
-                item = Item(f"chunk{k}", (k, unit.draw(rng, n)))
+                items = unit.draw(rng, n)
+                refuse_resets(unit, items, "throughput")
+                item = Item(f"chunk{k}", (k, items))
             await self.start_item(item)
             await self.finish_item(item)
 

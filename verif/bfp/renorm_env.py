@@ -392,8 +392,20 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     and corner vectors from :func:`acc_vectors`; and *flat* segments (kind ``flat``) of
     equal magnitudes at the next position of :func:`lop_bins` (so the window's
     ``mu + k*sigma`` has its leading one there) whose ``e3`` shows the resulting offset
-    unclamped."""
+    unclamped, and after every other flat window one vector whose ``e3`` puts the offset's
+    exponent at ``e_max``, ``e_max + 1``, ``e_min`` or ``e_min - 1`` in turn (kind
+    ``flat_edge``: each clamp of offset mode at its edge).
+
+    With ``state["resets"]`` (option ``resets``, per-edge mode) the DUT is reset before
+    every sweep vector and every opening lane edge, and under the reshift policy before
+    every flat window (their kinds end in ``_reset``:
+    :meth:`StatsUnit.resets`), so each is max mode whatever the window: where a window
+    is one vector long, max mode otherwise lasts one vector per run (bfp_stats@cf22:
+    a zero vector's and a clamp's exponent, and a lane's lone round-up overflow, in max
+    mode, survived)."""
     n, w, a = fmt.n, fmt.w, fmt.acc_bits
+    resets = bool(state.get("resets")) if state is not None else False
+    after_reset = "_reset" if resets else ""
     nv = (1 << fmt.stat_log2_win) // n
     lo, hi = -(1 << (a - 1)), (1 << (a - 1)) - 1
     es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
@@ -429,26 +441,29 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
             e3 = t - (p - (w - 2))
         accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
         e3s.append(e3)
-        kinds.append("sweep" if t is None else "sweep_clamp")
+        kinds.append(("sweep" if t is None else "sweep_clamp") + after_reset)
     # The selector as the stream stands (the lane edges aim at the exponent in force).
     sel = state.setdefault("sel", bfp.StatsSelector(fmt))
     fed = 0
 
     def follow() -> None:
-        """Run the selector over the vectors drawn since it last ran."""
+        """Run the selector over the vectors drawn since it last ran (reset where the DUT is)."""
         nonlocal fed
-        if fed < len(accs):
-            sel.run(np.array(accs[fed:], np.int64).reshape(-1, n), np.array(e3s[fed:], np.int64))
-            fed = len(accs)
+        while fed < len(accs):
+            if kinds[fed].endswith("_reset"):
+                sel.reset()
+            stop = next((j for j in range(fed + 1, len(accs)) if kinds[j].endswith("_reset")), len(accs))
+            sel.run(np.array(accs[fed:stop], np.int64).reshape(-1, n), np.array(e3s[fed:stop], np.int64))
+            fed = stop
 
-    def lane_edge(lane: int, tie: bool) -> bool:
+    def lane_edge(lane: int, tie: bool, fresh: bool = False) -> bool:
         """Kind ``lane_edge``: one vector whose only non-zero lane shifts to exactly 2**(w-1) - 1 (the largest
         mantissa; ``tie``: plus half an ulp, which RNE rounds up to an overflow), the shift
         ``s >= 1`` that of the exponent in force: max mode's, or ``e3 + offset`` unclamped.
-        False when the offset in force leaves no such shift."""
+        False when the offset in force leaves no such shift. ``fresh``: after a reset (max mode)."""
         follow()
         top = a - w   # (2**(w-1) - 1) << s plus half an ulp fits the accumulator up to s = a - w
-        if sel.offset is None:   # max mode: any shift
+        if fresh or sel.offset is None:   # max mode: any shift
             s_ = int(rng.integers(1, top + 1)) if top >= 1 else 0
         else:
             s_ = sel.offset
@@ -460,14 +475,14 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
         v[lane] = (((1 << (w - 1)) - 1) << s_) + ((1 << (s_ - 1)) if tie else 0)
         accs.append(v * int(rng.choice([-1, 1])))
         e3s.append(e3)
-        kinds.append("lane_edge")
+        kinds.append("lane_edge" + ("_reset" if fresh else ""))
         return True
 
     if not state.get("edged"):   # every lane on the edge once, both ways
         state["edged"] = True
         for k in range(2 * n):
             if len(accs) < count:
-                lane_edge(k % n, k >= n)
+                lane_edge(k % n, k >= n, fresh=resets)
     # Kind ``lone``: in each lane in turn, a window whose only non-zero lane is that one
     # (a new e3 restarts the window): the window's statistics are that lane's alone, so a
     # lane whose square or magnitude never reached the sums shows (bfp_stats@cf22 m014:
@@ -484,6 +499,30 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
             accs.append(v)
             e3s.append(e3)
             kinds.append("lone")
+    def flat_edge() -> None:
+        """Kind ``flat_edge``: a vector whose ``e3`` puts the offset in force's exponent at
+        the next of ``e_max``, ``e_max + 1``, ``e_min``, ``e_min - 1`` (no guard: its
+        largest magnitude within the offset's headroom). A changed ``e3`` restarts the
+        window and keeps the offset (bfp_stats@cf22 m050, the upper clamp tested with
+        ``>=``, survived: no offset-mode exponent fell on ``e_max`` itself)."""
+        follow()
+        if sel.offset is None:
+            return
+        edges = (fmt.e_max, fmt.e_max + 1, fmt.e_min, fmt.e_min - 1)
+        k = state.get("edge", 0)
+        e3 = edges[k % 4] - sel.offset
+        if not es_lo <= e3 <= es_hi or e3 == e3s[-1]:
+            return
+        state["edge"] = k + 1
+        # the guard's headroom from the clamped exponent: lop(max) <= e4 - e3 + w - 2
+        room = min(min(max(edges[k % 4], fmt.e_min), fmt.e_max) - e3 + w - 2, a - 2)
+        v = np.minimum(_lane_at(rng, int(rng.integers(0, room + 1)), n), hi) if room >= 0 else np.zeros(n, np.int64)
+        if room >= 0:
+            v[int(rng.integers(0, n))] = top_at(room)
+        accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
+        e3s.append(e3)
+        kinds.append("flat_edge")
+
     flat = state.setdefault("flat", [])
     corner, corner_kinds = acc_vectors(rng, fmt, count)
     names = list(RENORM_KINDS)
@@ -497,10 +536,15 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
             p = flat.pop()
             e3 = _unclamped_e3(rng, fmt, p - (w - 2))
             c = top_at(p)
-            for _ in range(min(nv + int(rng.integers(1, 4)), count - len(accs))):
+            # reshift: a window completes above the offset in force only from reset
+            fresh = after_reset if fmt.stat_policy != "sat" else ""
+            for j in range(min(nv + int(rng.integers(1, 4)), count - len(accs))):
                 accs.append(np.where(rng.random(n) < 0.5, -c, c).astype(np.int64))
                 e3s.append(e3)
-                kinds.append("flat")
+                kinds.append("flat" + (fresh if j == 0 else ""))
+            state["turn"] = not state.get("turn")
+            if len(accs) < count and state["turn"]:
+                flat_edge()
             continue
         b = int(rng.integers(0, a - 1))  # lanes ~ N(0, 2**b)
         target = int(rng.integers(fmt.e_min - 2, fmt.e_max + 3))
@@ -547,13 +591,17 @@ class StatsUnit(RenormUnit):
         fmt: BfpFormat = self.params
         return {"data": pack_lanes(item.acc, fmt.acc_bits), "e3": int(item.e3) & ((1 << fmt.e_sum_bits) - 1)}
 
+    def resets(self, items) -> np.ndarray:
+        """The vectors the stimulus puts after a reset (kinds ending ``_reset``: option ``resets``)."""
+        return np.char.endswith(np.asarray(self.columns(items)["kind"], dtype=str), "_reset")
+
     def __init__(self, ctx, params) -> None:
         super().__init__(ctx, params)
         # The selectors carry the window from one call to the next: the per-edge scoreboard
         # checks the whole run in one call, the throughput one chunk by chunk.
         self._gold = bfp.StatsSelector(params)
         self._cov = bfp.StatsSelector(params)
-        self._stim: dict = {}              # the stimulus's sweeps, from chunk to chunk
+        self._stim: dict = {"resets": bool(ctx.opt("resets", False))}   # the stimulus's sweeps, chunk to chunk
         self._pending = (-1, 0)            # (lop, e3) of a window ending a chunk: shown by the next one
 
     def save_state(self):
@@ -594,20 +642,27 @@ class StatsUnit(RenormUnit):
         # largest magnitude's in max mode with e4 unclamped; a window's mu + k*sigma with
         # the offset it sets unclamped on the next vector (-1: not such a vector). Max
         # mode lasts through the stimulus's opening sweep only when a window spans more
-        # than one vector; under the reshift policy a window never completes above the
-        # offset in force (its vectors are reshifted and not accumulated), so the offset
-        # cannot climb to every position: those configurations have no such point.
-        if (1 << fmt.stat_log2_win) > fmt.n:
+        # than one vector, or with a reset before each sweep vector (option resets); under
+        # the reshift policy a window never completes above the offset in force (its
+        # vectors are reshifted and not accumulated), so the offset climbs to every
+        # position only from reset: without resets those configurations have no such point.
+        # each clamp of the exponent at its edge (e_max and e_min unflagged, one past each
+        # flagged): in offset mode, and in max mode where the sweep reaches it (a changed
+        # e3 per vector keeps max mode, or a reset before each: option resets)
+        edges = ["e_max", "above", "e_min", "below"]
+        cg.point("offset_edge", lambda t: t["offset_edge"], edges)
+        if (1 << fmt.stat_log2_win) > fmt.n or self._stim["resets"]:
             cg.point("max_lop", lambda t: t["max_lop"], lop_bins(fmt))
             cg.point("max_zero", lambda t: t["max_zero"], [False, True])
-        if fmt.stat_policy == "sat":
+            cg.point("max_edge", lambda t: t["max_edge"], edges)
+        if fmt.stat_policy == "sat" or self._stim["resets"]:
             cg.point("window_lop", lambda t: t["window_lop"], lop_bins(fmt))
 
     def sample_columns(self, items: list[RenormItem], outs: list[Beat]) -> dict[str, np.ndarray]:
         """The cover fields, from a second selector traced over the same vectors
         (:meth:`~lockstep.models.bfp.StatsSelector.run_traced`: the selector's window
         state runs on from chunk to chunk)."""
-        _, _, d_flg = self._decode(outs)
+        d_e4, _, d_flg = self._decode(outs)
         c = self.columns(items)
         acc, e3 = c["acc"], c["e3"]
         _, _, _, tr = self._cov.run_traced(acc, e3)
@@ -622,8 +677,13 @@ class StatsUnit(RenormUnit):
         wl = np.where(show, prev_lop, -1)
         if len(e3):
             self._pending = (int(tr["window_lop"][-1]) if tr["window_end"][-1] else -1, int(e3[-1]))
+        flag_hi, flag_lo = (d_flg & bfp.FLAG_NAMES["exp_hi"]) != 0, (d_flg & bfp.FLAG_NAMES["exp_lo"]) != 0
+        edge = np.select([flag_hi, flag_lo, d_e4 == self.params.e_max, d_e4 == self.params.e_min],
+                         ["above", "below", "e_max", "e_min"], "-")
         return {
             "flags": d_flg,
+            "offset_edge": np.where(~tr["max_mode"] & (lop >= 0), edge, "-"),
+            "max_edge": np.where(tr["max_mode"] & ~tr["guard"] & (lop >= 0), edge, "-"),
             "phase": np.where(tr["max_mode"] & ~tr["guard"], "max", "offset"),
             "guard": tr["guard"],
             "restart": tr["restart"],
