@@ -213,6 +213,18 @@ class Submitter(uvm_component):
                     await drv.cycles(32)
                 else:
                     sh.note("resume_cq: the CQ never filled while the host held it (the step proves nothing)")
+                if sh.cq_full_seen:
+                    # a completion waits on the full CQ until the host makes room: PERF_CQ_STALL
+                    # counts every cycle of it (modulo 2**cnt_bits; host_top@eb7c m070, the
+                    # counter stepping down, survived a check that only held it to PERF_TOTAL)
+                    s0, t0 = await drv.reg("PERF_CQ_STALL"), drv.now()
+                    await drv.cycles(37)
+                    s1, t1 = await drv.reg("PERF_CQ_STALL"), drv.now()
+                    full = (await drv.reg("STATUS")) >> 3 & 1
+                    mod = 1 << p.cnt_bits
+                    if full and (s1 - s0) % mod != (t1 - t0) % mod:
+                        sh.note(f"resume_cq: PERF_CQ_STALL went {s0} -> {s1} in {t1 - t0} cycles with the CQ full "
+                                f"and a completion waiting (expected +{t1 - t0} modulo {mod})")
                 sh.consume.set()
             elif st.kind == "wait":
                 pass
