@@ -4,7 +4,8 @@ In the manner of YosysHQ's MCY. For every DUT of the selected quick-tier testben
 generated Verilog file: a top and its parameters), :func:`lockstep.verif.mutants.sample`
 draws ``n`` single-point mutants from a seed. Each mutant is simulated in place of the
 generated file (``RTL=``) by every testbench that shares that file, throughput
-testbenches first, until one fails (a kill). A run has a time bound (from the unmutated
+testbenches first (and within a mode, the one that has killed most of the DUT's mutants
+so far), until one fails (a kill). A run has a time bound (from the unmutated
 run's time) and an address-space bound: a mutant that hangs, loops or grows is a kill by
 timeout or memory, in its own process group, and never takes the machine down.
 
@@ -454,6 +455,15 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
     records: list[dict[str, Any]] = [None] * len(picked)  # type: ignore[list-item]
     lock = threading.Lock()
     done = [0]
+    # within each mode (throughput first, as duts() lists them), the testbench that has
+    # killed most of this DUT's mutants so far runs first: fewer passing runs before a
+    # kill on a DUT with many testbenches. The verdict does not depend on the order (every
+    # testbench runs until one kills); which testbench a kill names can.
+    kills = {n: 0 for n in usable}
+
+    def order() -> list[str]:
+        with lock:
+            return sorted(usable, key=lambda n: (TESTBENCHES[n].mode != "throughput", -kills[n], usable.index(n)))
 
     def one(i: int) -> None:
         m = picked[i]
@@ -467,7 +477,7 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
             rec.update(verdict="unknown", detail="no testbench passes the unmutated design")
         else:
             rec["verdict"] = "survived"
-            for name in usable:
+            for name in order():
                 r = run_testbench(name, opt.sim, seeds[name], path, bound[name], mem)
                 if r.verdict == "timeout":   # confirmed with thrice the bound: a loaded machine is not a kill
                     rec["runs"].append({**r.to_dict(), "retried": True})
@@ -475,6 +485,8 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
                 rec["runs"].append(r.to_dict())
                 if r.verdict in ("fail", "timeout", "memory"):
                     rec.update(verdict="killed", killed_by=name, how=r.verdict, detail=r.detail)
+                    with lock:
+                        kills[name] += 1
                     break
                 if r.verdict == "error":
                     rec.update(verdict="invalid", detail=f"{name} on {opt.sim} could not run it: {r.detail}")
