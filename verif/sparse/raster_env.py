@@ -299,7 +299,9 @@ class EncoderUnit(RasterUnit):
 
     def check(self, job: RasterJob, obs: Observation) -> list[str]:
         errs = self.check_protocol(job, obs)
-        if job.refused:
+        if job.refused:   # a refused job counts nothing (sp_encoder@5aec m018: nnz = 16 after one survived)
+            if obs.read["nnz"] != 0:
+                errs.append(f"refused start: nnz = {obs.read['nnz']}, expected 0")
             return errs
         p, X = self.params, job.X
         sub = sparse.encode(X)
@@ -472,21 +474,32 @@ class ProfilerUnit(RasterUnit):
             read[name] = np.array(got, dtype=np.int64)
         return read
 
-    def check(self, job: RasterJob, obs: Observation) -> list[str]:
-        errs = self.check_protocol(job, obs)
-        if job.refused:
-            return errs
-        X = job.X
-        for name, axis in (("rows", 1), ("cols", 0)):
+    @staticmethod
+    def _compare(obs: Observation, counts: dict[str, np.ndarray], total: int) -> list[str]:
+        """The read-back ``rows``/``cols`` tables and ``total`` against numpy's counts."""
+        errs = []
+        for name in ("rows", "cols"):
             want = np.zeros(len(obs.read[name]), dtype=np.int64)
-            counts = np.count_nonzero(X, axis=axis)
-            want[: len(counts)] = counts
+            want[: len(counts[name])] = counts[name]
             bad = np.flatnonzero(obs.read[name] != want)
             if len(bad):
                 i = int(bad[0])
                 errs.append(f"{name}[{i}] = {int(obs.read[name][i])}, numpy {int(want[i])} ({len(bad)} differ)")
-        if obs.read["total"] != np.count_nonzero(X):
-            errs.append(f"total = {obs.read['total']}, numpy {np.count_nonzero(X)}")
+        if obs.read["total"] != total:
+            errs.append(f"total = {obs.read['total']}, numpy {total}")
+        return errs
+
+    def check(self, job: RasterJob, obs: Observation) -> list[str]:
+        errs = self.check_protocol(job, obs)
+        if job.refused:   # the counts stay those of the last accepted job (unknown before one)
+            last = getattr(self, "_last", None)
+            if last is not None:
+                errs += [f"refused start: {e} (the last accepted job's)" for e in self._compare(obs, *last)]
+            return errs
+        X = job.X
+        want = {name: np.count_nonzero(X, axis=axis) for name, axis in (("rows", 1), ("cols", 0))}
+        self._last = (want, int(np.count_nonzero(X)))
+        errs += self._compare(obs, *self._last)
         tr = obs.trace
         if not np.array_equal(tr["in_ready"][1:], tr["busy"][1:]):
             errs.append("in_ready differs from busy")
