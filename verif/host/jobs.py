@@ -188,7 +188,9 @@ def _bad(p: HostParams, rng: np.random.Generator, good: Step, sc: Scenario, whic
         "n0": {"n": 0}, "pool_odd": {"pool": 1, "m": 1},
         "act_mis": {"act_addr": d.act_addr + 2}, "out_limit": {"out_addr": sc.mem_limit - 4},
         "out_wgt": {"out_addr": sc.wgt_base + 4}, "out_act": {"out_addr": d.act_addr},
-        "wgt_past": {"wgt_off": sc.wgt_size - 4}, "wgt_mis": {"wgt_off": d.wgt_off + 2},
+        # one word past the region's end: a check of M * N bytes instead of K * N passes it
+        # when M < K (host_top@d3c7 m089; wgt_top catches M > K)
+        "wgt_past": {"wgt_off": sc.wgt_size - _span(d, "wgt") + 4}, "wgt_mis": {"wgt_off": d.wgt_off + 2},
         "nop": {"opcode": hm.NOP},
         # a NOP skips the dimension and range checks (docs/host.md section 5): a front end
         # that took it for a MATMUL there completed it OK all the same (@eb7c m079)
