@@ -53,10 +53,11 @@ from ..common import Emitted, emit_stream_unit, new_bool, new_vec, port, ring_fi
 from .kernel import _bits, check_host
 
 __all__ = ["LFSR_MASK", "TP_REGS", "arb_ports", "dev_mem", "dev_mem_ports", "emit_dev_mem", "emit_mem_arb",
-           "lfsr_step", "mem_arb"]
+           "lfsr_after", "lfsr_step", "mem_arb"]
 
 #: Test-port register numbers.
-TP_REGS = {"seed": 0, "bp_rate": 1, "lat_rate": 2, "err_lo": 3, "err_hi": 4, "dma_wr_bytes": 5, "dma_rd_bytes": 6}
+TP_REGS = {"seed": 0, "bp_rate": 1, "lat_rate": 2, "err_lo": 3, "err_hi": 4, "dma_wr_bytes": 5, "dma_rd_bytes": 6,
+           "lfsr": 7}
 #: Galois mask of the back-pressure LFSR (x^32 + x^22 + x^2 + x + 1).
 LFSR_MASK = 0x80200003
 #: LFSR bits of the back-pressure draw and of the latency draw.
@@ -66,6 +67,14 @@ BP_LSB, LAT_LSB = 0, 16
 def lfsr_step(s: int) -> int:
     """The LFSR's next state (for models of the draws)."""
     return (s >> 1) ^ (LFSR_MASK if s & 1 else 0)
+
+
+def lfsr_after(seed: int, steps: int) -> int:
+    """The LFSR's state ``steps`` clock edges after the test port wrote ``seed`` (0 seeds 1)."""
+    s = seed & 0xFFFF_FFFF or 1
+    for _ in range(steps):
+        s = lfsr_step(s)
+    return s
 
 
 def _mem_side(fmt: HostParams) -> dict[str, dict]:
@@ -148,8 +157,8 @@ def dev_mem(clk, rst, req_valid, req_ready, req_we, req_addr, req_wdata, rsp_val
     bp, lr = new_vec(5), new_vec(5)
     elo, ehi = new_vec(aww + 1), new_vec(aww + 1)
     dwr, drd = new_vec(32), new_vec(32)
-    r_seed, r_bp, r_lat, r_lo, r_hi, r_dw, r_dr = (TP_REGS[n] for n in (
-        "seed", "bp_rate", "lat_rate", "err_lo", "err_hi", "dma_wr_bytes", "dma_rd_bytes"))
+    r_seed, r_bp, r_lat, r_lo, r_hi, r_dw, r_dr, r_lf = (TP_REGS[n] for n in (
+        "seed", "bp_rate", "lat_rate", "err_lo", "err_hi", "dma_wr_bytes", "dma_rd_bytes", "lfsr"))
 
     @always_seq(clk.posedge, reset=rst)
     def regs():
@@ -193,6 +202,8 @@ def dev_mem(clk, rst, req_valid, req_ready, req_we, req_addr, req_wdata, rsp_val
             tp_rdata.next = dwr
         elif tp_raddr == r_dr:
             tp_rdata.next = drd
+        elif tp_raddr == r_lf:
+            tp_rdata.next = lfsr
         else:
             tp_rdata.next = 0
 

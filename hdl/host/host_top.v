@@ -3485,7 +3485,7 @@ always @(posedge clk) begin: host_engine0_dev_mem0_regs
 end
 
 
-always @(host_engine0_dev_mem0_ehi, host_engine0_dev_mem0_drd, host_engine0_dev_mem0_bp, host_engine0_dev_mem0_lr, host_engine0_dev_mem0_elo, host_engine0_dev_mem0_seed, host_engine0_dev_mem0_dwr, tp_raddr) begin: host_engine0_dev_mem0_tp_read
+always @(host_engine0_dev_mem0_ehi, host_engine0_dev_mem0_drd, host_engine0_dev_mem0_bp, host_engine0_dev_mem0_lfsr, host_engine0_dev_mem0_lr, host_engine0_dev_mem0_elo, host_engine0_dev_mem0_seed, host_engine0_dev_mem0_dwr, tp_raddr) begin: host_engine0_dev_mem0_tp_read
     case (tp_raddr)
         'h0: begin
             tp_rdata = host_engine0_dev_mem0_seed;
@@ -3507,6 +3507,9 @@ always @(host_engine0_dev_mem0_ehi, host_engine0_dev_mem0_drd, host_engine0_dev_
         end
         'h6: begin
             tp_rdata = host_engine0_dev_mem0_drd;
+        end
+        'h7: begin
+            tp_rdata = host_engine0_dev_mem0_lfsr;
         end
         default: begin
             tp_rdata = 0;

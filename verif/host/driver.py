@@ -26,6 +26,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, Lock, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
+from lockstep.gen.host.mem import TP_REGS
 from lockstep.models import host as hm
 from lockstep.models.host.params import HostParams
 
@@ -34,7 +35,7 @@ from ..context import CLOCK_NS
 __all__ = ["HostDriver", "TP"]
 
 #: Test-port register addresses of host_top (docs/host.md section 9).
-TP = {"SEED": 0, "BP_RATE": 1, "LAT_RATE": 2, "ERR_LO": 3, "ERR_HI": 4, "DMA_WR_BYTES": 5, "DMA_RD_BYTES": 6}
+TP = {name.upper(): n for name, n in TP_REGS.items()}
 _M32 = (1 << 32) - 1
 
 

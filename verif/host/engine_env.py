@@ -70,6 +70,7 @@ from pyuvm import (
     uvm_test,
 )
 
+from lockstep.gen.host.mem import TP_REGS
 from lockstep.models import host
 from lockstep.models.host.params import HostParams
 
@@ -81,7 +82,7 @@ __all__ = ["EngineTest", "Step", "Task", "make_steps"]
 
 M32 = (1 << 32) - 1
 #: Test-port registers (docs/host.md section 9; gen/host/mem.py).
-TP = {"seed": 0, "bp_rate": 1, "lat_rate": 2, "err_lo": 3, "err_hi": 4, "dma_wr": 5, "dma_rd": 6}
+TP = TP_REGS
 OK, MEM_ERR, ABORTED = host.ST["OK"], host.ST["MEM_ERR"], host.ST["ABORTED"]
 
 
@@ -659,8 +660,8 @@ class EngineBfm:
                 o0, o1 = t.ranges()["out"]
                 obs.tasks[j].out = await self.dma_read(o0 // 4, (o1 - o0) // 4)
         obs.mem = await self.scan()
-        r = await self.tp_read(["dma_wr", "dma_rd"])
-        obs.dma = (r["dma_wr"], r["dma_rd"])
+        r = await self.tp_read(["dma_wr_bytes", "dma_rd_bytes"])
+        obs.dma = (r["dma_wr_bytes"], r["dma_rd_bytes"])
         return obs
 
     async def _reset_in(self, t: Task, obs: StepObs) -> None:

@@ -35,6 +35,7 @@ from cocotb.triggers import Event, First, ReadOnly, RisingEdge, SimTimeoutError,
 from cocotb.utils import get_sim_time
 from pyuvm import uvm_component, uvm_env, uvm_test
 
+from lockstep.gen.host.mem import lfsr_after
 from lockstep.models import host as hm
 from lockstep.models.host.params import HostParams
 
@@ -134,6 +135,7 @@ class Shared:
         self.irq_seen = 0  # IRQ_STATUS bits the monitor cleared
         self.wakes = {"irq": 0, "poll": 0, "pin": 0}
         self.cq_full_seen = False
+        self.seeded = (1, 0)  # (LFSR seed, the cycle it took effect)
         self.consume = Event()
         self.consume.set()
         self.flagged: set[str] = set()  # IRQ bits the CSR steps must have set
@@ -532,6 +534,8 @@ class HostTopTest(uvm_test):
         tp = {"SEED": self.ctx.seed or 1, "BP_RATE": sc.bp_rate, "LAT_RATE": sc.lat_rate, "ERR_LO": lo, "ERR_HI": hi}
         for name, v in tp.items():
             await drv.tp_write(name, v)
+            if name == "SEED":   # the edge the seed took effect at: the LFSR steps once an edge from it
+                sh.seeded = (v, drv.now())
         for name, v in tp.items():  # the test port reads back what it holds
             got = await drv.tp_read(name)
             if got != v:
@@ -582,6 +586,13 @@ class HostTopTest(uvm_test):
         busy_mon.cancel()
         regs = {n: await drv.reg(n) for n in FINAL_REGS}
         tp = {n: await drv.tp_read(n) for n in ("DMA_WR_BYTES", "DMA_RD_BYTES")}
+        # the memory's back-pressure draws come from its LFSR: its state, one step an edge
+        # since the seed (host_top@d3c7 m023 and m096, a tap or the shift broken, only
+        # changed the stall pattern, which no exact cycle count covers under back-pressure)
+        lfsr, now = await drv.tp_read("LFSR"), drv.now()
+        if lfsr != (want := lfsr_after(sh.seeded[0], now - sh.seeded[1])):
+            sh.note(f"test port LFSR = {lfsr:#010x} {now - sh.seeded[1]} cycles after seed {sh.seeded[0]:#x}, "
+                    f"expected {want:#010x}")
         sh.dma_at_tp = dict(drv.dma_bytes)  # before the final read-back
         device = await drv.dma_read(0, p.mem_bytes)
         self.device = device  # what EdgeStreamTest (verif/host/tp_env.py) dumps
