@@ -70,7 +70,7 @@ from pyuvm import (
     uvm_test,
 )
 
-from lockstep.gen.host.mem import TP_REGS
+from lockstep.gen.host.mem import TP_REGS, lfsr_after
 from lockstep.models import host
 from lockstep.models.host.params import HostParams
 
@@ -508,6 +508,10 @@ class EngineBfm:
         self.cpl_log: list[list[tuple[int, int]]] = [[] for _ in range(self.nk)]
         self.cpl_ev = [Event() for _ in range(self.nk)]
         self.high = [0] * (2 + self.nk)  # cycles with rd_beat, wr_beat, k_stall[i] high
+        # the memory's LFSR: (its state, the cycle it had it): set by rst and a seed write,
+        # one step a cycle from there (lfsr_after); each read of it is checked
+        self.lfsr_at = (1, 0)
+        self.lfsr_problems: list[str] = []
 
     def drive(self, **vals: int) -> None:
         for n, v in vals.items():
@@ -562,9 +566,14 @@ class EngineBfm:
                         self.high[i] += (t - since[i]) // CLOCK_NS
             prev = v
 
+    @staticmethod
+    def cycle() -> int:
+        return int(get_sim_time("ns")) // CLOCK_NS
+
     async def reset(self) -> None:
         self.dut.rst.value = 1
         await self.fall(2)
+        self.lfsr_at = (1, self.cycle())
         self.dut.rst.value = 0
         await self.fall()
 
@@ -572,6 +581,8 @@ class EngineBfm:
         for name, v in regs.items():
             self.drive(tp_we=1, tp_addr=TP[name], tp_wdata=v)
             await self.fall()
+            if name == "seed":
+                self.lfsr_at = (v & M32, self.cycle())
         self.drive(tp_we=0)
 
     async def tp_read(self, names: list[str]) -> dict[str, int]:
@@ -580,6 +591,9 @@ class EngineBfm:
             self.drive(tp_raddr=TP[n])
             await Timer(1, "ns")
             out[n] = int(self.dut.tp_rdata.value)
+            if n == "lfsr" and out[n] != (want := lfsr_after(self.lfsr_at[0], self.cycle() - self.lfsr_at[1])):
+                self.lfsr_problems.append(f"test port lfsr = {out[n]:#010x} {self.cycle() - self.lfsr_at[1]} cycles "
+                                          f"after state {self.lfsr_at[0]:#x}, expected {want:#010x}")
         await self.fall()
         return out
 
@@ -660,8 +674,10 @@ class EngineBfm:
                 o0, o1 = t.ranges()["out"]
                 obs.tasks[j].out = await self.dma_read(o0 // 4, (o1 - o0) // 4)
         obs.mem = await self.scan()
-        r = await self.tp_read(["dma_wr_bytes", "dma_rd_bytes"])
+        r = await self.tp_read(["dma_wr_bytes", "dma_rd_bytes", "lfsr"])
         obs.dma = (r["dma_wr_bytes"], r["dma_rd_bytes"])
+        obs.problems += self.lfsr_problems
+        self.lfsr_problems = []
         return obs
 
     async def _reset_in(self, t: Task, obs: StepObs) -> None:
@@ -671,6 +687,7 @@ class EngineBfm:
         await self.fall(t.reset_at - 1)
         d.rst.value = 1
         await self.fall()
+        self.lfsr_at = (1, self.cycle())
         d.rst.value = 0
         await self.fall()
         allk = (1 << self.nk) - 1
@@ -829,9 +846,10 @@ class Golden:
         self.mem[:] = 0
         self.dma_wr = self.dma_rd = 0
         errs = []
-        bad = {k: v for k, v in obs.after_reset.items() if v}
+        # (the LFSR restarts from 1 and steps on: checked where it is read)
+        bad = {k: v for k, v in obs.after_reset.items() if v and k != "lfsr"}
         if bad or len(obs.after_reset) != len(TP):
-            errs.append(f"test registers after rst {obs.after_reset} (want all {len(TP)} 0)")
+            errs.append(f"test registers after rst {obs.after_reset} (want all {len(TP)} 0 but the LFSR)")
         if obs.reset_nonzero:
             errs.append(f"{obs.reset_nonzero} memory word(s) nonzero after rst")
         return errs
