@@ -280,8 +280,9 @@ def _shift0(sc: Scenario, lay: _Layout, sat: list[Step]) -> list[Step]:
     :func:`_sat_pool`), so that lane's accumulator is even and negative in both its
     scalers and passes them unshifted (its rounding adds nothing, its sign fill nothing:
     a fill that also set bit 0 showed only here, host_top@d3c7 m021 and @eb7c m071);
-    the rows' other lanes get single weights, in range or clamping. Each twice: as it is,
-    and max-pooled with row ``2i`` the dtype's extremes against the column's signs."""
+    the rows' other lanes get single weights, in range or clamping. Each three times: as it
+    is, max-pooled with row ``2i`` the dtype's extremes against the column's signs, and
+    the same with the rows of each pair swapped."""
     out = []
     base: dict[int, int] = {}
     for st in sat:
@@ -302,7 +303,12 @@ def _shift0(sc: Scenario, lay: _Layout, sat: list[Step]) -> list[Step]:
         # second scaler (which only pooled tasks use) gives the maximum
         for i in range(0, d.m, 2):
             pooled[i] = np.where(w[:, (c0 + i // 2) % d.n] >= 0, lo, -lo - 1)
-        for tag, a, pool in ((d.tag + 0x60, act, 0), (d.tag + 0x70, pooled, 1)):
+        # ... and with each pair's rows swapped: the other of the pair's two scalers shows
+        # the even negative sum (host_top@d3c7 m021 and its like: a sign fill that also set
+        # bit 0 survived in every odd scaler, the one the clamped row went through)
+        swapped = pooled.copy()
+        swapped[0::2], swapped[1::2] = pooled[1::2], pooled[0::2]
+        for tag, a, pool in ((d.tag + 0x60, act, 0), (d.tag + 0x70, pooled, 1), (d.tag + 0x50, swapped, 1)):
             cp = _copy(lay, st, tag, a, pool=pool, relu=0, mult=1, shift=0)
             if cp is None:
                 return out
