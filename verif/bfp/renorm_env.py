@@ -384,7 +384,9 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     bit of the leading-one tree shows in ``e4``); then four whose max-mode exponent is
     ``e_max``, ``e_max + 1``, ``e_min`` and ``e_min - 1`` (each clamp at its edge; before
     the first window completes, max mode is the only place they show); then *lane edges*
-    (kind ``lane_edge``, :func:`lane_edge` below): in each lane, one vector shifted to the
+    (kind ``lane_edge``, :func:`lane_edge` below; before them kind ``sweep_lane``, each lane
+    alone clamped at ``e_max`` so it overflows, shifted left and right): in each lane, one
+    vector shifted to the
     largest mantissa and one half an ulp above it, where the exponent in force allows (the
     stream carries a selector to know it; a few more come at random later). Then
     segments of constant ``e3`` (so windows complete):
@@ -442,6 +444,22 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
         accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
         e3s.append(e3)
         kinds.append(("sweep" if t is None else "sweep_clamp") + after_reset)
+    # Kind ``sweep_lane``: each lane alone, its leading one where max mode's exponent is
+    # e_max + 1 (clamped to e_max: the lane overflows), once shifted left (lop <= w - 2) and
+    # once right: a lane's overflow detector shows only where no other lane overflows
+    # (bfp_stats@cf22 m049, m093, m094: lanes 2 and 6's left-shift overflow dropped)
+    for lane in range(n) if sweep else ():
+        for left in (True, False):
+            qs = [q for q in lop_bins(fmt) if (q <= w - 2) == left
+                  and es_lo <= fmt.e_max + 1 - (q - (w - 2)) <= es_hi and fmt.e_max + 1 - (q - (w - 2)) not in e3s[-1:]]
+            if not qs or len(accs) >= count:
+                continue
+            q = int(rng.choice(qs))
+            v = np.zeros(n, np.int64)
+            v[lane] = top_at(q) * int(rng.choice([-1, 1]))
+            accs.append(v)
+            e3s.append(fmt.e_max + 1 - (q - (w - 2)))
+            kinds.append("sweep_lane" + after_reset)
     # The selector as the stream stands (the lane edges aim at the exponent in force).
     sel = state.setdefault("sel", bfp.StatsSelector(fmt))
     fed = 0
@@ -651,6 +669,7 @@ class StatsUnit(RenormUnit):
         # e3 per vector keeps max mode, or a reset before each: option resets)
         edges = ["e_max", "above", "e_min", "below"]
         cg.point("offset_edge", lambda t: t["offset_edge"], edges)
+        cg.point("lone_ovf", lambda t: t["lone_ovf"], list(range(fmt.n)))   # the lane of a lone lane's overflow
         if (1 << fmt.stat_log2_win) > fmt.n or self._stim["resets"]:
             cg.point("max_lop", lambda t: t["max_lop"], lop_bins(fmt))
             cg.point("max_zero", lambda t: t["max_zero"], [False, True])
@@ -683,6 +702,8 @@ class StatsUnit(RenormUnit):
         return {
             "flags": d_flg,
             "offset_edge": np.where(~tr["max_mode"] & (lop >= 0), edge, "-"),
+            "lone_ovf": np.where(((acc != 0).sum(axis=1) == 1) & ((d_flg & bfp.FLAG_NAMES["ovf"]) != 0),
+                                 np.argmax(acc != 0, axis=1), -1),
             "max_edge": np.where(tr["max_mode"] & ~tr["guard"] & (lop >= 0), edge, "-"),
             "phase": np.where(tr["max_mode"] & ~tr["guard"], "max", "offset"),
             "guard": tr["guard"],
