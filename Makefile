@@ -78,9 +78,9 @@ regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n]
 coverage: $(SETUP_STAMP) ## quick tier with Verilator code + functional coverage -> build/reports/coverage/
 	@$(call REGRESS,quick,coverage,LOCKSTEP_COVERAGE=1,--regress-coverage)
 
-mutate: $(SETUP_STAMP) ## mutation testing: TESTS=glob [DUTS=top@hash glob] [N=100] [SEED=] [SIM=icarus] [JOBS=] -> build/reports/mutate/
-	@$(RUN) python -m lockstep.verif.mutate $(if $(TESTS),--tests "$(TESTS)") $(if $(DUTS),--duts "$(DUTS)") --n $(N) $(if $(SEED),--seed $(SEED)) \
-	  $(if $(SIM),--sim $(SIM)) --jobs $(if $(filter auto,$(JOBS)),$$(nproc),$(JOBS))
+mutate: $(SETUP_STAMP) ## mutation testing: TESTS=glob [DUTS=top@hash glob] [N=100] [SEED=] [SIM=icarus] [JOBS=] [MERGE="reports..."] [REPORT=dir] -> build/reports/mutate/
+	@$(RUN) python -m lockstep.verif.mutate $(if $(REPORT),--report $(REPORT)) $(if $(MERGE),--merge $(MERGE),$(if $(TESTS),--tests "$(TESTS)") $(if $(DUTS),--duts "$(DUTS)") --n $(N) $(if $(SEED),--seed $(SEED)) \
+	  $(if $(SIM),--sim $(SIM)) --jobs $(if $(filter auto,$(JOBS)),$$(nproc),$(JOBS)))
 
 check-hdl: gen ## fail when hdl/ differs from what the generators write (CI runs this)
 	@git add -N hdl >/dev/null 2>&1 || true

@@ -249,6 +249,23 @@ def test_make_mutate_smoke_kills_every_non_equivalent_mutant(tmp_path, capsys):
             assert m["killed_by"] == "sched_counter_cw8" and m["runs"][-1]["verdict"] in ("fail", "timeout")
     assert (tmp_path / "index.html").read_text().count("<tr class=") == 6
     assert "kill rate 100.0%" in out
+    assert len(dut["rtl_sha"]) == 12 and dut["commit"] != ""
+    # a campaign run in parts: the reports merge into one (a DUT measured twice keeps its
+    # later record), with no simulation; --min-rate judges the merged DUTs
+    other = json.loads((tmp_path / "mutate.json").read_text())
+    worse = {**dut, "tally": {**dut["tally"], "killed": dut["tally"]["killed"] - 1, "survived": 1},
+             "kill_rate": 50.0, "family": "sched"}
+    twin = {**dut, "dut": "sched_counter@twin", "family": "gemm"}
+    other["results"] = [worse, twin]
+    (tmp_path / "part2.json").write_text(json.dumps(other))
+    merged = tmp_path / "merged"
+    assert main(["--merge", str(tmp_path), str(tmp_path / "part2.json"), "--report", str(merged),
+                 "--min-rate", "90"]) == 1
+    data = json.loads((merged / "mutate.json").read_text())
+    assert [r["dut"] for r in data["results"]] == [dut["dut"], "sched_counter@twin"]
+    assert data["results"][0]["tally"]["survived"] == 1       # the later record of the DUT
+    assert set(data["families"]) == {"sched", "gemm"}
+    assert main(["--merge", str(tmp_path / "nowhere"), "--report", str(merged)]) == 2
 
 
 def test_a_timeout_is_confirmed_with_a_longer_bound_before_it_kills(monkeypatch):

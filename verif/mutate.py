@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import hashlib
 import html
 import json
 import os
@@ -518,10 +519,45 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
         pool.shutdown(wait=True, cancel_futures=True)
     tally = _tally(records)
     return {"dut": dut.name, "family": dut.family, "toplevel": dut.toplevel, "source": str(dut.source),
+            "rtl_sha": hashlib.sha256(text.encode()).hexdigest()[:12], "commit": _commit(),
             "testbenches": dut.testbenches, "usable": usable, "sim": opt.sim, "seed": opt.seed, "n": opt.n,
             "depth": opt.depth, "baseline": {n: base[n].to_dict() for n in dut.testbenches},
             "problems": problems, "tally": tally, "kill_rate": _rate(tally),
             "wall_s": round(time.monotonic() - t_dut, 1), "mutants": records}
+
+
+def _commit() -> str:
+    """The checkout's commit (``-dirty`` with uncommitted changes), or ``unknown``."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head + ("-dirty" if dirty else "")) if head else "unknown"
+
+
+def merge_reports(sources: list[Path]) -> list[dict[str, Any]]:
+    """The DUT records of the ``mutate.json`` reports in ``sources`` (folders or files),
+    in order; a DUT found twice keeps its later record. For a campaign run in parts
+    (``--duts`` per part, on one machine after another or on several): each record keeps
+    the commit and the RTL hash it was measured at."""
+    found: dict[str, dict[str, Any]] = {}
+    for src in sources:
+        path = src / "mutate.json" if src.is_dir() else src
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--merge {src}: no readable mutate.json ({exc})") from exc
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, list) or not all(isinstance(r, dict) and "dut" in r and "tally" in r
+                                                    for r in results):
+            raise ValueError(f"--merge {src}: {path} is not a mutation report (no DUT records)")
+        for r in results:
+            found.pop(r["dut"], None)
+            found[r["dut"]] = r
+    return list(found.values())
 
 
 def _tally(records) -> dict[str, int]:
@@ -580,7 +616,8 @@ bounded at {opt.depth} cycles). Kill rate = killed / (killed + survived + unknow
     for r in results:
         parts.append(f"<h3 id='{e(r['dut'])}'>{e(r['dut'])} ({e(r['family'])}): kill rate "
                      f"{r['kill_rate'] if r['kill_rate'] is not None else '-'}%</h3><p>{_tally_line(r['tally'])}; "
-                     f"testbenches: {e(', '.join(r['usable']))}; {r['wall_s']} s</p>")
+                     f"testbenches: {e(', '.join(r['usable']))}; {r['wall_s']} s; measured at commit "
+                     f"{e(r.get('commit', 'unknown'))}, RTL {e(r.get('rtl_sha', '?'))}</p>")
         for p in r["problems"]:
             parts.append(f"<p class='survived'>problem: {e(p)}</p>")
         order = {"survived": 0, "unknown": 1, "equivalent-bounded": 2, "equivalent": 3, "invalid": 4, "killed": 5}
@@ -612,9 +649,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mem-gb", type=float, default=Options.mem_gb, help="address-space bound of one run")
     ap.add_argument("--keep", action="store_true", help="keep every mutant's file and builds")
     ap.add_argument("--report", default=str(REPORTS), help="report folder")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="REPORT",
+                    help="no simulation: combine these reports (folders or mutate.json files) into --report")
     ap.add_argument("--min-rate", type=float, default=None,
                     help="exit 1 when a DUT's kill rate is below this (percent)")
     a = ap.parse_args(argv)
+    if a.merge:
+        try:
+            results = merge_reports([Path(m) for m in a.merge])
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        first = results[0] if results else {}
+        opt = Options(n=first.get("n", Options.n), seed=first.get("seed", Options.seed), sim=first.get("sim", Options.sim),
+                      depth=first.get("depth", Options.depth))
+        summary = write_report(results, Path(a.report), opt, sum(r.get("wall_s", 0) for r in results))
+        return _finish(summary, a.report, a.min_rate)
     patterns = [p for p in a.tests.split(",") if p]
     for p in patterns:
         if not fnmatch.filter(TESTBENCHES, p):
@@ -651,17 +701,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[mutate] interrupted: every child process killed; the report has the {len(results)} DUT(s) "
               f"finished: {Path(a.report) / 'index.html'}", file=sys.stderr)
         return 130
+    return _finish(summary, a.report, a.min_rate)
+
+
+def _finish(summary: dict[str, Any], report: str, min_rate: float | None) -> int:
+    """Print the per-DUT and per-family lines; 1 when a DUT had a problem or is below ``min_rate``."""
     for r in summary["duts"]:
         print(f"[mutate] {r['dut']:32s} {_tally_line(r['tally'])}")
     for f, t in summary["families"].items():
         print(f"[mutate] family {f:8s} {_tally_line(t['tally'])}")
-    print(f"[mutate] report: {Path(a.report) / 'index.html'}")
+    print(f"[mutate] report: {Path(report) / 'index.html'}")
     bad = [r for r in summary["duts"] if r["problems"]]
-    low = [r for r in summary["duts"] if a.min_rate is not None and (r["kill_rate"] or 0) < a.min_rate]
+    low = [r for r in summary["duts"] if min_rate is not None and (r["kill_rate"] or 0) < min_rate]
     for r in bad:
         print(f"[mutate] {r['dut']}: " + "; ".join(r["problems"]), file=sys.stderr)
     for r in low:
-        print(f"[mutate] {r['dut']}: kill rate {r['kill_rate']}% below {a.min_rate}%", file=sys.stderr)
+        print(f"[mutate] {r['dut']}: kill rate {r['kill_rate']}% below {min_rate}%", file=sys.stderr)
     return 1 if bad or low else 0
 
 
