@@ -92,7 +92,8 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     it opens with one max-mode vector per leading-one position, each with an unclamped
     exponent (e3 changing every vector, so no window of more than one vector completes
     meanwhile), then four at max mode's clamp edges (e_max, e_max + 1, e_min, e_min - 1,
-    which before the first window only max mode shows); under the saturating policy its flat windows then set every position of
+    which before the first window only max mode shows), then each lane alone overflowing
+    at e_max's clamp; under the saturating policy its flat windows then set every position of
     mu + k*sigma, each shown unclamped by the vector after (the model's own trace says
     so, independently of the cover point's sampler). Under reshift a window never
     completes above the offset in force, so the offset cannot climb to every position."""
@@ -110,7 +111,13 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     clamp = bfp.FLAG_EXP_HI | bfp.FLAG_EXP_LO
     k = len(bins) + 1
     assert kinds[:k] == ["sweep"] * k and kinds[k:k + 4] == ["sweep_clamp"] * 4
-    assert not any(x.startswith("sweep") for x in kinds[k + 4:])
+    # then each lane alone, clamped at e_max so that it overflows, shifted left and right
+    lanes = [i for i, x in enumerate(kinds) if x == "sweep_lane"]
+    assert lanes == list(range(k + 4, k + 4 + len(lanes))) and fmt.n <= len(lanes) <= 2 * fmt.n
+    assert not any(x.startswith("sweep") for x in kinds[k + 4 + len(lanes):])
+    alone = acc[lanes] != 0
+    assert (alone.sum(axis=1) == 1).all() and set(np.argmax(alone, axis=1).tolist()) == set(range(fmt.n))
+    assert (e4[lanes] == fmt.e_max).all() and ((fl[lanes] & bfp.FLAG_OVF) != 0).all()
     mx = np.abs(acc[:k]).max(axis=1)
     assert sorted(bfp.lop_int(mx[mx > 0]).tolist()) == bins and (mx == 0).sum() == 1
     if (1 << fmt.stat_log2_win) > fmt.n:
