@@ -529,11 +529,8 @@ def stats(
     e4 = flat_signal(e)
     f_zero, f_hi, f_lo, guard, any_ovf = (Signal(bool(0)) for _ in range(5))
     flags = flat_signal(len(RENORM_FLAGS))
-    # statistics state
-    s1, s2, cnt = flat_signal(s1b), flat_signal(s2b), flat_signal(cb)
-    n1, n2, ncnt = flat_signal(s1b), flat_signal(s2b), flat_signal(cb)
-    wend, clear_now = Signal(bool(0)), Signal(bool(0))
-    last_e3, last_ok = flat_signal(es), Signal(bool(0))
+    # statistics state (the running sums only where a window spans more than one vector)
+    wdone = Signal(bool(0))   # an accepted vector completes a window
     offset = Signal(intbv(0, min=smin, max=smax))
     off_ok, pend = Signal(bool(0)), Signal(bool(0))
     wmu, wex2 = flat_signal(a), flat_signal(2 * a)
@@ -607,22 +604,6 @@ def stats(
         ex_s.next = ex
 
     @always_comb
-    def window():
-        restart = bool(0)
-        restart = last_ok and in_e3 != last_e3
-        clear_now.next = reshift and guard
-        if restart:
-            n1.next = sv1x
-            n2.next = sv2x
-            ncnt.next = 1
-            wend.next = nv == 1
-        else:
-            n1.next = s1 + sv1x
-            n2.next = s2 + sv2x
-            ncnt.next = cnt + 1
-            wend.next = cnt == nv - 1
-
-    @always_comb
     def pack_flags():
         flags.next = concat(bool(0), guard or any_ovf, f_lo, f_hi, intbv(0)[2:], f_zero)
 
@@ -633,33 +614,77 @@ def stats(
         [(out_data, mant_bus), (out_e4, e4), (out_flags, flags)], flags, err, stall=pend, load=load,
     )
 
-    @always_seq(clk.posedge, reset=rst)
-    def stats_state():
-        if load:
-            last_e3.next = in_e3
-            last_ok.next = 1
-            if clear_now:
-                s1.next = 0
-                s2.next = 0
-                cnt.next = 0
-            elif wend:
-                s1.next = 0
-                s2.next = 0
-                cnt.next = 0
-                wmu.next = n1[s1b:k]
-                wex2.next = n2[s2b:k]
-                pend.next = 1
-            else:
-                s1.next = n1
-                s2.next = n2
-                cnt.next = ncnt
-        if pend:
-            pend.next = 0
-            if hi != 0:
-                offset.next = concat(intbv(0)[eb - hib :], hlop) - (w - 2)
-                off_ok.next = 1
+    if nv == 1 and k == 0:   # one value a window: its sums are mu and ex2
 
-    return insts, select_exp, window, pack_flags, shell, stats_state
+        @always_comb
+        def window():
+            wdone.next = load and not (reshift and guard)
+
+    elif nv == 1:   # every vector not reshifted is a window of its own: its sums are the window's
+        sums_lsb_unused = flat_signal(2 * k)   # mu and ex2 drop the sums' k low bits
+
+        @always_comb
+        def window():
+            wdone.next = load and not (reshift and guard)
+            sums_lsb_unused.next = concat(sv1x[k:], sv2x[k:])
+
+    if nv == 1:
+
+        @always_seq(clk.posedge, reset=rst)
+        def window_state():
+            if wdone:
+                wmu.next = sv1x[s1b:k]
+                wex2.next = sv2x[s2b:k]
+
+    else:   # running sums and count, restarted by a changed e3, cleared by a reshift
+        s1, s2, cnt = flat_signal(s1b), flat_signal(s2b), flat_signal(cb)
+        n1, n2, ncnt = flat_signal(s1b), flat_signal(s2b), flat_signal(cb)
+        wend, clear_now = Signal(bool(0)), Signal(bool(0))
+        last_e3, last_ok = flat_signal(es), Signal(bool(0))
+
+        @always_comb
+        def window():
+            restart = bool(0)
+            restart = last_ok and in_e3 != last_e3
+            clear_now.next = reshift and guard
+            wdone.next = load and not (reshift and guard) and not restart and cnt == nv - 1
+            if restart:
+                n1.next = sv1x
+                n2.next = sv2x
+                ncnt.next = 1
+                wend.next = 0
+            else:
+                n1.next = s1 + sv1x
+                n2.next = s2 + sv2x
+                ncnt.next = cnt + 1
+                wend.next = cnt == nv - 1
+
+        @always_seq(clk.posedge, reset=rst)
+        def window_state():
+            if load:
+                last_e3.next = in_e3
+                last_ok.next = 1
+                if clear_now or wend:
+                    s1.next = 0
+                    s2.next = 0
+                    cnt.next = 0
+                    if not clear_now:
+                        wmu.next = n1[s1b:k]
+                        wex2.next = n2[s2b:k]
+                else:
+                    s1.next = n1
+                    s2.next = n2
+                    cnt.next = ncnt
+
+    @always_seq(clk.posedge, reset=rst)
+    def offset_state():
+        # the window's mu + k*sigma settles in the cycle after it ends (in_ready low then)
+        pend.next = wdone
+        if pend and hi != 0:
+            offset.next = concat(intbv(0)[eb - hib :], hlop) - (w - 2)
+            off_ok.next = 1
+
+    return insts, select_exp, window, pack_flags, shell, window_state, offset_state
 
 
 def stats_ports(fmt: BfpFormat) -> dict[str, dict]:

@@ -65,8 +65,6 @@ reg [5:0] rr;
 reg [4:0] e4;
 reg [35:0] absmax;
 wire any_ovf;
-reg clear_now;
-reg [5:0] cnt;
 reg f_hi;
 reg f_lo;
 reg f_zero;
@@ -74,25 +72,28 @@ wire [6:0] flags;
 reg guard;
 reg [40:0] hi;
 reg [5:0] hlop;
-reg [5:0] last_e3;
-reg last_ok;
 reg [5:0] lop;
-reg [45:0] n1;
-reg [81:0] n2;
-reg [5:0] ncnt;
 reg off_ok;
 reg signed [7:0] offset;
 reg pend;
-reg [45:0] s1;
-reg [81:0] s2;
 wire [45:0] sv1x;
 wire [81:0] sv2x;
-reg wend;
+reg wdone;
 reg [71:0] wex2;
 reg [35:0] wmu;
 reg signed [7:0] e3_s;
 reg signed [7:0] ex_s;
+reg last_ok;
+reg [5:0] last_e3;
+reg clear_now;
 wire load;
+reg [5:0] cnt;
+reg [45:0] n1;
+reg [81:0] n2;
+reg [5:0] ncnt;
+reg wend;
+reg [45:0] s1;
+reg [81:0] s2;
 wire [35:0] _abs_lane0_x;
 reg [35:0] _abs_lane0_mag;
 reg _abs_lane0_neg;
@@ -2853,16 +2854,17 @@ always @(off_ok, lop, in_e3, absmax, offset) begin: select_exp
 end
 
 
-always @(in_e3, s2, sv2x, sv1x, last_e3, s1, guard, last_ok, cnt) begin: window
+always @(load, in_e3, s2, sv2x, sv1x, last_e3, s1, guard, last_ok, cnt) begin: window
     reg restart;
     restart = (0 != 0);
     restart = (last_ok && (in_e3 != last_e3));
     clear_now = (1'b0 && guard);
+    wdone = (load && (!(1'b0 && guard)) && (!restart) && ($signed({1'b0, cnt}) == (64 - 1)));
     if (restart) begin
         n1 = sv1x;
         n2 = sv2x;
         ncnt = 1;
-        wend = (64 == 1);
+        wend = 0;
     end
     else begin
         n1 = (s1 + sv1x);
@@ -2946,35 +2948,28 @@ always @(posedge clk) begin: stream_register0__sticky0_stick
 end
 
 
-always @(posedge clk) begin: stats_state
+always @(posedge clk) begin: window_state
     if (rst == 1) begin
-        off_ok <= 0;
         s2 <= 0;
         wex2 <= 0;
         wmu <= 0;
         last_e3 <= 0;
         s1 <= 0;
-        offset <= 0;
         last_ok <= 0;
         cnt <= 0;
-        pend <= 0;
     end
     else begin
         if (load) begin
             last_e3 <= in_e3;
             last_ok <= 1;
-            if (clear_now) begin
+            if ((clear_now || wend)) begin
                 s1 <= 0;
                 s2 <= 0;
                 cnt <= 0;
-            end
-            else if (wend) begin
-                s1 <= 0;
-                s2 <= 0;
-                cnt <= 0;
-                wmu <= n1[46-1:10];
-                wex2 <= n2[82-1:10];
-                pend <= 1;
+                if ((!clear_now)) begin
+                    wmu <= n1[46-1:10];
+                    wex2 <= n2[82-1:10];
+                end
             end
             else begin
                 s1 <= n1;
@@ -2982,12 +2977,21 @@ always @(posedge clk) begin: stats_state
                 cnt <= ncnt;
             end
         end
-        if (pend) begin
-            pend <= 0;
-            if ((hi != 0)) begin
-                offset <= ({2'h0, hlop} - (16 - 2));
-                off_ok <= 1;
-            end
+    end
+end
+
+
+always @(posedge clk) begin: offset_state
+    if (rst == 1) begin
+        offset <= 0;
+        off_ok <= 0;
+        pend <= 0;
+    end
+    else begin
+        pend <= wdone;
+        if ((pend && (hi != 0))) begin
+            offset <= ({2'h0, hlop} - (16 - 2));
+            off_ok <= 1;
         end
     end
 end
