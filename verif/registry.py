@@ -1040,7 +1040,7 @@ _host("host_top_flush", _HS, "test_top", "host_top: soft reset with tasks in fli
 _host("host_top_two", _HS2, "test_top", "host_top, two kernels, SQ depth 4: back-pressure, interleaved completions",
       opts={"scenario": "backpressure", "tasks": 20})
 _host("host_top_two_stream", _HS2, "test_top", "host_top, two kernels: good tasks back to back, the saturating "
-      "max-pooled ones last (both kernels' scalers saturate both ways)", opts={"scenario": "stream", "tasks": 44})
+      "max-pooled ones last (both kernels' scalers saturate both ways)", opts={"scenario": "stream", "tasks": 40})
 _host("host_top_two_errors", _HS2, "test_top", "host_top, two kernels: every error class between good tasks, NOP, "
       "doorbell overflow, owned-slot write, bad CQ_HEAD, IRQs (front-end and both kernels' completions interleaved)",
       opts={"scenario": "errors"})

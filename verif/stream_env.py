@@ -144,7 +144,7 @@ class StreamUnit:
         golden model starts afresh there). The states a unit has only from reset (the
         statistics selector's max mode before its first window) are reached this way as
         often as the stimulus needs. The throughput harness resets once, at the start:
-        it refuses a stream with a reset in it (:func:`refuse_resets`)."""
+        it refuses a stream with a reset in it (``refuse_resets``)."""
         return np.zeros(len(items), bool)
 
     def encode_columns(self, items: list[Any]) -> dict[str, np.ndarray]:

@@ -280,9 +280,9 @@ def _shift0(sc: Scenario, lay: _Layout, sat: list[Step]) -> list[Step]:
     :func:`_sat_pool`), so that lane's accumulator is even and negative in both its
     scalers and passes them unshifted (its rounding adds nothing, its sign fill nothing:
     a fill that also set bit 0 showed only here, host_top@d3c7 m021 and @eb7c m071);
-    the rows' other lanes get single weights, in range or clamping. Each three times: as it
-    is, max-pooled with row ``2i`` the dtype's extremes against the column's signs, and
-    the same with the rows of each pair swapped."""
+    the rows' other lanes get single weights, in range or clamping. Each twice: as it is,
+    and max-pooled with row ``2i`` the dtype's extremes against the column's signs; the
+    int8 ones a third time, pooled with the rows of each pair swapped."""
     out = []
     base: dict[int, int] = {}
     for st in sat:
@@ -308,7 +308,11 @@ def _shift0(sc: Scenario, lay: _Layout, sat: list[Step]) -> list[Step]:
         # bit 0 survived in every odd scaler, the one the clamped row went through)
         swapped = pooled.copy()
         swapped[0::2], swapped[1::2] = pooled[1::2], pooled[0::2]
-        for tag, a, pool in ((d.tag + 0x60, act, 0), (d.tag + 0x70, pooled, 1), (d.tag + 0x50, swapped, 1)):
+        # (int8 only: the scalers are the same for both element types, and the int16 copies
+        # would crowd the random tasks out of the quick throughput episodes' memory)
+        copies = [(d.tag + 0x60, act, 0), (d.tag + 0x70, pooled, 1)] + ([(d.tag + 0x50, swapped, 1)] if d.dtype == 0
+                                                                          else [])
+        for tag, a, pool in copies:
             cp = _copy(lay, st, tag, a, pool=pool, relu=0, mult=1, shift=0)
             if cp is None:
                 return out
