@@ -97,18 +97,22 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
     if kind == "ties":
         # x = (m + 1/2) * 2**e exactly, with e the block exponent Eq. 4 picks when the
         # maximum is 2**(w-2) * 2**e (written in lane 0, then shuffled to any lane).
-        # Three elements in four sit one bit off the tie, 2**-j with j from 2 to 26 - w
-        # (the float32 significand holds it), so each sticky bit alone decides: above the
-        # tie with an even m (where RNE rounds up only for the sticky bit), or below. j
-        # steps from block to block in each lane, so every lane sees every sticky position
-        # within 25 - w blocks of the kind (drawn at random, lane 2's bit 19 above the tie
-        # was missed: bfp_quantize@9623 m043).
+        # Elements sit on the tie or one bit off it, 2**-j with j from 2 to 26 - w (the
+        # float32 significand holds it), so each sticky bit alone decides: above the tie
+        # with an even m (where RNE rounds up only for the sticky bit), or below. j steps
+        # from block to block in each lane, so every lane sees every sticky position within
+        # one cycle of the kind (drawn at random, lane 2's bit 19 above the tie was missed:
+        # bfp_quantize@9623 m043).
         e = rng.integers(lo - w + 2, hi - w + 3, size=(count, 1))
         m = rng.integers(0, 1 << (w - 2), size=(count, n)).astype(np.float64)
-        step = np.arange(count)[:, None] + np.arange(n)[None, :] + int(rng.integers(0, 25 - w))
-        j = 2 + step % (25 - w)
-        side = (step // (25 - w)) % 4   # the first pass of j above the tie, then above, below, exact
-        above, below = side < 2, side == 2
+        # Each lane runs through a cycle of 33 - w ties blocks: above the tie at each of the
+        # 25 - w sticky positions, then six exact ties (m of either parity: RNE's even
+        # rule), then two below. (Exact ties were once left to the rarest turn of a longer
+        # cycle, and a sticky OR of ones, or a compare with 1, survived: @9623 m001, m011.)
+        npos = 25 - w
+        t = (np.arange(count)[:, None] + np.arange(n)[None, :] + int(rng.integers(0, npos + 8))) % (npos + 8)
+        j = 2 + np.minimum(t, npos - 1)
+        above, below = t < npos, t >= npos + 6
         m = np.where(above, m - m % 2, m)
         off = np.where(above, np.ldexp(1.0, -j), np.where(below, -np.ldexp(1.0, -j), 0.0))
         x = np.ldexp(m + 0.5 + off, e)
