@@ -432,6 +432,7 @@ def test_stats_resets_put_max_mode_where_the_stimulus_wants_it(tmp_path):
     vector and opening lane edge is in max mode, where without the resets only the
     run's first vector is."""
     from lockstep.models import bfp
+    from lockstep.verif.bfp.renorm_env import lop_bins
     from lockstep.verif.stream_env import segments
 
     unit = _stats_unit(tmp_path, "bfp_stats_w4e8n8_reshift")
@@ -448,15 +449,9 @@ def test_stats_resets_put_max_mode_where_the_stimulus_wants_it(tmp_path):
 
     max_mode = np.concatenate([before_any_window(c["acc"][a:b], c["e3"][a:b]) for a, b in parts])
     fresh = np.char.startswith(c["kind"].astype(str), "sweep") | (c["kind"] == "lane_edge_reset")
-    assert fresh.sum() >= len(bfp_lop_bins(unit.params)) + 2 * unit.params.n
+    assert fresh.sum() >= len(lop_bins(unit.params)) + 2 * unit.params.n
     assert max_mode[fresh].all()
     assert before_any_window(c["acc"], c["e3"]).sum() == 1
-
-
-def bfp_lop_bins(fmt):
-    from lockstep.verif.bfp.renorm_env import lop_bins
-
-    return lop_bins(fmt)
 
 
 def test_a_stream_with_resets_is_refused_by_the_throughput_modes(tmp_path):

@@ -107,6 +107,8 @@ class StreamUnit:
         self.ctx = ctx
         self.params = params
         self._opened = False      # the run's first transaction is drawn (draw)
+        #: Per-edge mode: indices of the transactions the DUT is reset before (:meth:`resets`).
+        self.reset_at: set[int] = set()
 
     def items(self, rng: np.random.Generator, count: int) -> list[Any]:
         """``count`` stimulus transactions (any objects :meth:`encode` understands)."""
@@ -228,6 +230,18 @@ def segments(unit: StreamUnit, items: Sequence[Any]) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:])) or [(0, 0)]
 
 
+def by_segment(unit: StreamUnit, pairs: list[tuple[Beat, Beat]]):
+    """``(start, items, outs)`` of each run between resets of the checked ``(in, out)``
+    pairs, the unit's golden state restored to its state after reset before each (when
+    there is more than one run): the scoreboard and the coverage walk them alike."""
+    items = [i.meta for i, _ in pairs]
+    parts = segments(unit, items)
+    for a, b in parts:
+        if len(parts) > 1:
+            unit.load_state(unit.initial_state)
+        yield a, items[a:b], [o.fields for _, o in pairs[a:b]]
+
+
 class GoldenFlagsQuiet:
     """:meth:`StreamUnit.quiet` for a stateless unit whose ``golden(items)`` returns the
     block flags last: the first transaction whose golden flags are 0. Mix in before
@@ -293,7 +307,7 @@ class StreamDriver(uvm_driver):
         k = 0
         while True:
             seq_item = await self.seq_item_port.get_next_item()
-            if k in getattr(self.bfm.unit, "reset_at", ()):   # drained, then reset (StreamUnit.resets)
+            if k in self.bfm.unit.reset_at:   # drained, then reset (StreamUnit.resets)
                 await self.bfm.drained(k)
                 await pulse_reset(cocotb.top)
             await self.bfm.send(seq_item.obj)
@@ -361,14 +375,12 @@ class StreamScoreboard(uvm_component):
         if not pairs:
             errors.append("no transaction was checked")
         else:
-            items = [i.meta for i, _ in pairs]
-            parts = segments(unit, items)
-            for a, b in parts:   # from the golden state after reset, each run between resets
-                if len(parts) > 1:
-                    unit.load_state(unit.initial_state)
-                errs, bad, sticky = unit.check(items[a:b], [o.fields for _, o in pairs[a:b]])
+            runs = []   # the outputs of each run between resets
+            for a, items, outs in by_segment(unit, pairs):
+                errs, bad, sticky = unit.check(items, outs)
                 errors += [f"after the reset before transaction {a}: {e}" for e in errs] if a else errs
                 mismatches += bad
+                runs.append(outs)
             late = [k for k, (i, o) in enumerate(pairs) if o.first_valid - i.cycle != latency]
             for k in late[:5]:
                 i, o = pairs[k]
@@ -378,8 +390,8 @@ class StreamScoreboard(uvm_component):
                 )
             ctx.summary["late"] = len(late)
             if sticky is not None:
-                for a0, b0 in parts:
-                    errors += sticky_beats([o.fields for _, o in pairs[a0:b0]])[0]
+                for outs in runs:   # err restarts from 0 at each reset
+                    errors += sticky_beats(outs)[0]
                 dut_err = int(cocotb.top.err.value)
                 if dut_err != sticky:
                     errors.append(f"sticky err={dut_err:#x}, golden OR of flags={sticky:#x}")
@@ -418,12 +430,9 @@ class StreamCoverage(uvm_component):
         pairs = _drain(self.fifo)
         if not pairs:
             return
-        items, samples = [i.meta for i, _ in pairs], []
-        parts = segments(unit, items)
-        for a, b in parts:
-            if len(parts) > 1:
-                unit.load_state(unit.initial_state)
-            samples += unit.samples(items[a:b], [o.fields for _, o in pairs[a:b]]) or [{} for _ in range(a, b)]
+        samples = []
+        for _, items, outs in by_segment(unit, pairs):
+            samples += unit.samples(items, outs) or [{} for _ in items]
         for (_, o), s in zip(pairs, samples):
             self.cg.sample({**s, "stalled": o.cycle > o.first_valid})
 
@@ -483,7 +492,7 @@ class StreamTest(uvm_test):
                 await RisingEdge(cocotb.top.clk)
 
         # (each reset mid-stream drains the pipeline: latency, 2 edges and the last beat's back-pressure)
-        resets = len(getattr(self.unit, "reset_at", ()))
+        resets = len(self.unit.reset_at)
         budget = int(4 * (count / ((1 - idle) * (1 - bp)) + (resets + 1) * (latency + 50)))
         try:
             await with_timeout(body(), budget * CLOCK_NS, "ns")

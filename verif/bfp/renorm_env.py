@@ -371,6 +371,10 @@ def _lane_at(rng: np.random.Generator, p: int, size: int | None = None) -> np.nd
     return (1 << p) + rng.integers(0, 1 << p, size=size, dtype=np.int64) if p else np.ones(size, np.int64)
 
 
+#: The end of a statistics stimulus kind whose vector the DUT is reset before (option resets).
+AFTER_RESET = "_reset"
+
+
 def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
                   state: dict | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``(acc (count, n), e3 (count,), kinds)``; ``state`` (a dict, empty at first) carries
@@ -406,12 +410,12 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     a zero vector's and a clamp's exponent, and a lane's lone round-up overflow, in max
     mode, survived)."""
     n, w, a = fmt.n, fmt.w, fmt.acc_bits
-    resets = bool(state.get("resets")) if state is not None else False
-    after_reset = "_reset" if resets else ""
+    state = {} if state is None else state
+    resets = bool(state.get("resets"))
+    after_reset = AFTER_RESET if resets else ""
     nv = (1 << fmt.stat_log2_win) // n
     lo, hi = -(1 << (a - 1)), (1 << (a - 1)) - 1
     es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
-    state = {} if state is None else state
     accs, e3s, kinds = [], [], []
 
     def top_at(p: int) -> int:
@@ -468,9 +472,9 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
         """Run the selector over the vectors drawn since it last ran (reset where the DUT is)."""
         nonlocal fed
         while fed < len(accs):
-            if kinds[fed].endswith("_reset"):
+            if kinds[fed].endswith(AFTER_RESET):
                 sel.reset()
-            stop = next((j for j in range(fed + 1, len(accs)) if kinds[j].endswith("_reset")), len(accs))
+            stop = next((j for j in range(fed + 1, len(accs)) if kinds[j].endswith(AFTER_RESET)), len(accs))
             sel.run(np.array(accs[fed:stop], np.int64).reshape(-1, n), np.array(e3s[fed:stop], np.int64))
             fed = stop
 
@@ -493,7 +497,7 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
         v[lane] = (((1 << (w - 1)) - 1) << s_) + ((1 << (s_ - 1)) if tie else 0)
         accs.append(v * int(rng.choice([-1, 1])))
         e3s.append(e3)
-        kinds.append("lane_edge" + ("_reset" if fresh else ""))
+        kinds.append("lane_edge" + (AFTER_RESET if fresh else ""))
         return True
 
     if not state.get("edged"):   # every lane on the edge once, both ways
@@ -517,6 +521,7 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
             accs.append(v)
             e3s.append(e3)
             kinds.append("lone")
+
     def flat_edge() -> None:
         """Kind ``flat_edge``: a vector whose ``e3`` puts the offset in force's exponent at
         the next of ``e_max``, ``e_max + 1``, ``e_min``, ``e_min - 1`` (no guard: its
@@ -611,7 +616,7 @@ class StatsUnit(RenormUnit):
 
     def resets(self, items) -> np.ndarray:
         """The vectors the stimulus puts after a reset (kinds ending ``_reset``: option ``resets``)."""
-        return np.char.endswith(np.asarray(self.columns(items)["kind"], dtype=str), "_reset")
+        return np.char.endswith(np.asarray(self.columns(items)["kind"], dtype=str), AFTER_RESET)
 
     def __init__(self, ctx, params) -> None:
         super().__init__(ctx, params)

@@ -96,7 +96,7 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         return rest.astype(np.uint32)
     if kind == "ties":
         # x = (m + 1/2) * 2**e exactly, with e the block exponent Eq. 4 picks when the
-        # maximum is 2**(w-2) * 2**e (written in lane 0, then shuffled to any lane).
+        # maximum is 2**(w-2) * 2**e (written in lane top_lane).
         # Elements sit on the tie or one bit off it, 2**-j with j from 2 to 26 - w (the
         # float32 significand holds it), so each sticky bit alone decides: above the tie
         # with an even m (where RNE rounds up only for the sticky bit), or below. j steps

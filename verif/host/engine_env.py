@@ -591,9 +591,10 @@ class EngineBfm:
             self.drive(tp_raddr=TP[n])
             await Timer(1, "ns")
             out[n] = int(self.dut.tp_rdata.value)
-            if n == "lfsr" and out[n] != (want := lfsr_after(self.lfsr_at[0], self.cycle() - self.lfsr_at[1])):
-                self.lfsr_problems.append(f"test port lfsr = {out[n]:#010x} {self.cycle() - self.lfsr_at[1]} cycles "
-                                          f"after state {self.lfsr_at[0]:#x}, expected {want:#010x}")
+            state, since = self.lfsr_at[0], self.cycle() - self.lfsr_at[1]
+            if n == "lfsr" and out[n] != (want := lfsr_after(state, since)):
+                self.lfsr_problems.append(f"test port lfsr = {out[n]:#010x} {since} cycles after state {state:#x}, "
+                                          f"expected {want:#010x}")
         await self.fall()
         return out
 

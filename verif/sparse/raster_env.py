@@ -454,6 +454,8 @@ class ProfilerUnit(RasterUnit):
     sources = {"in": ["data"]}
     idle_inputs = {**RasterUnit.idle_inputs, "rd_sel": 0, "rd_addr": 0}
     covergroup = "sparse.profiler"
+    #: numpy's ``(rows/cols counts, total)`` of the last accepted job (None before one)
+    _last: tuple[dict[str, np.ndarray], int] | None = None
 
     def inputs(self, job: RasterJob) -> list[dict[str, int]]:
         mask = (1 << self.params.dw) - 1
@@ -492,9 +494,8 @@ class ProfilerUnit(RasterUnit):
     def check(self, job: RasterJob, obs: Observation) -> list[str]:
         errs = self.check_protocol(job, obs)
         if job.refused:   # the counts stay those of the last accepted job (unknown before one)
-            last = getattr(self, "_last", None)
-            if last is not None:
-                errs += [f"refused start: {e} (the last accepted job's)" for e in self._compare(obs, *last)]
+            if self._last is not None:
+                errs += [f"refused start: {e} (the last accepted job's)" for e in self._compare(obs, *self._last)]
             return errs
         X = job.X
         want = {name: np.count_nonzero(X, axis=axis) for name, axis in (("rows", 1), ("cols", 0))}
