@@ -268,6 +268,55 @@ def test_make_mutate_smoke_kills_every_non_equivalent_mutant(tmp_path, capsys):
     assert main(["--merge", str(tmp_path / "nowhere"), "--report", str(merged)]) == 2
 
 
+def _record(dut: str, sha: str, killed: int = 9, survived: int = 1) -> dict:
+    tally = {v: 0 for v in mutate.VERDICTS} | {"killed": killed, "survived": survived}
+    return {"dut": dut, "family": dut.split("_")[0], "testbenches": ["tb"], "usable": ["tb"], "tally": tally,
+            "kill_rate": round(100.0 * killed / (killed + survived), 1), "problems": [], "wall_s": 1.0,
+            "rtl_sha": sha, "commit": "abc1234", "mutants": []}
+
+
+def test_the_campaign_folder_merges_and_is_held_to_todays_tier(tmp_path, monkeypatch, capsys):
+    """The campaign keeps one record per DUT in the repository (``--save``); ``make
+    mutate-status`` merges the folder and holds it to the quick tier generated now: a DUT
+    with no record, or measured at Verilog the generators no longer write, is named, and
+    with ``--min-rate`` fails the status as a low rate does."""
+    from lockstep.verif.mutate import Dut, campaign_status, merge_reports, rtl_sha
+    src = {}
+    for name, text in [("a", "module a; endmodule\n"), ("b", "module b; endmodule\n"), ("c", "module c; endmodule\n")]:
+        src[name] = tmp_path / f"{name}.v"
+        src[name].write_text(text)
+    current = [Dut(f"bfp_{n}@1", "bfp", f"bfp_{n}", src[n]) for n in "abc"]
+    camp = tmp_path / "campaign"
+    camp.mkdir()
+    (camp / "bfp_a_1.json").write_text(json.dumps(_record("bfp_a@1", rtl_sha(src["a"].read_text()))))
+    (camp / "bfp_b_1.json").write_text(json.dumps(_record("bfp_b@1", "000000000000")))   # an older RTL
+    (camp / "bfp_old_1.json").write_text(json.dumps(_record("bfp_old@1", "111111111111")))
+    results = merge_reports([camp])
+    assert [r["dut"] for r in results] == ["bfp_a@1", "bfp_b@1", "bfp_old@1"]
+    status = campaign_status(results, current)
+    assert status == {"duts": 3, "measured": ["bfp_a@1"], "stale": ["bfp_b@1"], "missing": ["bfp_c@1"],
+                      "retired": ["bfp_old@1"]}
+    # one DUT's record file merges on its own, and a later source replaces an earlier record
+    better = tmp_path / "bfp_b_1.json"
+    better.write_text(json.dumps(_record("bfp_b@1", rtl_sha(src["b"].read_text()), killed=10, survived=0)))
+    assert {r["dut"]: r["kill_rate"] for r in merge_reports([camp, better])}["bfp_b@1"] == 100.0
+    monkeypatch.setattr(mutate, "duts", lambda patterns, sim: current)
+    out = tmp_path / "report"
+    assert main(["--merge", str(camp), "--tier", "--report", str(out)]) == 0    # no rate asked: a status only
+    text = capsys.readouterr()
+    assert "1 of 3 DUTs measured" in text.out and "missing (1): bfp_c@1" in text.err and "stale (1): bfp_b@1" in text.err
+    assert json.loads((out / "mutate.json").read_text())["campaign"]["missing"] == ["bfp_c@1"]
+    assert "missing (1)" in (out / "index.html").read_text()
+    assert main(["--merge", str(camp), "--tier", "--report", str(out), "--min-rate", "80"]) == 1   # gaps fail
+    (camp / "bfp_b_1.json").write_text(better.read_text())
+    (camp / "bfp_c_1.json").write_text(json.dumps(_record("bfp_c@1", rtl_sha(src["c"].read_text()))))
+    assert main(["--merge", str(camp), "--tier", "--report", str(out), "--min-rate", "80"]) == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["--merge", str(empty), "--report", str(out)]) == 2
+    assert "no report" in capsys.readouterr().err
+
+
 def test_a_timeout_is_confirmed_with_a_longer_bound_before_it_kills(monkeypatch):
     """A mutant's run that hits its bound runs again with RETRY_FACTOR times the bound
     (a loaded machine slows every run): a pass then is no kill, a second timeout is."""

@@ -61,12 +61,16 @@ from lockstep.models.record import params_hash
 
 from . import mutants as mut
 from .registry import SIMULATORS, TESTBENCHES, quick_seed
-from .runner import BUILD, build_key, generate_rtl, rtl_dir, rtl_tag
+from .runner import BUILD, REPO, build_key, generate_rtl, rtl_dir, rtl_tag
 
 __all__ = ["Dut", "Options", "TbRun", "Interrupted", "duts", "bounded", "stop_all", "equivalence", "run_testbench", "mutate_dut", "main",
            "VERDICTS"]
 
 REPORTS = BUILD / "reports" / "mutate"
+#: The campaign's records, kept in the repository: one ``<dut>.json`` per quick-tier DUT as
+#: ``make mutate`` measured it (its commit and RTL hash inside). ``make mutate-status``
+#: merges them and holds them to today's quick tier.
+CAMPAIGN = REPO / "docs" / "mutation-campaign"
 #: Verdicts of a mutant, and whether each counts in the kill rate's denominator.
 VERDICTS = {"killed": True, "survived": True, "unknown": True, "equivalent": False,
             "equivalent-bounded": False, "invalid": False}
@@ -519,7 +523,7 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
         pool.shutdown(wait=True, cancel_futures=True)
     tally = _tally(records)
     return {"dut": dut.name, "family": dut.family, "toplevel": dut.toplevel, "source": str(dut.source),
-            "rtl_sha": hashlib.sha256(text.encode()).hexdigest()[:12], "commit": _commit(),
+            "rtl_sha": rtl_sha(text), "commit": _commit(),
             "testbenches": dut.testbenches, "usable": usable, "sim": opt.sim, "seed": opt.seed, "n": opt.n,
             "depth": opt.depth, "baseline": {n: base[n].to_dict() for n in dut.testbenches},
             "problems": problems, "tally": tally, "kill_rate": _rate(tally),
@@ -538,26 +542,62 @@ def _commit() -> str:
     return (head + ("-dirty" if dirty else "")) if head else "unknown"
 
 
+def _records(path: Path, src: Path) -> list[dict[str, Any]]:
+    """The DUT records in one JSON file: a whole report (``mutate.json``) or one DUT's
+    record (``<dut>.json``, as the report folder and the campaign folder hold them)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--merge {src}: no readable report ({exc})") from exc
+    if isinstance(data, dict) and "dut" in data and "tally" in data:
+        return [data]
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list) or not all(isinstance(r, dict) and "dut" in r and "tally" in r for r in results):
+        raise ValueError(f"--merge {src}: {path} is not a mutation report (no DUT records)")
+    return results
+
+
 def merge_reports(sources: list[Path]) -> list[dict[str, Any]]:
-    """The DUT records of the ``mutate.json`` reports in ``sources`` (folders or files),
-    in order; a DUT found twice keeps its later record. For a campaign run in parts
-    (``--duts`` per part, on one machine after another or on several): each record keeps
-    the commit and the RTL hash it was measured at."""
+    """The DUT records of the reports in ``sources``, in order; a DUT found twice keeps its
+    later record. A source is a ``mutate.json`` file, one DUT's ``<dut>.json``, or a
+    folder: its ``mutate.json`` when it has one, else every ``*.json`` in it (by name), as
+    in the campaign folder (:data:`CAMPAIGN`). For a campaign run in parts (``--duts`` per
+    part, on one machine after another or on several): each record keeps the commit and
+    the RTL hash it was measured at."""
     found: dict[str, dict[str, Any]] = {}
     for src in sources:
-        path = src / "mutate.json" if src.is_dir() else src
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"--merge {src}: no readable mutate.json ({exc})") from exc
-        results = data.get("results") if isinstance(data, dict) else None
-        if not isinstance(results, list) or not all(isinstance(r, dict) and "dut" in r and "tally" in r
-                                                    for r in results):
-            raise ValueError(f"--merge {src}: {path} is not a mutation report (no DUT records)")
-        for r in results:
-            found.pop(r["dut"], None)
-            found[r["dut"]] = r
+        if src.is_dir():
+            files = [src / "mutate.json"] if (src / "mutate.json").is_file() else sorted(src.glob("*.json"))
+            if not files:
+                raise ValueError(f"--merge {src}: a folder with no report (no mutate.json, no <dut>.json)")
+        else:
+            files = [src]
+        for path in files:
+            for r in _records(path, src):
+                found.pop(r["dut"], None)
+                found[r["dut"]] = r
     return list(found.values())
+
+
+def rtl_sha(text: str) -> str:
+    """The short hash a DUT record keeps of the generated Verilog it was measured at."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def campaign_status(results: list[dict[str, Any]], current: list[Dut]) -> dict[str, Any]:
+    """How far ``results`` cover the DUTs of today's quick tier (``current``): each DUT is
+    ``measured`` (a record at the RTL generated now), ``stale`` (a record of the same top
+    and parameters, but the generator has changed the Verilog since) or ``missing``; a
+    record of a DUT that is no longer in the tier is ``retired``."""
+    now = {d.name: rtl_sha(d.source.read_text()) for d in current}
+    have = {r["dut"]: r.get("rtl_sha") for r in results}
+    return {
+        "duts": len(now),
+        "measured": sorted(n for n, sha in now.items() if have.get(n) == sha),
+        "stale": sorted(n for n, sha in now.items() if n in have and have[n] != sha),
+        "missing": sorted(n for n in now if n not in have),
+        "retired": sorted(n for n in have if n not in now),
+    }
 
 
 def _tally(records) -> dict[str, int]:
@@ -578,8 +618,10 @@ def _tally_line(t: dict[str, int]) -> str:
 
 
 # ---- report ----------------------------------------------------------------------------------
-def write_report(results: list[dict[str, Any]], outdir: Path, opt: Options, elapsed: float) -> dict[str, Any]:
-    """``mutate.json``, ``<dut>.json`` and ``index.html`` under ``outdir``; returns the summary."""
+def write_report(results: list[dict[str, Any]], outdir: Path, opt: Options, elapsed: float,
+                 campaign: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``mutate.json``, ``<dut>.json`` and ``index.html`` under ``outdir``; returns the summary
+    (with ``campaign``, :func:`campaign_status`, when given)."""
     outdir.mkdir(parents=True, exist_ok=True)
     families: dict[str, dict[str, int]] = {}
     for r in results:
@@ -593,6 +635,8 @@ def write_report(results: list[dict[str, Any]], outdir: Path, opt: Options, elap
         "duts": [{k: r[k] for k in ("dut", "family", "testbenches", "usable", "tally", "kill_rate", "problems", "wall_s")}
                  for r in results],
     }
+    if campaign is not None:
+        summary["campaign"] = campaign
     (outdir / "mutate.json").write_text(json.dumps({**summary, "results": results}, indent=1))
     (outdir / "index.html").write_text(_html(summary, results, opt))
     return summary
@@ -612,7 +656,15 @@ padding:2px 6px;font-size:90%}}code{{font-size:85%}}.survived,.unknown{{backgrou
 <h1>Mutation testing</h1>
 <p>{opt.n} mutants per DUT (seed {opt.seed}) on {e(opt.sim)}; equivalence by Yosys + Yices (k-induction, then a search
 bounded at {opt.depth} cycles). Kill rate = killed / (killed + survived + unknown). {summary['elapsed_s']} s.</p>
-<h2>Per family</h2><table><tr><th>family</th>{head}<th>kill rate</th></tr>{rows}</table><h2>Per DUT</h2>"""]
+<h2>Per family</h2><table><tr><th>family</th>{head}<th>kill rate</th></tr>{rows}</table>"""]
+    c = summary.get("campaign")
+    if c is not None:
+        parts.append(f"<h2>The quick tier</h2><p>{len(c['measured'])} of {c['duts']} DUTs measured at the RTL generated "
+                     f"now.</p>" + "".join(
+                         f"<p class='survived'>{k} ({len(c[k])}): {e(', '.join(c[k]))}</p>"
+                         for k in ("stale", "missing") if c[k])
+                     + (f"<p>retired (no longer in the tier): {e(', '.join(c['retired']))}</p>" if c["retired"] else ""))
+    parts.append("<h2>Per DUT</h2>")
     for r in results:
         parts.append(f"<h3 id='{e(r['dut'])}'>{e(r['dut'])} ({e(r['family'])}): kill rate "
                      f"{r['kill_rate'] if r['kill_rate'] is not None else '-'}%</h3><p>{_tally_line(r['tally'])}; "
@@ -653,6 +705,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="no simulation: combine these reports (folders or mutate.json files) into --report")
     ap.add_argument("--min-rate", type=float, default=None,
                     help="exit 1 when a DUT's kill rate is below this (percent)")
+    ap.add_argument("--save", action="store_true",
+                    help=f"keep each DUT's record in the campaign folder too ({CAMPAIGN.relative_to(REPO)})")
+    ap.add_argument("--tier", action="store_true",
+                    help="with --merge: hold the records to today's quick tier (DUTs missing, or measured at an "
+                    "RTL the generators no longer write, are listed; with --min-rate they fail)")
     a = ap.parse_args(argv)
     if a.merge:
         try:
@@ -663,7 +720,8 @@ def main(argv: list[str] | None = None) -> int:
         first = results[0] if results else {}
         opt = Options(n=first.get("n", Options.n), seed=first.get("seed", Options.seed), sim=first.get("sim", Options.sim),
                       depth=first.get("depth", Options.depth))
-        summary = write_report(results, Path(a.report), opt, sum(r.get("wall_s", 0) for r in results))
+        campaign = campaign_status(results, duts([], opt.sim)) if a.tier else None
+        summary = write_report(results, Path(a.report), opt, sum(r.get("wall_s", 0) for r in results), campaign)
         return _finish(summary, a.report, a.min_rate)
     patterns = [p for p in a.tests.split(",") if p]
     for p in patterns:
@@ -696,6 +754,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for d in chosen:  # the report is rewritten after every DUT: an interrupted run keeps the DUTs it finished
             results.append(mutate_dut(d, opt))
+            if a.save:
+                CAMPAIGN.mkdir(parents=True, exist_ok=True)
+                (CAMPAIGN / f"{d.name.replace('@', '_')}.json").write_text(json.dumps(results[-1], indent=1) + "\n")
             summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
     except (KeyboardInterrupt, Interrupted):
         print(f"[mutate] interrupted: every child process killed; the report has the {len(results)} DUT(s) "
@@ -717,7 +778,15 @@ def _finish(summary: dict[str, Any], report: str, min_rate: float | None) -> int
         print(f"[mutate] {r['dut']}: " + "; ".join(r["problems"]), file=sys.stderr)
     for r in low:
         print(f"[mutate] {r['dut']}: kill rate {r['kill_rate']}% below {min_rate}%", file=sys.stderr)
-    return 1 if bad or low else 0
+    c = summary.get("campaign")
+    gaps = []
+    if c is not None:
+        print(f"[mutate] quick tier: {len(c['measured'])} of {c['duts']} DUTs measured at today's RTL")
+        for k in ("stale", "missing", "retired"):
+            if c[k]:
+                print(f"[mutate] {k} ({len(c[k])}): {' '.join(c[k])}", file=sys.stderr if k != "retired" else sys.stdout)
+        gaps = c["stale"] + c["missing"] if min_rate is not None else []
+    return 1 if bad or low or gaps else 0
 
 
 if __name__ == "__main__":
