@@ -381,10 +381,19 @@ def _sc_backpressure(p, rng, sc, lay, blocks, tasks):
     _stream(p, rng, sc, lay, blocks, tasks)
     for st in sc.steps:
         st.gap = 0
-    sc.steps.insert(2, Step("stop_cq"))
+    off = 0
+    if p.n_kernels > 1 and sum(st.kind == "task" for st in sc.steps) >= 2 * p.depth + 5:
+        # first, one completion waiting alone: depth + 1 tasks into an empty CQ, so one kernel
+        # holds a completion and the other is idle; PERF_CQ_STALL counts that wait too
+        # (host_top@eb7c m000, counting only while every kernel waited, survived the pair
+        # below, where both kernels end up waiting)
+        sc.steps.insert(0, Step("stop_cq"))
+        sc.steps.insert(1 + p.depth + 1, Step("resume_cq"))
+        off = p.depth + 3
+    sc.steps.insert(off + 2, Step("stop_cq"))
     # depth + 2 tasks after the stop: enough to fill the CQ and stall a kernel, never more
     # than the SQ, the kernels and the CQ hold (the submitter would wait forever)
-    sc.steps.insert(2 + 1 + p.depth + 2, Step("resume_cq"))
+    sc.steps.insert(off + 2 + 1 + p.depth + 2, Step("resume_cq"))
     sc.bp_rate, sc.lat_rate = int(rng.integers(3, 10)), int(rng.integers(3, 10))
     sc.exact_cycles = False
 

@@ -214,7 +214,7 @@ class Submitter(uvm_component):
                         break
                     await drv.cycles(32)
                 else:
-                    sh.note("resume_cq: the CQ never filled while the host held it (the step proves nothing)")
+                    sh.note("resume_cq: while the host held the CQ, STATUS never showed it full with PERF_CQ_STALL counting a waiting completion")
                 if sh.cq_full_seen:
                     # a completion waits on the full CQ until the host makes room: PERF_CQ_STALL
                     # counts every cycle of it (modulo 2**cnt_bits; host_top@eb7c m070, the

@@ -483,7 +483,7 @@ def check_episode(ep: Episode, tr: Trace, fin: Final, p: HostParams) -> EpisodeR
     if vals["ro"]["ID"] != hm.ID_VALUE:
         problems.append("a write to the RO register ID changed it")
     for c, op in tr.gave_up:
-        problems.append("resume_cq: the CQ never filled while the host held it (the step proves nothing)"
+        problems.append("resume_cq: while the host held the CQ, STATUS never showed it full with PERF_CQ_STALL counting a waiting completion"
                         if op == OPS["RESUME"] else f"the flush did not end within {_FLUSH_POLLS * 16} cycles")
     span = 2 * p.depth
     if fin.sq_tail != len(ep.subs) % span or fin.cq_head != len(cq) % span:
