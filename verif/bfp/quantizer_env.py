@@ -86,15 +86,48 @@ class QuantUnit(GoldenFlagsQuiet, StreamUnit):
         fmt: BfpFormat = self.params
         mix = self.ctx.opt("kinds", None) or KINDS
         bits, kinds = float_blocks(rng, fmt, count, mix)
+        lone = 0
         if mix.get("lone", 0) > 0 and not self._lone_swept:
-            k = min(count, len(LONE_CLASSES) * fmt.n)
-            bits[:k], kinds[:k] = float_kind(rng, "lone", k, fmt), list(mix).index("lone")
+            lone = min(count, len(LONE_CLASSES) * fmt.n)
+            bits[:lone], kinds[:lone] = float_kind(rng, "lone", lone, fmt), list(mix).index("lone")
             self._lone_swept = True
         force = rng.random(count) < float(self.ctx.opt("force_rate", 0.1))
         exps = rng.integers(fmt.e_min, fmt.e_max + 1, size=count)
-        names = np.array(list(mix))
-        return drawn_items(QuantItem, {"bits": bits, "force": force, "exp": exps, "kind": names[kinds]},
+        edge = rng.random(count) < 0.25   # a quarter of the forced exponents at the range's ends
+        exps[edge] = np.where(rng.random(int(edge.sum())) < 0.5, fmt.e_min, fmt.e_max)
+        labels = np.array(list(mix), dtype=object)[kinds]
+        # two forced blocks in three sweep the shifters (never over the opening lone blocks)
+        sweep = force & (rng.random(count) < 2 / 3)
+        sweep[:lone] = False
+        idx = np.flatnonzero(sweep)
+        if idx.size:
+            bits[idx], exps[idx] = self._pow2_sweep(rng, idx.size)
+            labels[idx] = "forced_pow2"
+        return drawn_items(QuantItem, {"bits": bits, "force": force, "exp": exps, "kind": labels},
                            ["bits", "force", "exp", "kind"])
+
+    _sweep_at = 0   # forced power-of-two blocks sent so far (the sweep goes on from there)
+
+    def _pow2_sweep(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` blocks of powers of two against a forced exponent: lane ``i`` of the
+        ``j``-th such block holds ``+-2**(exp + k)`` with ``k`` the ``(j + i)``-th of
+        ``-26 .. 24 + w`` (cyclically), so its mantissa before rounding is the one bit
+        ``2**k``: below the rounding position (round and sticky), at each position of the
+        24-bit significand's integer part, and past it into overflow. Over one cycle of
+        ``k`` every lane puts its one bit at every position of its shifter: a bit stuck at
+        0 anywhere on that path shows (bfp_quantize@9623 m078, bit 11 of the integer part
+        under a forced exponent, survived 1000 random blocks)."""
+        fmt: BfpFormat = self.params
+        ks = np.arange(-26, 25 + fmt.w)
+        j = self._sweep_at + np.arange(count)
+        self._sweep_at += count
+        k = ks[(j[:, None] + np.arange(fmt.n)[None, :]) % ks.size]
+        # every 2**(exp + k) a normal float32: biased exponent exp + k + 127 in 1 .. 254
+        lo, hi = max(fmt.e_min, 1 - 127 - int(ks[0])), min(fmt.e_max, 254 - 127 - int(ks[-1]))
+        ex = rng.integers(lo, hi + 1, size=count)
+        sign = rng.integers(0, 2, size=(count, fmt.n)).astype(np.uint32) << np.uint32(31)
+        bits = sign | ((ex[:, None] + k + 127).astype(np.uint32) << np.uint32(23))
+        return bits, ex
 
     def encode(self, item: QuantItem) -> dict[str, int]:
         return {
