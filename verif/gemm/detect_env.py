@@ -387,6 +387,8 @@ class DetectUnit(StartDoneUnit):
         cg.point("m", lambda s: s["m"], ["1", "mid", "m_max"] if p.m_max > 2 else ["1", "m_max"])
         cg.point("stride", lambda s: s["stride"], list(STRIDES))
         cg.point("control", lambda s: s["control"], ["back_to_back", "start_while_busy", "inputs_change", "reset"])
+        if self.limited():
+            cg.point("keep_limited", lambda s: s["keep_limited"], [k for k, _, _ in self.limited()])
 
     def samples(self, job: StartJob, obs: StartObs) -> list[dict[str, Any]]:
         p = self.params
@@ -469,6 +471,30 @@ class SelectUnit(StartDoneUnit):
             out |= {min(e, top), min(e + 1, top), min(e + z * p.v, top), min(e + z * p.v + 1, top)}
         return sorted(out)
 
+    _limited: list[tuple[int, int, int]] | None = None
+
+    def limited(self) -> list[tuple[int, int, int]]:
+        """``(keep, lda, base_a)``: for each ``keep`` below ``m_max`` that a conflicting
+        leading dimension gives the detector, one such ``lda`` and base, found by a fixed
+        search (12000 draws, the same for every seed) over ``lda`` in ``1 .. 8 ways`` and element
+        bases. With ``limit_m`` the kernel is then picked over ROM rows capped at
+        ``keep``: every cap is a different race between the candidates' balance ratios
+        (kernel_select@f7a20 m006, m013, m031: the capped pick's denominator, its
+        remembered z, its balance test, survived the stride classes' few caps)."""
+        if self._limited is None:
+            p = self.params
+            rng = np.random.default_rng(20261129)
+            top = (1 << p.aw) - 1
+            found: dict[int, tuple[int, int, int]] = {}
+            for _ in range(12000):
+                lda = int(rng.integers(1, min(8 * p.way_bytes // p.eb, top) + 1))
+                base = int(rng.integers(0, (top + 1) // p.eb)) * p.eb
+                d = gemm.select_kernel(1, lda, base, p, True).det
+                if d.conflict and d.keep < p.m_max:
+                    found.setdefault(d.keep, (d.keep, lda, base))
+            self._limited = [found[k] for k in sorted(found)]
+        return self._limited
+
     def items(self, rng: np.random.Generator, count: int) -> list[StartJob]:
         p = self.params
         L, eb = p.line, p.eb
@@ -493,6 +519,10 @@ class SelectUnit(StartDoneUnit):
         for n in edges:  # the balance edge, for a clean stride and a conflicting one
             jobs.append(J("odd", n, way + 1, 0, int(rng.integers(0, 2))))
             jobs.append(J("multiple", n, way, 0, int(rng.integers(0, 2))))
+        for keep, lda, base in self.limited():  # every cap, at two edges where the capped pick decides
+            capped = [n for n in edges if gemm.pick(p.m_max, n, p)[0] > keep]
+            for n in rng.permutation(capped)[:2].tolist():
+                jobs.append(J("keep", n, lda, base, 1))
         jobs = self.decorate(rng, jobs)
         while len(jobs) < count:
             if rng.random() < 0.04:
@@ -516,10 +546,13 @@ class SelectUnit(StartDoneUnit):
         cg.point("aligned", lambda s: s["aligned"], [False, True])
         cg.point("refused", lambda s: s["refused"], [True])
         cg.point("control", lambda s: s["control"], ["back_to_back", "start_while_busy", "inputs_change", "reset"])
+        if self.limited():
+            cg.point("keep_limited", lambda s: s["keep_limited"], [k for k, _, _ in self.limited()])
 
     def samples(self, job: StartJob, obs: StartObs) -> list[dict[str, Any]]:
         p = self.params
-        keys = ("prog", "kernel", "choice", "balance", "limit_m", "stride", "aligned", "refused", "control")
+        keys = ("prog", "kernel", "choice", "balance", "limit_m", "stride", "aligned", "refused", "control",
+                "keep_limited")
         s: dict[str, Any] = dict.fromkeys(keys)
         out = [{**s, "control": c} for c in self.control(job, obs)]
         if job.reset_at is not None:
@@ -536,5 +569,6 @@ class SelectUnit(StartDoneUnit):
                  balance="N=0" if n == 0 else "below" if nb < p.ncores else "at" if nb == p.ncores else "above",
                  limit_m="off" if not job.ins["limit_m"] else "on_no_conflict" if not limited
                  else "on_limited" if sel.prog == gemm.NO_COPY else None,
-                 stride=job.tag if job.tag in STRIDES else None, aligned=sel.cf.aligned)
+                 stride=job.tag if job.tag in STRIDES else None, aligned=sel.cf.aligned,
+                 keep_limited=sel.det.keep if job.ins["limit_m"] and limited and sel.prog == gemm.NO_COPY else None)
         return out + [s]
