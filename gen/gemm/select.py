@@ -159,7 +159,8 @@ def _pick(clk, rst, clear, step, mi, zi, mmin, nb, cap, ok, pm, pz, fmt: GemmPar
     """One ``pick(cap)`` of docs/gemm.md section 3, one ROM entry per ``step`` cycle.
 
     Ports:
-        clear: forget every entry (at a start).
+        clear: forget every entry (at a start): the flags fall, the values stay (unread until
+            their flag is set again).
         step: entry ``(mi, zi)`` is looked at this cycle (``mmin``: its least valid m;
             ``nb``: its N-blocks).
         cap: the pick's cap on m.
@@ -216,16 +217,9 @@ def _pick(clk, rst, clear, step, mi, zi, mmin, nb, cap, ok, pm, pz, fmt: GemmPar
 
     @always_seq(clk.posedge, reset=rst)
     def regs():
-        if clear:
+        if clear:  # the flags only: an entry's values are read only while its flag is set
             has_bal.next = 0
             has_any.next = 0
-            bal_m.next = 0
-            bal_z.next = 0
-            any_m.next = 0
-            any_z.next = 0
-            b_num.next = 0
-            b_den.next = 0
-            b_nb.next = 0
         elif step:
             if take_bal:
                 has_bal.next = 1

@@ -1980,13 +1980,6 @@ always @(posedge clk) begin: kernel_select0__pick0_regs
         if (kernel_select0_det_go) begin
             kernel_select0__pick0_has_bal <= 0;
             kernel_select0__pick0_has_any <= 0;
-            kernel_select0__pick0_bal_m <= 0;
-            kernel_select0__pick0_bal_z <= 0;
-            kernel_select0__pick0_any_m <= 0;
-            kernel_select0__pick0_any_z <= 0;
-            kernel_select0__pick0_b_num <= 0;
-            kernel_select0__pick0_b_den <= 0;
-            kernel_select0__pick0_b_nb <= 0;
         end
         else if (kernel_select0_step) begin
             if (kernel_select0__pick0_take_bal) begin
@@ -2111,13 +2104,6 @@ always @(posedge clk) begin: kernel_select0__pick1_regs
         if (kernel_select0_det_go) begin
             kernel_select0__pick1_has_bal <= 0;
             kernel_select0__pick1_has_any <= 0;
-            kernel_select0__pick1_bal_m <= 0;
-            kernel_select0__pick1_bal_z <= 0;
-            kernel_select0__pick1_any_m <= 0;
-            kernel_select0__pick1_any_z <= 0;
-            kernel_select0__pick1_b_num <= 0;
-            kernel_select0__pick1_b_den <= 0;
-            kernel_select0__pick1_b_nb <= 0;
         end
         else if (kernel_select0_step) begin
             if (kernel_select0__pick1_take_bal) begin

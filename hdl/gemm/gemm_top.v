@@ -2152,13 +2152,6 @@ always @(posedge clk) begin: gemm_tile0_kernel_select0__pick0_regs
         if (gemm_tile0_kernel_select0_det_go) begin
             gemm_tile0_kernel_select0__pick0_has_bal <= 0;
             gemm_tile0_kernel_select0__pick0_has_any <= 0;
-            gemm_tile0_kernel_select0__pick0_bal_m <= 0;
-            gemm_tile0_kernel_select0__pick0_bal_z <= 0;
-            gemm_tile0_kernel_select0__pick0_any_m <= 0;
-            gemm_tile0_kernel_select0__pick0_any_z <= 0;
-            gemm_tile0_kernel_select0__pick0_b_num <= 0;
-            gemm_tile0_kernel_select0__pick0_b_den <= 0;
-            gemm_tile0_kernel_select0__pick0_b_nb <= 0;
         end
         else if (gemm_tile0_kernel_select0_step) begin
             if (gemm_tile0_kernel_select0__pick0_take_bal) begin
@@ -2283,13 +2276,6 @@ always @(posedge clk) begin: gemm_tile0_kernel_select0__pick1_regs
         if (gemm_tile0_kernel_select0_det_go) begin
             gemm_tile0_kernel_select0__pick1_has_bal <= 0;
             gemm_tile0_kernel_select0__pick1_has_any <= 0;
-            gemm_tile0_kernel_select0__pick1_bal_m <= 0;
-            gemm_tile0_kernel_select0__pick1_bal_z <= 0;
-            gemm_tile0_kernel_select0__pick1_any_m <= 0;
-            gemm_tile0_kernel_select0__pick1_any_z <= 0;
-            gemm_tile0_kernel_select0__pick1_b_num <= 0;
-            gemm_tile0_kernel_select0__pick1_b_den <= 0;
-            gemm_tile0_kernel_select0__pick1_b_nb <= 0;
         end
         else if (gemm_tile0_kernel_select0_step) begin
             if (gemm_tile0_kernel_select0__pick1_take_bal) begin

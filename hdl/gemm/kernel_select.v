@@ -560,13 +560,6 @@ always @(posedge clk) begin: _pick0_regs
         if (det_go) begin
             _pick0_has_bal <= 0;
             _pick0_has_any <= 0;
-            _pick0_bal_m <= 0;
-            _pick0_bal_z <= 0;
-            _pick0_any_m <= 0;
-            _pick0_any_z <= 0;
-            _pick0_b_num <= 0;
-            _pick0_b_den <= 0;
-            _pick0_b_nb <= 0;
         end
         else if (step) begin
             if (_pick0_take_bal) begin
@@ -691,13 +684,6 @@ always @(posedge clk) begin: _pick1_regs
         if (det_go) begin
             _pick1_has_bal <= 0;
             _pick1_has_any <= 0;
-            _pick1_bal_m <= 0;
-            _pick1_bal_z <= 0;
-            _pick1_any_m <= 0;
-            _pick1_any_z <= 0;
-            _pick1_b_num <= 0;
-            _pick1_b_den <= 0;
-            _pick1_b_nb <= 0;
         end
         else if (step) begin
             if (_pick1_take_bal) begin
