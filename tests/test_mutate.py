@@ -318,7 +318,10 @@ def test_the_campaign_folder_merges_and_is_held_to_todays_tier(tmp_path, monkeyp
     current = [Dut(f"bfp_{n}@1", "bfp", f"bfp_{n}", src[n]) for n in "abc"]
     camp = tmp_path / "campaign"
     camp.mkdir()
-    (camp / "bfp_a_1.json").write_text(json.dumps(_record("bfp_a@1", rtl_sha(src["a"].read_text()))))
+    rec_a = _record("bfp_a@1", rtl_sha(src["a"].read_text()))
+    two = {**rec_a, "mutants": [{"id": "m000", "verdict": "killed"}, {"id": "m001", "verdict": "equivalent"}]}
+    assert json.loads(mutate.record_json(two)) == two and mutate.record_json(two).count("\n") == 4  # a line each
+    (camp / "bfp_a_1.json").write_text(mutate.record_json(rec_a))
     (camp / "bfp_b_1.json").write_text(json.dumps(_record("bfp_b@1", "000000000000")))   # an older RTL
     (camp / "bfp_old_1.json").write_text(json.dumps(_record("bfp_old@1", "111111111111")))
     results = merge_reports([camp])

@@ -590,6 +590,14 @@ def merge_reports(sources: list[Path]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
+def record_json(r: dict[str, Any]) -> str:
+    """One DUT's record as the campaign folder keeps it: compact, a line per mutant (a
+    re-measure's diff reads mutant by mutant)."""
+    head = json.dumps({k: v for k, v in r.items() if k != "mutants"}, separators=(",", ":"))
+    rows = ",\n".join(json.dumps(m, separators=(",", ":")) for m in r.get("mutants", []))
+    return f'{head[:-1]},"mutants":[\n{rows}\n]}}\n'
+
+
 def rtl_sha(text: str) -> str:
     """The short hash a DUT record keeps of the generated Verilog it was measured at."""
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -767,7 +775,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(mutate_dut(d, opt))
             if a.save:
                 CAMPAIGN.mkdir(parents=True, exist_ok=True)
-                (CAMPAIGN / f"{d.name.replace('@', '_')}.json").write_text(json.dumps(results[-1], indent=1) + "\n")
+                (CAMPAIGN / f"{d.name.replace('@', '_')}.json").write_text(record_json(results[-1]))
             summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
     except (KeyboardInterrupt, Interrupted):
         print(f"[mutate] interrupted: every child process killed; the report has the {len(results)} DUT(s) "
