@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from myhdl import Signal, always_comb, always_seq, block, intbv
+from myhdl import Signal, always_comb, always_seq, block
 
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.record import clog2
