@@ -387,8 +387,6 @@ class DetectUnit(StartDoneUnit):
         cg.point("m", lambda s: s["m"], ["1", "mid", "m_max"] if p.m_max > 2 else ["1", "m_max"])
         cg.point("stride", lambda s: s["stride"], list(STRIDES))
         cg.point("control", lambda s: s["control"], ["back_to_back", "start_while_busy", "inputs_change", "reset"])
-        if self.limited():
-            cg.point("keep_limited", lambda s: s["keep_limited"], [k for k, _, _ in self.limited()])
 
     def samples(self, job: StartJob, obs: StartObs) -> list[dict[str, Any]]:
         p = self.params
