@@ -130,22 +130,24 @@ class CacheUnit(BlockUnit):
             ops += [("clr_lk", fill[k % W][1], k), lk(fill[(k + 1) % W][1], k),
                     ("clr_lk", self.addr(rng, t[W + k % 3], s1), k)] + fill
         bursts.append(Burst("clr_kinds", ops))
-        # every kind's lookup, hit and miss counters and n_evict round past their top (narrow
-        # counters only), with no clr or rst between: c = 2**b + 2**(b-1) + 2**(b-2) + 1 new
-        # lines per kind, each missed then hit, so misses and hits read c and lookups 2c
-        # modulo 2**b, both with the top bit set (a count that ends below it, or exactly
-        # 2**b + 1, reads the same with that bit stuck at 0: sa_cache@fced m073, kind 5's
-        # misses, survived; the random bursts clear or reset the counts before 128 of a kind)
-        if p.cnt_bits <= 12:
-            b = p.cnt_bits
-            ops = [("rst", 0, 0)]
-            line = int(rng.integers(0, 1 << (p.aw - self.lgl)))
-            for _ in range((1 << b) + (1 << (b - 1)) + (1 << (b - 2)) + 1):
-                for k in range(NK):
-                    line = (line + 1) % (1 << (p.aw - self.lgl))
-                    a = (line << self.lgl) | int(rng.integers(0, p.line))
-                    ops += [lk(a, k), lk(a, k)]
-            bursts.append(Burst("wrap", ops))
+        # every kind's lookup, hit and miss counters and n_evict round past their top, with no
+        # clr or rst between: c = 2**b + 2**(b-1) + 2**(b-2) + 1 new lines per kind, each
+        # missed then hit, so misses and hits read c and lookups 2c modulo 2**b, both with
+        # the top bit set (a count that ends below it, or exactly 2**b + 1, reads the same
+        # with that bit stuck at 0: sa_cache@fced m073, kind 5's misses, survived; the random
+        # bursts clear or reset the counts before 128 of a kind). A counter wider than 8 bits
+        # gets the counts of an 8-bit one: no wrap in a quick run, but each of bits 0..8 set
+        # on the way, so a stuck 0 in any of them shows (sa_cache@4875 m008 and m018, bit 4
+        # of a 32-bit hit counter, survived)
+        b = min(p.cnt_bits, 8)
+        ops = [("rst", 0, 0)]
+        line = int(rng.integers(0, 1 << (p.aw - self.lgl)))
+        for _ in range((1 << b) + (1 << (b - 1)) + (1 << (b - 2)) + 1):
+            for k in range(NK):
+                line = (line + 1) % (1 << (p.aw - self.lgl))
+                a = (line << self.lgl) | int(rng.integers(0, p.line))
+                ops += [lk(a, k), lk(a, k)]
+        bursts.append(Burst("wrap", ops))
         while len(bursts) < count:
             bursts.append(self.random_burst(rng))
         return bursts
