@@ -34,10 +34,11 @@ batch of tasks on a freshly reset top):
            for the whole batch it writes the words into the slots from its SQ_TAIL and rings
            the doorbell (SQ_TAIL) once, recorded as a ``D`` line; otherwise it waits (for
            ``sq_full`` to fall when it is high, else ``4 * depth`` edges) and tries again
-    STOP   stop consuming completions
+    STOP   stop consuming completions (and read PERF_CQ_STALL)
     RESUME poll STATUS and PERF_CQ_STALL every 32 edges (at most 400 times) until the CQ is
-           full (STATUS bit 3) and a completion waited (PERF_CQ_STALL != 0; a narrow counter
-           that wrapped to 0 counts on while the completion waits, so a later poll sees it),
+           full (STATUS bit 3) and a completion waited (PERF_CQ_STALL moved since the STOP:
+           a counter back at its value counts on while the completion waits, so a later
+           poll sees it; the value at the STOP, not 0, since an earlier STOP counted too),
            recorded as an ``F`` line (``N`` when it never happened); then consume again
     WAIT   poll CSR ``addr`` every 16 edges until bit ``data[4:0]`` equals ``data[8]``, at
            most ``data[31:16]`` times (``N`` when it never did)
@@ -243,7 +244,7 @@ def host_harness(record: dict[str, Any], ops_depth: int = OPS_DEPTH) -> str:
         f"    end\n" for k in range(nkb))
     # the state codes
     names = ["IDLE", "WAIT", "RESET", "FETCH", "RD", "GAP", "LOAD", "SUBH", "SUBW", "ROOMW", "POLL", "POLL2",
-             "POLLW", "WB", "WBW", "DRAIN", "C0", "C1", "C2", "CEND", "DUMP", "END", "DONE"]
+             "POLLW", "WB", "WBW", "DRAIN", "C0", "C1", "C2", "CEND", "DUMP", "END", "DONE", "STOP"]
     sb = _bits(len(names))
     states = ", ".join(f"S_{n} = {sb}'d{i}" for i, n in enumerate(names))
     # may the consumer take the port in this state (a wait, or between ops)?
@@ -316,6 +317,7 @@ module {top};
   reg rd_tp;                // the pending script read is the test port's
   reg room_pin;             // waiting for room on the sq_full pin
   reg st_full;              // STATUS bit 3 of a RESUME poll
+  reg [31:0] stall0;        // PERF_CQ_STALL read at the STOP
   reg cons_on;              // consuming completions
   reg running;
   reg ux;                   // a U line written this episode
@@ -451,7 +453,11 @@ module {top};
               csr_raddr <= {csr["SQ_HEAD"]};
               state <= S_SUBH;
             end
-            {op["STOP"]}: cons_on <= 1'b0;
+            {op["STOP"]}: begin
+              cons_on <= 1'b0;
+              csr_raddr <= {csr["PERF_CQ_STALL"]};
+              state <= S_STOP;
+            end
             {op["RESUME"]}: begin
               npoll <= 32'd0;
               csr_raddr <= {csr["STATUS"]};
@@ -532,13 +538,17 @@ module {top};
           state <= S_FETCH;
         end
       end
+      S_STOP: begin  // STOP: PERF_CQ_STALL as the host stops (RESUME waits for it to move)
+        stall0 <= csr_rdata;
+        state <= S_FETCH;
+      end
       S_POLL: begin  // RESUME: STATUS read; now PERF_CQ_STALL
         st_full <= csr_rdata[3];
         csr_raddr <= {csr["PERF_CQ_STALL"]};
         state <= S_POLL2;
       end
       S_POLL2: begin
-        if (st_full && csr_rdata != 32'd0) begin
+        if (st_full && csr_rdata != stall0) begin
           $fwrite(ft, "F %0h\\n", total);
           cons_on <= 1'b1;
           state <= S_FETCH;

@@ -135,6 +135,7 @@ class Shared:
         self.irq_seen = 0  # IRQ_STATUS bits the monitor cleared
         self.wakes = {"irq": 0, "poll": 0, "pin": 0}
         self.cq_full_seen = False
+        self.stall_at_stop = 0  # PERF_CQ_STALL as the host last stopped consuming
         self.seeded = (1, 0)  # (LFSR seed, the cycle it took effect)
         self.consume = Event()
         self.consume.set()
@@ -205,16 +206,19 @@ class Submitter(uvm_component):
                     sh.note("the flush did not end within 160000 cycles")
             elif st.kind == "stop_cq":
                 sh.consume.clear()
+                sh.stall_at_stop = await drv.reg("PERF_CQ_STALL")
             elif st.kind == "resume_cq":
-                # hold the CQ until the hardware reports it full and a completion waits (a
-                # PERF_CQ_STALL that wrapped to 0 counts on while it waits: a later read sees it)
+                # hold the CQ until the hardware reports it full and a completion waits:
+                # PERF_CQ_STALL moved since the stop (not "nonzero": an earlier stop counted
+                # too; one back at its value counts on while it waits, so a later read sees it)
                 for _ in range(400):
-                    if (await drv.reg("STATUS")) >> 3 & 1 and await drv.reg("PERF_CQ_STALL"):
+                    if (await drv.reg("STATUS")) >> 3 & 1 and await drv.reg("PERF_CQ_STALL") != sh.stall_at_stop:
                         sh.cq_full_seen = True
                         break
                     await drv.cycles(32)
                 else:
-                    sh.note("resume_cq: while the host held the CQ, STATUS never showed it full with PERF_CQ_STALL counting a waiting completion")
+                    sh.note("resume_cq: while the host held the CQ, STATUS never showed it full with PERF_CQ_STALL "
+                            "counting a waiting completion")
                 if sh.cq_full_seen:
                     # a completion waits on the full CQ until the host makes room: PERF_CQ_STALL
                     # counts every cycle of it (modulo 2**cnt_bits; host_top@eb7c m070, the
