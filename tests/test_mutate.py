@@ -350,6 +350,39 @@ def test_the_campaign_folder_merges_and_is_held_to_todays_tier(tmp_path, monkeyp
     assert "no report" in capsys.readouterr().err
 
 
+def test_pending_measures_only_the_duts_without_a_current_record(tmp_path, monkeypatch, capsys):
+    """``make mutate PENDING=1 SAVE=1`` resumes a campaign: a DUT with a record at today's
+    Verilog is skipped, a missing or stale one is measured and its record saved."""
+    from lockstep.verif.mutate import Dut, rtl_sha
+    src = {}
+    for name in "abc":
+        src[name] = tmp_path / f"{name}.v"
+        src[name].write_text(f"module {name}; endmodule\n")
+    current = [Dut(f"bfp_{n}@1", "bfp", f"bfp_{n}", src[n], ["tb"]) for n in "abc"]
+    camp = tmp_path / "campaign"
+    camp.mkdir()
+    (camp / "bfp_a_1.json").write_text(mutate.record_json(_record("bfp_a@1", rtl_sha(src["a"].read_text()))))
+    (camp / "bfp_b_1.json").write_text(mutate.record_json(_record("bfp_b@1", "000000000000")))   # stale
+    measured: list[str] = []
+
+    def fake_mutate(d, opt):
+        measured.append(d.name)
+        return {**_record(d.name, rtl_sha(d.source.read_text()), killed=10, survived=0), "mutants": []}
+
+    monkeypatch.setattr(mutate, "CAMPAIGN", camp)
+    monkeypatch.setattr(mutate, "duts", lambda patterns, sim: current)
+    monkeypatch.setattr(mutate, "mutate_dut", fake_mutate)
+    monkeypatch.setattr(mutate, "yosys", lambda: None)
+    monkeypatch.setattr(mutate, "smtbmc", lambda: None)
+    assert main(["--pending", "--save", "--report", str(tmp_path / "r")]) == 0
+    assert measured == ["bfp_b@1", "bfp_c@1"]
+    assert "1 DUT(s) already measured" in capsys.readouterr().out
+    assert {f.name for f in camp.glob("*.json")} == {"bfp_a_1.json", "bfp_b_1.json", "bfp_c_1.json"}
+    measured.clear()
+    assert main(["--pending", "--save", "--report", str(tmp_path / "r")]) == 0   # now nothing is pending
+    assert measured == [] and "nothing pending" in capsys.readouterr().out
+
+
 def test_a_timeout_is_confirmed_with_a_longer_bound_before_it_kills(monkeypatch):
     """A mutant's run that hits its bound runs again with RETRY_FACTOR times the bound
     (a loaded machine slows every run): a pass then is no kill, a second timeout is."""

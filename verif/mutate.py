@@ -725,7 +725,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-rate", type=float, default=None,
                     help="exit 1 when a DUT's kill rate is below this (percent)")
     ap.add_argument("--save", action="store_true",
-                    help=f"keep each DUT's record in the campaign folder too ({CAMPAIGN.relative_to(REPO)})")
+                    help="keep each DUT's record in the campaign folder too (docs/mutation-campaign)")
+    ap.add_argument("--pending", action="store_true",
+                    help="only the selected DUTs with no record at today's Verilog in the campaign folder "
+                    "(missing or stale; with --save, a campaign resumed where it stopped)")
     ap.add_argument("--tier", action="store_true",
                     help="with --merge: hold the records to today's quick tier (DUTs missing, or measured at an "
                     "RTL the generators no longer write, are listed; with --min-rate they fail)")
@@ -764,6 +767,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: DUTS={p!r} matches none of the {len(names)} DUTs: {', '.join(names)}", file=sys.stderr)
                 return 2
         chosen = [d for d in chosen if any(fnmatch.fnmatch(d.name, p) for p in dut_globs)]
+    if a.pending:  # only the DUTs the campaign has no record of at today's Verilog
+        have = merge_reports([CAMPAIGN]) if CAMPAIGN.is_dir() and any(CAMPAIGN.glob("*.json")) else []
+        status = campaign_status(have, chosen)
+        chosen = [d for d in chosen if d.name in status["missing"] or d.name in status["stale"]]
+        print(f"[mutate] --pending: {len(status['measured'])} DUT(s) already measured at today's Verilog")
+        if not chosen:
+            print("[mutate] nothing pending: every selected DUT has a current record")
+            return 0
     yosys(), smtbmc()  # fail now, not after an hour of simulation
     print(f"[mutate] {len(chosen)} DUT(s), {opt.n} mutants each (seed {opt.seed}) on {opt.sim}, {opt.jobs} at once")
     t0 = time.monotonic()
