@@ -127,11 +127,16 @@ class FmMemUnit(JobUnit):
             return int(np.clip(k * p + int(rng.integers(-1, 2)), 0, size))
         return int(rng.integers(0, size + 1))
 
-    def _map(self, rng: np.random.Generator, big: bool = False) -> np.ndarray:
+    def _map(self, rng: np.random.Generator, big: bool = False, fit: bool = False) -> np.ndarray:
+        """A random map (``hmax x wmax`` when ``big``); with ``fit``, at most ``depth - 1``
+        non-zeros (one at least), so the load with one word more still fits and a check after the first
+        words is reached: the forced error classes (with depth 16 < 8 x 8 most random
+        loads overflow and stop first; fm_mem_unit@adda: four mutants of the order, bound
+        and last-position checks survived)."""
         p = self.params
         h = p.hmax if big or rng.random() < 0.3 else int(rng.integers(1, p.hmax + 1))
         w = p.wmax if big or rng.random() < 0.3 else int(rng.integers(1, p.wmax + 1))
-        return random_map(rng, h, w, self._nnz(rng, h * w), p.dw)
+        return random_map(rng, h, w, self._nnz(rng, min(h * w, max(1, p.depth - 1)) if fit else h * w), p.dw)
 
     def _corrupt(self, rng: np.random.Generator, kind: str, d: sparse.Desc, ws: list[Word],
                  how: int | None = None) -> tuple[sparse.Desc, list[Word]]:
@@ -147,11 +152,13 @@ class FmMemUnit(JobUnit):
                             else d.w,
                             d.nnz, int(rng.integers(1, 256)) if how == 0 else 0)
             return d, ws
-        if kind == "oob" and ws:
+        if kind == "oob" and ws:  # how: 0 row H, 1 column W, 2 a row past H, 3 a column past W
             i = int(rng.integers(0, len(ws)))
             r, c, v, last = ws[i]
-            edge = rng.random() < 0.5   # half the time the first index out of range: row H or column W
-            if d.h < (1 << p.rb) and (rng.random() < 0.5 or d.w >= (1 << p.cb)):
+            # half the time the first index out of range: row H or column W
+            edge = rng.random() < 0.5 if how is None else how < 2
+            row = rng.random() < 0.5 if how is None else how % 2 == 0
+            if d.h < (1 << p.rb) and (row or d.w >= (1 << p.cb)):
                 r = d.h if edge else int(rng.integers(d.h, 1 << p.rb))
             elif d.w < (1 << p.cb):
                 c = d.w if edge else int(rng.integers(d.w, 1 << p.cb))
@@ -193,7 +200,8 @@ class FmMemUnit(JobUnit):
             return sparse.Desc(d.org_row, d.org_col, d.h, d.w, len(ws)), ws
         return d, ws
 
-    def _job(self, rng: np.random.Generator, kind: str, bank: int, how: int | None = None) -> FmJob:
+    def _job(self, rng: np.random.Generator, kind: str, bank: int, how: int | None = None,
+             fit: bool = False) -> FmJob:
         p = self.params
         idle = IDLES[int(rng.integers(0, len(IDLES)))]
         org = (int(rng.integers(0, 1 << 12)), int(rng.integers(0, 1 << 12)))
@@ -202,7 +210,7 @@ class FmMemUnit(JobUnit):
                                          np.int64), org)
             return FmJob(bank, False, sparse.pack_desc(sub), [], kind, idle)
         dense = kind == "dense" or (kind in ("oob", "order", "nnz") and rng.random() < 0.25)
-        X = self._map(rng, big=kind == "overflow")
+        X = self._map(rng, big=kind == "overflow", fit=fit and kind != "overflow")
         sub = sparse.encode(X, org, dense=dense)
         d, ws = sub.desc, _with_last(sub.entries)
         kinds = [kind]
@@ -231,10 +239,11 @@ class FmMemUnit(JobUnit):
         # also raised a lower bit (OVERFLOW's 32 written 31, OOB's 2 written 3) shows only
         # while that bit is still clear
         forced = ([("dense", None), ("overflow", None)] + [("nnz", h) for h in range(4)]
-                  + [("zero", None), ("order", None), ("oob", None)] + [("desc", h) for h in range(7)])
-        while len(jobs) < count:
-            kind, how = forced.pop(0) if forced else (_pick(rng, FM_KINDS), None)
-            jobs.append(self._job(rng, kind, int(rng.integers(0, 2)), how))
+                  + [("zero", None), ("order", None)] + [("oob", h) for h in range(4)]
+                  + [("desc", h) for h in range(7)])
+        while len(jobs) < count:  # the forced ones on maps that fit (their check is reached)
+            kind, how, fit = (*forced.pop(0), True) if forced else (_pick(rng, FM_KINDS), None, False)
+            jobs.append(self._job(rng, kind, int(rng.integers(0, 2)), how, fit=fit))
         return jobs
 
     def budget(self, job: FmJob) -> int:
