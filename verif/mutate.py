@@ -304,7 +304,8 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
             # which the structural check cannot take)
             if _structural(files[0], files[1], "local", f"{mutant.stem}.local{grow}", workdir,
                            max(1.0, min(30.0, left / 2))):
-                return "equivalent", f"proved by Yosys's structural equivalence check on {where} (every other input free)"
+                return "equivalent", (f"proved by Yosys's structural equivalence check on {where} (every other "
+                                      "input free)")
             left = t_local - time.monotonic()
             if left < 1:
                 break
@@ -590,9 +591,15 @@ def merge_reports(sources: list[Path]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
+def record_file(dut: str) -> str:
+    """The file name of DUT ``dut``'s record (``<top>_<hash>.json``), in a report folder
+    and in the campaign folder alike."""
+    return f"{dut.replace('@', '_')}.json"
+
+
 def record_json(r: dict[str, Any]) -> str:
-    """One DUT's record as the campaign folder keeps it: compact, a line per mutant (a
-    re-measure's diff reads mutant by mutant)."""
+    """One DUT's record as a report folder and the campaign folder keep it: compact, a line
+    per mutant (a re-measure's diff reads mutant by mutant)."""
     head = json.dumps({k: v for k, v in r.items() if k != "mutants"}, separators=(",", ":"))
     rows = ",\n".join(json.dumps(m, separators=(",", ":")) for m in r.get("mutants", []))
     return f'{head[:-1]},"mutants":[\n{rows}\n]}}\n'
@@ -647,7 +654,7 @@ def write_report(results: list[dict[str, Any]], outdir: Path, opt: Options, elap
         fam = families.setdefault(r["family"], {v: 0 for v in VERDICTS})
         for v, c in r["tally"].items():
             fam[v] += c
-        (outdir / f"{r['dut'].replace('@', '_')}.json").write_text(json.dumps(r, indent=1))
+        (outdir / record_file(r["dut"])).write_text(record_json(r))
     summary = {
         "options": vars(opt), "elapsed_s": round(elapsed, 1),
         "families": {f: {"tally": t, "kill_rate": _rate(t)} for f, t in sorted(families.items())},
@@ -786,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(mutate_dut(d, opt))
             if a.save:
                 CAMPAIGN.mkdir(parents=True, exist_ok=True)
-                (CAMPAIGN / f"{d.name.replace('@', '_')}.json").write_text(record_json(results[-1]))
+                (CAMPAIGN / record_file(d.name)).write_text(record_json(results[-1]))
             summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
     except (KeyboardInterrupt, Interrupted):
         print(f"[mutate] interrupted: every child process killed; the report has the {len(results)} DUT(s) "
@@ -814,7 +821,8 @@ def _finish(summary: dict[str, Any], report: str, min_rate: float | None) -> int
         print(f"[mutate] quick tier: {len(c['measured'])} of {c['duts']} DUTs measured at today's RTL")
         for k in ("stale", "missing", "retired"):
             if c[k]:
-                print(f"[mutate] {k} ({len(c[k])}): {' '.join(c[k])}", file=sys.stderr if k != "retired" else sys.stdout)
+                print(f"[mutate] {k} ({len(c[k])}): {' '.join(c[k])}",
+                      file=sys.stdout if k == "retired" else sys.stderr)
         gaps = c["stale"] + c["missing"] if min_rate is not None else []
     return 1 if bad or low or gaps else 0
 

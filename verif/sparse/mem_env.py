@@ -129,10 +129,10 @@ class FmMemUnit(JobUnit):
 
     def _map(self, rng: np.random.Generator, big: bool = False, fit: bool = False) -> np.ndarray:
         """A random map (``hmax x wmax`` when ``big``); with ``fit``, at most ``depth - 1``
-        non-zeros (one at least), so the load with one word more still fits and a check after the first
-        words is reached: the forced error classes (with depth 16 < 8 x 8 most random
-        loads overflow and stop first; fm_mem_unit@adda: four mutants of the order, bound
-        and last-position checks survived)."""
+        non-zeros (one at least), so the load with one word more still fits and a check
+        after the first words is reached: the forced error classes (with depth 16 < 8 x 8
+        most random loads overflow and stop first; fm_mem_unit@adda: five mutants of the
+        order, bound and last-position checks and the stored descriptor survived)."""
         p = self.params
         h = p.hmax if big or rng.random() < 0.3 else int(rng.integers(1, p.hmax + 1))
         w = p.wmax if big or rng.random() < 0.3 else int(rng.integers(1, p.wmax + 1))
