@@ -383,10 +383,14 @@ def test_pending_measures_only_the_duts_without_a_current_record(tmp_path, monke
     assert measured == [] and "nothing pending" in capsys.readouterr().out
 
 
-def test_a_timeout_is_confirmed_with_a_longer_bound_before_it_kills(monkeypatch):
+def test_a_timeout_is_confirmed_with_a_longer_bound_before_it_kills(monkeypatch, tmp_path):
     """A mutant's run that hits its bound runs again with RETRY_FACTOR times the bound
     (a loaded machine slows every run): a pass then is no kill, a second timeout is."""
     import lockstep.verif.mutate as mm
+
+    # its own mutant folder: the smoke mutates the same DUT, perhaps at the same time on
+    # another xdist worker, and mutate_dut starts by emptying build/mutate/<dut>/
+    monkeypatch.setattr(mm, "BUILD", tmp_path)
 
     calls: list[tuple[bool, float]] = []
     second = {"verdict": "pass"}
