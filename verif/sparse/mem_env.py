@@ -15,7 +15,8 @@ job both banks are read back group by group through the ``p``-wide port.
 
 ``w_mem`` jobs write a weight stream (raster, snake or shuffled order; dense mode;
 ``K`` from 0 to beyond ``kmax``) with the same error classes of the weight memory (each
-first alone, the highest ``err`` bit first; an index out of range often ``K`` itself), some
+first alone, the highest ``err`` bit first, then each again after a reset, ``err`` clear;
+an index out of range often ``K`` itself), some
 after an abandoned job (``wr_start`` again before LAST), and read all entries back through
 the ``u`` read lanes; FC jobs write a dense matrix through the FC port and gather random
 index vectors through the ``p``-wide read.
@@ -41,6 +42,7 @@ from cocotb.triggers import ReadOnly, RisingEdge, Timer
 from lockstep.models import sparse
 from lockstep.models.sparse.params import SparseParams
 
+from ..context import pulse_reset
 from ..coverage import Covergroup
 from ..packing import pack_lanes, unpack_lanes
 from .job_env import JobBfm, JobTest, JobUnit, Observation, handshakes
@@ -402,6 +404,8 @@ class WJob:
         abandoned: ``(k, words)`` of a job started before and never ended (no LAST), or None.
         fc_writes: ``(o, i, w)`` written through the FC port (FC jobs).
         fc_reads: ``(o, [idx_0 .. idx_p-1])`` gathered (FC jobs).
+        reset: ``rst`` pulses before the job: ``err`` starts clear, so the job's own flags
+            are checked bit by bit (a class that also raised another bit, higher or lower).
     """
 
     k: int
@@ -412,11 +416,13 @@ class WJob:
     abandoned: tuple[int, list[int]] | None = None
     fc_writes: list[tuple[int, int, int]] = field(default_factory=list)
     fc_reads: list[tuple[int, list[int]]] = field(default_factory=list)
+    reset: bool = False
 
     def __repr__(self) -> str:
         if self.kind == "fc":
-            return f"fc writes={len(self.fc_writes)} gathers={len(self.fc_reads)}"
-        return f"{self.kind} K={self.k} dense={int(self.dense)} words={len(self.words)} idle={self.idle}"
+            return f"fc writes={len(self.fc_writes)} gathers={len(self.fc_reads)}" + (" reset" if self.reset else "")
+        return (f"{self.kind} K={self.k} dense={int(self.dense)} words={len(self.words)} idle={self.idle}"
+                + (" reset" if self.reset else ""))
 
 
 class WMemUnit(JobUnit):
@@ -449,7 +455,10 @@ class WMemUnit(JobUnit):
             ent = [(0, 0, 0)]
         return _with_last(ent)
 
-    def _job(self, rng: np.random.Generator, kind: str, k_edge: int | None = None) -> WJob:
+    def _job(self, rng: np.random.Generator, kind: str, k_edge: int | None = None, how: int | None = None,
+             reset: bool = False) -> WJob:
+        """One job of ``kind``; ``k_edge`` sets K (``k_edge`` jobs), ``how`` picks the index an
+        ``oob`` job puts out of range: ``a = K``, ``b = K``, ``a > K``, ``b > K`` (random when None)."""
         p = self.params
         kb = p.kb
         idle = IDLES[int(rng.integers(0, len(IDLES)))]
@@ -464,8 +473,10 @@ class WMemUnit(JobUnit):
                      if rng.random() < 0.75 else
                      (int(rng.integers(0, p.nmax_out)), [int(x) for x in rng.integers(0, p.wmax, size=p.p)])
                      for _ in range(min(16, 2 * n_out))]
-            return WJob(0, False, [], kind, fc_writes=writes, fc_reads=reads)
+            return WJob(0, False, [], kind, fc_writes=writes, fc_reads=reads, reset=reset)
         k = int(rng.integers(1, p.kmax + 1))
+        if how is not None:  # an index past K must fit the index field
+            k = int(rng.integers(1, min(p.kmax, (1 << kb) - 1 - how // 2) + 1))
         if kind == "k_edge":
             k = int(rng.choice([0, 1, p.kmax, p.kmax + 1])) if k_edge is None else k_edge
         dense = kind == "dense" or (kind in ("oob", "dup", "overflow") and rng.random() < 0.25)
@@ -474,9 +485,10 @@ class WMemUnit(JobUnit):
         if kind == "oob":
             i = int(rng.integers(0, len(ws)))
             a, b, w, last = ws[i]
-            big = (k if rng.random() < 0.5 else int(rng.integers(k, 1 << kb))) if k < (1 << kb) else None  # often the first out
-            if big is not None:
-                ws[i] = (big, b, w, last) if rng.random() < 0.5 else (a, big, w, last)
+            way = int(rng.integers(0, 4)) if how is None else how
+            big = (k if way < 2 else int(rng.integers(k + 1, 1 << kb))) if k + way // 2 < (1 << kb) else None
+            if big is not None:  # often the first index out: K itself
+                ws[i] = (big, b, w, last) if way % 2 == 0 else (a, big, w, last)
         if kind == "dup":
             i = int(rng.integers(0, len(ws)))
             ws = _relast(ws[: i + 1] + [ws[i][:2] + (int(nonzero_values(rng, 1, p.ww)[0]), False)] + ws[i + 1:])
@@ -486,6 +498,9 @@ class WMemUnit(JobUnit):
             if free:
                 a, b = free[int(rng.integers(0, len(free)))]
                 ws = _relast(ws + [(a, b, 0, False)])
+            else:  # every position holds a weight (K = 1, say): one of them becomes the zero
+                i = int(rng.integers(0, len(ws)))
+                ws[i] = ws[i][:2] + (0, ws[i][3])
         if kind == "overflow":
             extra = max(0, self.cap + 1 - len(ws)) + int(rng.integers(0, 3))
             ws = _relast(ws + [ws[-1][:3] + (False,)] * extra)
@@ -494,13 +509,18 @@ class WMemUnit(JobUnit):
             k0 = int(rng.integers(1, p.kmax + 1))
             part = self._kernel(rng, k0, False)
             abandoned = (k0, sparse.pack_weights([e[:3] + (False,) for e in part], p))
-        return WJob(k, dense, sparse.pack_weights(ws, p), kind, idle, abandoned)
+        return WJob(k, dense, sparse.pack_weights(ws, p), kind, idle, abandoned, reset=reset)
 
     def jobs(self, rng: np.random.Generator, count: int) -> list[WJob]:
         p = self.params
         # the highest err bit first (OVERFLOW 8, ZERO 4, DUP 2, IDX_OOB 1: err is sticky), K edges last (K = 0 is OOB)
         jobs = [self._job(rng, kind) for kind in ("dense", "restart", "fc", "overflow", "zero", "dup", "oob")]
         jobs += [self._job(rng, "k_edge", k) for k in (0, 1, p.kmax, p.kmax + 1)]
+        # then each class again after a reset, err clear: a class that also raised a higher
+        # bit shows (w_mem@5121 m058: IDX_OOB written as OVERFLOW | IDX_OOB), and an index
+        # out of range four ways (m040: b = K let through)
+        jobs += [self._job(rng, kind, reset=True) for kind in ("overflow", "zero", "dup")]
+        jobs += [self._job(rng, "oob", how=how, reset=True) for how in range(4)]
         while len(jobs) < count:
             jobs.append(self._job(rng, _pick(rng, W_KINDS)))
         return jobs
@@ -522,6 +542,8 @@ class WMemUnit(JobUnit):
         dut, p = bfm.dut, self.params
         bfm.set_rates(job.idle, 0.0)
         read: dict[str, Any] = {}
+        if job.reset:
+            await pulse_reset(dut, 2)
         if job.kind == "fc":
             await RisingEdge(dut.clk)
             first = bfm.now
@@ -580,6 +602,9 @@ class WMemUnit(JobUnit):
         p = self.params
         errs: list[str] = []
         self.last_load = None
+        if job.reset:  # the state after rst: no entries, err clear, the FC region 0
+            self.entries, self.sticky = [], 0
+            self.fc[:] = 0
         if job.kind == "fc":
             for o, i, w in job.fc_writes:
                 self.fc[o, i] = w
@@ -634,12 +659,14 @@ class WMemUnit(JobUnit):
         cg.point("restart", lambda s: s["restart"], [False, True])
         cg.point("fc", lambda s: s["fc"], [False, True])
         cg.point("input_idle", lambda s: s["idle"], [False, True])
+        cg.point("after_reset", lambda s: s["reset"], [False, True])
 
     def sample(self, job: WJob, obs: Observation) -> dict[str, Any]:
         p = self.params
         load = self.last_load
         if load is None:
-            return {"raised": {}, "k": None, "full": None, "dense": None, "restart": None, "fc": True, "idle": None}
+            return {"raised": {}, "k": None, "full": None, "dense": None, "restart": None, "fc": True, "idle": None,
+                    "reset": None}
         wh = handshakes(obs.trace, "wr")
         k = job.k
         return {
@@ -650,6 +677,7 @@ class WMemUnit(JobUnit):
             "restart": job.abandoned is not None,
             "fc": False,
             "idle": len(wh) > 1 and int(wh[-1] - wh[0]) + 1 > len(wh),
+            "reset": job.reset,
         }
 
 
