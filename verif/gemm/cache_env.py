@@ -9,11 +9,13 @@ burst one idle cycle in which the counters are read.
 Stimulus: directed bursts first (every kind code missing then hitting; a set filled, its
 LRU line refreshed, then new lines evicting in LRU order; ``clr`` alone and with a
 lookup; ``rst`` in the middle and the same lines again; ``clr`` with a hit and with a
-miss of every kind code), then random bursts with a
+miss of every kind code; every counter past its top bit; an LRU soak of 32 cycles per
+way in two full sets, one in four idle at a cached line), then random bursts with a
 chosen locality: ``hot`` (one to three sets and a pool of ``ways + 1 .. ways + 3`` tags,
 so the LRU order decides every miss), ``stream`` (consecutive lines with jumps back),
 ``random`` (anywhere in the ``aw``-bit space) or ``mixed``; each burst has its own idle
-rate, kinds 0..5 with the unused codes 6 and 7 one lookup in ten, an occasional ``clr``,
+rate (an idle cycle at the last lookup's address, a hot line's or any), kinds 0..5 with
+the unused codes 6 and 7 one lookup in ten, an occasional ``clr``,
 and one burst in seven an ``rst``.
 
 Checks, against :class:`~lockstep.models.gemm.CacheSim` (carried from burst to burst as
@@ -148,6 +150,19 @@ class CacheUnit(BlockUnit):
                 a = (line << self.lgl) | int(rng.integers(0, p.line))
                 ops += [lk(a, k), lk(a, k)]
         bursts.append(Burst("wrap", ops))
+        # LRU soak: 32 cycles per way in two sets at random with a pool of ways + 1 tags, so
+        # the sets stay full and hits come at every age, the other set's between; one cycle
+        # in four idle (lk_valid low) at a pool address, a line of any age that must not
+        # move. A way's matched age held over (a latch where a default assignment is
+        # dropped: sa_cache@fced m024 and m054) shows only after such a cycle: in a lookup
+        # the latch takes the hit way's age after the write, 0, within the cycle
+        pool = self.tags(rng, W + 1)
+        sets = [s0, (s0 + S // 2) % S]
+        ops = [("rst", 0, 0)]
+        for _ in range(32 * W):
+            a = self.addr(rng, int(rng.choice(pool)), sets[int(rng.integers(0, 2))])
+            ops.append(("idle" if rng.random() < 1 / 4 else "lk", a, int(rng.integers(0, NK))))
+        bursts.append(Burst("soak", ops))
         while len(bursts) < count:
             bursts.append(self.random_burst(rng))
         return bursts
@@ -168,9 +183,11 @@ class CacheUnit(BlockUnit):
             if i == rst_at:
                 ops.append(("rst", 0, 0))
                 continue
-            if rng.random() < idle:  # lk_valid low: a random address, or the last lookup's (cached)
-                last = [a for op, a, _ in ops if op in ("lk", "clr_lk")][-1:]
-                a = last[0] if last and rng.random() < 0.5 else int(rng.integers(0, 1 << p.aw))
+            if rng.random() < idle:  # lk_valid low: the last lookup's address (cached), a hot
+                last = [a for op, a, _ in ops if op in ("lk", "clr_lk")][-1:]  # line, or any
+                r = rng.random()
+                a = (last[0] if last and r < 1 / 3 else self.addr(rng, int(rng.choice(pool)), int(rng.choice(hot)))
+                     if r < 2 / 3 else int(rng.integers(0, 1 << p.aw)))
                 ops.append(("idle", a, int(rng.integers(0, 8))))
                 continue
             m = mode if mode != "mixed" else str(rng.choice(["hot", "stream", "random"]))
