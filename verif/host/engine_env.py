@@ -177,9 +177,10 @@ class Step:
 
 
 def expected_status(step: Step, t: Task) -> int:
-    """ABORTED when the step has a flush (raised while every task of the step is busy);
-    MEM_ERR when the error window meets a word the task accesses; else OK."""
-    if any(x.flush_at is not None for x in step.tasks):
+    """ABORTED when the step has a flush (raised while every task of the step is busy; in a
+    chain, the one cycle of the task it is given); MEM_ERR when the error window meets a
+    word the task accesses; else OK."""
+    if t.flush_at is not None if step.chain else any(x.flush_at is not None for x in step.tasks):
         return ABORTED
     lo, hi = step.window()
     for a0, a1 in t.ranges().values():
@@ -336,7 +337,9 @@ def _tp(seed: int = 0, bp: int = 0, lat: int = 0, lo: int = 0, hi: int = 0) -> d
 def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: int) -> list[Step]:
     """The steps of a scenario: ``tasks`` (directed corners then random tasks and chains of
     two back to back, no back-pressure), ``bp`` (the same with random back-pressure and
-    latency), ``errors`` (MEM_ERR windows, flushes, ``rst`` in a task, each followed by a
+    latency, and one step in eight an error step as in ``errors``), ``errors`` (MEM_ERR
+    windows, flushes, half of them one cycle long in a burst and followed at once by a task
+    on the same kernel, ``rst`` in a task, each followed by a
     clean task, sometimes after a reset), ``two`` (each kernel alone, then its scaler
     corners, then both kernels at once, chains, a MEM_ERR on one kernel, both flushed)."""
     g = Gen(p, rng)
@@ -353,6 +356,36 @@ def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: in
         t0 = g.task(kernel=k)
         t0.cpl_wait = 0
         return [t0, g.task(kernel=k, taken=g.taken_by(t0))]
+
+    def error_step(which: int) -> None:
+        """0: a MEM_ERR window over a word of W, A or the output; 1: a flush in a busy
+        cycle, a pulse or held until the completion; 2: ``rst`` in a busy cycle; 3: a
+        one-cycle flush with requests outstanding, the next task right after."""
+        t = g.task()
+        if which == 0:
+            kind = str(rng.choice(["wgt", "act", "out"]))
+            a0, a1 = t.ranges()[kind]
+            wd = g.ri(a0 // 4, (a1 - 1) // 4)
+            lo, hi = wd - g.ri(0, 2), wd + 1 + g.ri(0, 2)
+            add(f"mem_err_{kind}", [t], _tp(lo=max(0, lo), hi=hi, bp=g.ri(0, 1) * g.ri(0, 8)))
+        elif which == 1:
+            e = host.exec_cycles(t.desc, p)
+            t.flush_at = int(rng.choice([1, 2, g.ri(1, e), e]))
+            t.flush_len = None if rng.random() < 0.5 else g.ri(1, 3)
+            add("flush", [t])
+        elif which == 3:  # a one-cycle flush while the weight burst issues, then the next
+            # task in the first idle cycle: every request the flushed task issued is answered
+            # before its completion, or its late responses land in the next task
+            # (host_engine@13cc m012, m048: a completion with requests outstanding survived)
+            # responses held (lat_rate / 16 of the cycles; 16 would hold them all) keep them
+            # in flight past the next task's start
+            t.flush_at, t.flush_len, t.cpl_wait = g.ri(2, 1 + host.task_words(t.desc)[0]), 1, 0
+            add("flush_chain", [t, g.task(kernel=t.kernel, taken=g.taken_by(t))],
+                _tp(seed=int(rng.integers(0, 1 << 32)), lat=g.ri(8, 12)), chain=True)
+        else:  # abandoned, everything cleared; half the time while the weight burst issues
+            ww = host.task_words(t.desc)[0]
+            t.reset_at = g.ri(2, 1 + ww) if rng.random() < 0.5 else g.ri(1, host.exec_cycles(t.desc, p))
+            add("rst_in_task", [t])
 
     if scenario in ("tasks", "bp"):
         # directed: every dtype x relu x pool, shapes at their minima and maxima, scaler corners
@@ -378,6 +411,13 @@ def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: in
             tp = None
             if scenario == "bp":
                 tp = rand_bp() if rng.random() < 0.85 else None
+                # one step in eight an error, so a configuration run only with ``bp`` (the
+                # quick tier's mem_q < mem_lat engine) meets them too: a flush or MEM_ERR with
+                # requests outstanding drains them (host_engine@13cc: four mutants of the
+                # drain survived)
+                if len(steps) % 8 == 7:
+                    error_step(len(steps) // 8 % 4)
+                    continue
             if len(steps) % 6 == 5:
                 add("chain", chain(0), tp, chain=True)
             else:
@@ -385,24 +425,8 @@ def make_steps(scenario: str, p: HostParams, rng: np.random.Generator, count: in
     elif scenario == "errors":
         while len(steps) < count:
             r = len(steps) % 6
-            if r == 0:  # MEM_ERR: a window over a word of W, A or the output
-                t = g.task()
-                which = str(rng.choice(["wgt", "act", "out"]))
-                a0, a1 = t.ranges()[which]
-                wd = g.ri(a0 // 4, (a1 - 1) // 4)
-                lo, hi = wd - g.ri(0, 2), wd + 1 + g.ri(0, 2)
-                add(f"mem_err_{which}", [t], _tp(lo=max(0, lo), hi=hi, bp=g.ri(0, 1) * g.ri(0, 8)))
-            elif r == 2:  # flush in a busy cycle: a pulse or held until the completion
-                t = g.task()
-                e = host.exec_cycles(t.desc, p)
-                t.flush_at = int(rng.choice([1, 2, g.ri(1, e), e]))
-                t.flush_len = None if rng.random() < 0.5 else g.ri(1, 3)
-                add("flush", [t])
-            elif r == 4:  # rst in a busy cycle: abandoned, everything cleared
-                t = g.task()
-                ww = host.task_words(t.desc)[0]  # half the time while the weight burst issues
-                t.reset_at = g.ri(2, 1 + ww) if rng.random() < 0.5 else g.ri(1, host.exec_cycles(t.desc, p))
-                add("rst_in_task", [t])
+            if r % 2 == 0:
+                error_step(3 if r == 2 and rng.random() < 0.5 else r // 2)
             else:  # a clean task after each error (sometimes after a reset)
                 add("after", [g.task()], reset=bool(r == 3 and rng.random() < 0.5))
     elif scenario == "two":
@@ -482,6 +506,7 @@ class StepObs:
     dma: tuple[int, int] = (0, 0)
     rd_beats: int = 0
     wr_beats: int = 0
+    beat_spans: list[tuple[int, int]] = field(default_factory=list)  # (rise, fall) of rd/wr_beat, ns
     stalls: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -508,6 +533,7 @@ class EngineBfm:
         self.cpl_log: list[list[tuple[int, int]]] = [[] for _ in range(self.nk)]
         self.cpl_ev = [Event() for _ in range(self.nk)]
         self.high = [0] * (2 + self.nk)  # cycles with rd_beat, wr_beat, k_stall[i] high
+        self.spans: list[tuple[int, int]] = []  # rd_beat / wr_beat high from, to (ns)
         # the memory's LFSR: (its state, the cycle it had it): set by rst and a seed write,
         # one step a cycle from there (lfsr_after); each read of it is checked
         self.lfsr_at = (1, 0)
@@ -564,6 +590,8 @@ class EngineBfm:
                         since[i] = t
                     else:
                         self.high[i] += (t - since[i]) // CLOCK_NS
+                        if i < 2:
+                            self.spans.append((since[i], t))
             prev = v
 
     @staticmethod
@@ -642,6 +670,7 @@ class EngineBfm:
             self.cpl_ev[i].clear()
         obs.tasks = [TaskObs() for _ in step.tasks]
         self.high = [0] * (2 + self.nk)
+        self.spans = []
         done = []
         for j, t in enumerate(step.tasks):
             if j and step.chain:  # the next command in the first idle cycle (E + 2 after the take)
@@ -664,6 +693,7 @@ class EngineBfm:
         for c in done:
             await c
         obs.rd_beats, obs.wr_beats, obs.stalls = self.high[0], self.high[1], self.high[2:]
+        obs.beat_spans = list(self.spans)
         for k in range(self.nk):  # each task's edges: from its take to the next take on its kernel
             mine = sorted((obs.tasks[j].take, j) for j, t in enumerate(step.tasks) if t.kernel == k)
             for i, (t0, j) in enumerate(mine):
@@ -792,7 +822,7 @@ class Golden:
             if o.status != want:
                 errs.append(f"task {j} ({t!r}): status {name[o.status] if 0 <= o.status < 12 else o.status}, "
                             f"want {name[want]}")
-            errs += [f"task {j}: {e}" for e in self.timing(step, t, o, want)]
+            errs += [f"task {j}: {e}" for e in self.timing(step, t, o, want, obs.beat_spans)]
             o0, o1 = t.ranges()["out"]
             self.dma_rd += o1 - o0
             if want == OK:
@@ -872,9 +902,10 @@ class Golden:
             errs.append(f"DMA byte counters (written, read) = {obs.dma}, want {want_dma}")
         return errs
 
-    def timing(self, step: Step, t: Task, o: TaskObs, want: int) -> list[str]:
+    def timing(self, step: Step, t: Task, o: TaskObs, want: int, spans: list[tuple[int, int]]) -> list[str]:
         """busy's edges, cpl_cycles (the busy cycles modulo ``2**cnt_bits``), exec_cycles
-        and the two-kernel bounds (on the busy cycles observed, which do not wrap)."""
+        and the two-kernel bounds (on the busy cycles observed, which do not wrap); after a
+        flush, no request (``spans``: rd_beat / wr_beat high, ns) up to the completion."""
         p = self.p
         errs = []
         if len(o.busy) != 2 or o.busy[0] != (o.take, 1) or o.busy[1][1] != 0:
@@ -895,6 +926,17 @@ class Golden:
                         f"back-pressure, one kernel; exec_cycles = {e}, mem_q = {p.mem_q}, mem_lat = {p.mem_lat})")
         if want == OK and busy < e:
             errs.append(f"busy cycles = {busy} (cpl_cycles {o.cycles}) below exec_cycles = {e}")
+        if t.flush_at is not None and not step.concurrent:
+            # the flush abandons the task: a request may issue in the abort's cycle, none
+            # after it up to the completion (docs/host.md sections 7 and 9; host_engine@13cc
+            # m023: the kernel went on to write its output after a flush)
+            ra = o.take + t.flush_at * CLOCK_NS  # the rising edge that first sees k_abort
+            for tr, tf in spans:
+                first = ra + ((max(tr, ra) - ra) // CLOCK_NS + 1) * CLOCK_NS  # the first edge after both
+                if first <= min(tf, fall):
+                    errs.append(f"a request issued {(first - ra) // CLOCK_NS} cycle(s) after the flush (busy cycle "
+                                f"{t.flush_at}), before the completion")
+                    break
         if (step.concurrent and not step.backpressure and want == OK and p.mem_q >= p.mem_lat
                 and all(expected_status(step, x) == OK for x in step.tasks)):
             other = next(x for x in step.tasks if x is not t)
