@@ -416,6 +416,53 @@ def test_a_timeout_is_confirmed_with_a_longer_bound_before_it_kills(monkeypatch,
     assert rec["verdict"] == "killed" and rec["how"] == "timeout" and len(rec["runs"]) == 2, rec
 
 
+def test_a_recheck_runs_only_the_survivors_again_and_says_so(monkeypatch, tmp_path, capsys):
+    """``make mutate RECHECK=1``: a current record's survivors and unknowns run again
+    through today's testbenches; a kill there updates the verdict and the rate, the rest
+    of the record stays as measured, and the record names the recheck's commit."""
+    import lockstep.verif.mutate as mm
+
+    monkeypatch.setattr(mm, "BUILD", tmp_path)
+    verdict = {"mutant": "pass"}
+    ran: list[str] = []
+
+    def fake(name, sim, seed, rtl, timeout, mem):
+        if rtl is None:
+            return mm.TbRun(name, "pass", 1.0)
+        ran.append(Path(rtl).stem)
+        return mm.TbRun(name, "fail" if verdict["mutant"] == "fail" else "pass", 1.0, "a mismatch")
+
+    monkeypatch.setattr(mm, "run_testbench", fake)
+    monkeypatch.setattr(mm, "equivalence", lambda *a, **k: ("survived", "a difference 3 cycles after reset"))
+    (dut,) = duts(["sched_counter_cw8"])
+    opt = mm.Options(n=3, seed=3, jobs=1)
+    rec = mm.mutate_dut(dut, opt, log=lambda *_: None)
+    assert rec["tally"]["survived"] == 3 and rec["kill_rate"] == 0.0
+    rec["mutants"][1].update(verdict="equivalent")   # a proof: not run again
+    rec["tally"] = mm._tally(rec["mutants"])
+    verdict["mutant"], ran[:] = "fail", []
+    new = mm.recheck_dut(dut, rec, opt, log=lambda *_: None)
+    assert sorted(ran) == ["m000", "m002"]
+    assert [m["verdict"] for m in new["mutants"]] == ["killed", "equivalent", "killed"]
+    assert new["kill_rate"] == 100.0 and new["commit"] == rec["commit"]
+    assert new["rechecks"][-1]["ran"] == ["m000", "m002"] and new["rechecks"][-1]["killed"] == ["m000", "m002"]
+    assert new["mutants"][0]["rechecked"] and new["mutants"][0]["killed_by"] == "sched_counter_cw8"
+    with pytest.raises(ValueError, match="another Verilog"):
+        mm.recheck_dut(dut, {**rec, "rtl_sha": "000000000000"}, opt, log=lambda *_: None)
+    # from the command line: the campaign's record written back with --save
+    camp = tmp_path / "campaign"
+    camp.mkdir()
+    monkeypatch.setattr(mm, "CAMPAIGN", camp)
+    (camp / mm.record_file(dut.name)).write_text(mm.record_json(rec))
+    assert main(["--tests", "sched_counter_cw8", "--recheck", "--save", "--jobs", "1",
+                 "--report", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "kill rate 0.0% -> 100.0%" in out and "survivors rechecked at" in out
+    assert json.loads((camp / mm.record_file(dut.name)).read_text())["kill_rate"] == 100.0
+    (camp / mm.record_file(dut.name)).unlink()
+    assert main(["--tests", "sched_counter_cw8", "--recheck", "--report", str(tmp_path / "r")]) == 2
+
+
 # ---- the mutated block alone -----------------------------------------------------------------
 BLOCKS = """module top (clk, rst, a, b, y, z);
 input clk;

@@ -457,17 +457,7 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
     text = dut.source.read_text()
     original.write_text(text)
     mem = int(opt.mem_gb * 2**30)
-    seeds = {n: quick_seed(n, 0) for n in dut.testbenches}
-    # the unmutated design must pass every testbench; its time sets the bounds
-    base: dict[str, TbRun] = {}
-    for name in dut.testbenches:
-        base[name] = run_testbench(name, opt.sim, seeds[name], None, 3600, mem)
-        log(f"[mutate] {dut.name}: baseline {name} on {opt.sim}: {base[name].verdict} ({base[name].wall:.1f} s)")
-    usable = [n for n in dut.testbenches if base[n].verdict == "pass"]
-    problems = [f"{n}: the unmutated design does not pass ({base[n].verdict}: {base[n].detail})"
-                for n in dut.testbenches if n not in usable]
-    build_allowance = 180 if opt.sim == "verilator" else 30
-    bound = {n: opt.timeout_factor * base[n].wall + build_allowance for n in usable}
+    seeds, base, usable, problems, bound = _baselines(dut, opt, mem, log)
     picked = mut.sample(text, opt.n, opt.seed)
     records: list[dict[str, Any]] = [None] * len(picked)  # type: ignore[list-item]
     lock = threading.Lock()
@@ -493,21 +483,10 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
         elif not usable:
             rec.update(verdict="unknown", detail="no testbench passes the unmutated design")
         else:
-            rec["verdict"] = "survived"
-            for name in order():
-                r = run_testbench(name, opt.sim, seeds[name], path, bound[name], mem)
-                if r.verdict == "timeout":   # confirmed with thrice the bound: a loaded machine is not a kill
-                    rec["runs"].append({**r.to_dict(), "retried": True})
-                    r = run_testbench(name, opt.sim, seeds[name], path, RETRY_FACTOR * bound[name], mem)
-                rec["runs"].append(r.to_dict())
-                if r.verdict in ("fail", "timeout", "memory"):
-                    rec.update(verdict="killed", killed_by=name, how=r.verdict, detail=r.detail)
-                    with lock:
-                        kills[name] += 1
-                    break
-                if r.verdict == "error":
-                    rec.update(verdict="invalid", detail=f"{name} on {opt.sim} could not run it: {r.detail}")
-                    break
+            rec.update(_try_kill(path, order(), opt, seeds, bound, mem, rec["runs"]))
+            if rec["verdict"] == "killed":
+                with lock:
+                    kills[rec["killed_by"]] += 1
             if rec["verdict"] == "survived":
                 rec["verdict"], rec["detail"] = equivalence(original, path, dut.toplevel, opt.depth, opt.eq_timeout,
                                                             line=m.line)
@@ -540,6 +519,109 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
             "depth": opt.depth, "baseline": {n: base[n].to_dict() for n in dut.testbenches},
             "problems": problems, "tally": tally, "kill_rate": _rate(tally),
             "wall_s": round(time.monotonic() - t_dut, 1), "mutants": records}
+
+
+def _baselines(dut: Dut, opt: Options, mem: int, log) -> tuple[dict[str, int], dict[str, TbRun], list[str],
+                                                                list[str], dict[str, float]]:
+    """The unmutated design through each of ``dut``'s testbenches at its quick-tier seed:
+    ``(seeds, runs, the testbenches it passes, problems, each one's time bound for a
+    mutant)``; its time sets the bounds."""
+    seeds = {n: quick_seed(n, 0) for n in dut.testbenches}
+    base: dict[str, TbRun] = {}
+    for name in dut.testbenches:
+        base[name] = run_testbench(name, opt.sim, seeds[name], None, 3600, mem)
+        log(f"[mutate] {dut.name}: baseline {name} on {opt.sim}: {base[name].verdict} ({base[name].wall:.1f} s)")
+    usable = [n for n in dut.testbenches if base[n].verdict == "pass"]
+    problems = [f"{n}: the unmutated design does not pass ({base[n].verdict}: {base[n].detail})"
+                for n in dut.testbenches if n not in usable]
+    build_allowance = 180 if opt.sim == "verilator" else 30
+    bound = {n: opt.timeout_factor * base[n].wall + build_allowance for n in usable}
+    return seeds, base, usable, problems, bound
+
+
+def _try_kill(path: Path, names: list[str], opt: Options, seeds: dict[str, int], bound: dict[str, float], mem: int,
+              runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run the mutant ``path`` through ``names`` in order until one kills it (each run
+    appended to ``runs``): the verdict's fields, ``survived`` when none does."""
+    for name in names:
+        r = run_testbench(name, opt.sim, seeds[name], path, bound[name], mem)
+        if r.verdict == "timeout":   # confirmed with thrice the bound: a loaded machine is not a kill
+            runs.append({**r.to_dict(), "retried": True})
+            r = run_testbench(name, opt.sim, seeds[name], path, RETRY_FACTOR * bound[name], mem)
+        runs.append(r.to_dict())
+        if r.verdict in ("fail", "timeout", "memory"):
+            return {"verdict": "killed", "killed_by": name, "how": r.verdict, "detail": r.detail}
+        if r.verdict == "error":
+            return {"verdict": "invalid", "detail": f"{name} on {opt.sim} could not run it: {r.detail}"}
+    return {"verdict": "survived"}
+
+
+#: Verdicts a recheck (:func:`recheck_dut`) runs again: the mutants no testbench killed
+#: and no proof excluded.
+RECHECKED = ("survived", "unknown")
+
+
+def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[str, Any]:
+    """The campaign record ``rec`` of ``dut`` (measured at the Verilog generated today)
+    with its survivors and unknowns run again through today's testbenches, as
+    :func:`mutate_dut` runs a mutant (``opt.jobs`` at once): the cheap check that a
+    testbench change closed the holes a record shows. A mutant killed now becomes
+    ``killed`` (``rechecked`` names the commit); one still alive keeps its verdict and
+    its equivalence result. The other mutants are not run again, so the record says
+    what it is: ``rechecks`` lists each recheck's commit, the mutants it ran and those
+    it killed, next to the commit of the full measurement. A full measurement
+    (``make mutate``) replaces it."""
+    text = dut.source.read_text()
+    if rec.get("rtl_sha") != rtl_sha(text):
+        raise ValueError(f"{dut.name}: the record was measured at another Verilog ({rec.get('rtl_sha')}); "
+                         "measure it again (make mutate PENDING=1)")
+    sim = rec.get("sim", opt.sim)
+    opt = Options(**{**vars(opt), "sim": sim})
+    outdir = BUILD / "mutate" / dut.name
+    shutil.rmtree(outdir, ignore_errors=True)
+    outdir.mkdir(parents=True)
+    mem = int(opt.mem_gb * 2**30)
+    seeds, _, usable, problems, bound = _baselines(dut, opt, mem, log)
+    if problems:
+        raise ValueError(f"{dut.name}: " + "; ".join(problems))
+    picked = mut.sample(text, rec["n"], rec["seed"])
+    todo = [i for i, m in enumerate(rec["mutants"]) if m["verdict"] in RECHECKED]
+    commit = _commit()
+    mutants = [dict(m) for m in rec["mutants"]]
+    killed: list[str] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        m, pm = mutants[i], picked[i]
+        if pm.diff != m["diff"]:
+            raise ValueError(f"{dut.name} {m['id']}: the sample drew another mutant ({pm.diff!r}, the record has "
+                             f"{m['diff']!r})")
+        path = outdir / f"{m['id']}.v"
+        path.write_text(mut.apply(text, pm))
+        runs: list[dict[str, Any]] = []
+        res = _try_kill(path, usable, opt, seeds, bound, mem, runs)
+        if not opt.keep:
+            _cleanup(dut, path)
+        with lock:
+            m["rechecked"] = commit
+            if res["verdict"] == "killed":
+                m.update(res, runs=runs)
+                killed.append(m["id"])
+            log(f"[mutate] {dut.name} recheck {m['id']} {m['kind']:5s} "
+                f"{'killed by ' + res['killed_by'] if res['verdict'] == 'killed' else m['verdict'] + ' still'}")
+
+    pool = ThreadPoolExecutor(max_workers=max(1, opt.jobs))
+    try:
+        list(pool.map(one, todo))
+    except BaseException:
+        stop_all()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    tally = _tally(mutants)
+    rechecks = list(rec.get("rechecks", [])) + [{"commit": commit, "ran": [mutants[i]["id"] for i in todo],
+                                                 "killed": sorted(killed)}]
+    return {**rec, "tally": tally, "kill_rate": _rate(tally), "rechecks": rechecks, "mutants": mutants}
 
 
 def _commit() -> str:
@@ -658,7 +740,8 @@ def write_report(results: list[dict[str, Any]], outdir: Path, opt: Options, elap
     summary = {
         "options": vars(opt), "elapsed_s": round(elapsed, 1),
         "families": {f: {"tally": t, "kill_rate": _rate(t)} for f, t in sorted(families.items())},
-        "duts": [{k: r[k] for k in ("dut", "family", "testbenches", "usable", "tally", "kill_rate", "problems", "wall_s")}
+        "duts": [{**{k: r[k] for k in ("dut", "family", "testbenches", "usable", "tally", "kill_rate", "problems",
+                                       "wall_s")}, **({"rechecks": r["rechecks"]} if r.get("rechecks") else {})}
                  for r in results],
     }
     if campaign is not None:
@@ -696,6 +779,10 @@ bounded at {opt.depth} cycles). Kill rate = killed / (killed + survived + unknow
                      f"{r['kill_rate'] if r['kill_rate'] is not None else '-'}%</h3><p>{_tally_line(r['tally'])}; "
                      f"testbenches: {e(', '.join(r['usable']))}; {r['wall_s']} s; measured at commit "
                      f"{e(r.get('commit', 'unknown'))}, RTL {e(r.get('rtl_sha', '?'))}</p>")
+        for rc in r.get("rechecks", []):
+            parts.append(f"<p>rechecked at commit {e(rc['commit'])}: {len(rc['ran'])} survivor(s) and unknown(s) run "
+                         f"again, {len(rc['killed'])} killed ({e(', '.join(rc['killed']) or 'none')}); the other "
+                         "mutants as measured</p>")
         for p in r["problems"]:
             parts.append(f"<p class='survived'>problem: {e(p)}</p>")
         order = {"survived": 0, "unknown": 1, "equivalent-bounded": 2, "equivalent": 3, "invalid": 4, "killed": 5}
@@ -736,6 +823,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pending", action="store_true",
                     help="only the selected DUTs with no record at today's Verilog in the campaign folder "
                     "(missing or stale; with --save, a campaign resumed where it stopped)")
+    ap.add_argument("--recheck", action="store_true",
+                    help="no new sample: the campaign records of the selected DUTs (at today's Verilog) with their "
+                    "survivors and unknowns run again through today's testbenches (with --save, written back)")
     ap.add_argument("--tier", action="store_true",
                     help="with --merge: hold the records to today's quick tier (DUTs missing, or measured at an "
                     "RTL the generators no longer write, are listed; with --min-rate they fail)")
@@ -774,6 +864,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: DUTS={p!r} matches none of the {len(names)} DUTs: {', '.join(names)}", file=sys.stderr)
                 return 2
         chosen = [d for d in chosen if any(fnmatch.fnmatch(d.name, p) for p in dut_globs)]
+    if a.recheck:
+        return _recheck(chosen, opt, a)
     if a.pending:  # only the DUTs the campaign has no record of at today's Verilog
         have = merge_reports([CAMPAIGN]) if CAMPAIGN.is_dir() and any(CAMPAIGN.glob("*.json")) else []
         status = campaign_status(have, chosen)
@@ -802,10 +894,48 @@ def main(argv: list[str] | None = None) -> int:
     return _finish(summary, a.report, a.min_rate)
 
 
+def _recheck(chosen: list[Dut], opt: Options, a: argparse.Namespace) -> int:
+    """``--recheck``: :func:`recheck_dut` on every selected DUT the campaign has a current
+    record of (the others are listed and left out)."""
+    have = {r["dut"]: r for r in (merge_reports([CAMPAIGN]) if CAMPAIGN.is_dir() and any(CAMPAIGN.glob("*.json"))
+                                  else [])}
+    status = campaign_status(list(have.values()), chosen)
+    left = [d.name for d in chosen if d.name not in status["measured"]]
+    if left:
+        print(f"[mutate] --recheck: no record at today's Verilog for {len(left)} DUT(s), left out: {' '.join(left)}")
+    todo = [d for d in chosen if d.name in status["measured"]]
+    if not todo:
+        print("[mutate] --recheck: nothing to recheck", file=sys.stderr)
+        return 2
+    t0 = time.monotonic()
+    _STOP.clear()
+    signal.signal(signal.SIGTERM, _on_term)
+    results: list[dict[str, Any]] = []
+    try:
+        for d in todo:
+            before = have[d.name]
+            results.append(recheck_dut(d, before, opt))
+            print(f"[mutate] {d.name}: rechecked {len(results[-1]['rechecks'][-1]['ran'])}, killed "
+                  f"{len(results[-1]['rechecks'][-1]['killed'])}: kill rate {before['kill_rate']}% -> "
+                  f"{results[-1]['kill_rate']}%")
+            if a.save:
+                (CAMPAIGN / record_file(d.name)).write_text(record_json(results[-1]))
+            summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
+    except (KeyboardInterrupt, Interrupted):
+        print(f"[mutate] interrupted: every child process killed; {len(results)} DUT(s) rechecked", file=sys.stderr)
+        return 130
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return _finish(summary, a.report, a.min_rate)
+
+
 def _finish(summary: dict[str, Any], report: str, min_rate: float | None) -> int:
     """Print the per-DUT and per-family lines; 1 when a DUT had a problem or is below ``min_rate``."""
     for r in summary["duts"]:
-        print(f"[mutate] {r['dut']:32s} {_tally_line(r['tally'])}")
+        rc = r.get("rechecks")
+        print(f"[mutate] {r['dut']:32s} {_tally_line(r['tally'])}"
+              + (f"  (survivors rechecked at {rc[-1]['commit']})" if rc else ""))
     for f, t in summary["families"].items():
         print(f"[mutate] family {f:8s} {_tally_line(t['tally'])}")
     print(f"[mutate] report: {Path(report) / 'index.html'}")
