@@ -9,7 +9,9 @@ early or late, more than ``depth`` entries, just past it or far past it), alone 
 at a time; each class first alone, the highest ``err`` bit first (``err`` is sticky: a
 class that also raised a lower bit shows only while that bit is clear), bad descriptors
 last, among them ``H = hmax + 1`` and ``W = wmax + 1``, and half the indices out of range
-the first one out (row ``H`` or column ``W``). While a job writes
+the first one out (row ``H`` or column ``W``); then classes again after a reset (``err``
+clear), with streams of exactly ``depth`` words and past it, and NNZ fields of the words
+plus each power of two above a map's largest count. While a job writes
 one bank, the other bank is read every cycle (ping-pong) and must not change. After the
 job both banks are read back group by group through the ``p``-wide port.
 
@@ -89,6 +91,8 @@ class FmJob:
         words: the data words sent (up to and including the LAST that ends the load).
         kind: stimulus kind(s).
         idle: input idle rate.
+        reset: ``rst`` pulses before the job: both banks empty and ``err`` clear, so the
+            job's own flags are checked bit by bit.
     """
 
     bank: int
@@ -97,11 +101,12 @@ class FmJob:
     words: list[int]
     kind: str
     idle: float = 0.0
+    reset: bool = False
 
     def __repr__(self) -> str:
         d = sparse.unpack_desc(self.desc)
         return (f"{self.kind} bank={self.bank} dense={int(self.dense)} desc=(h={d.h}, w={d.w}, nnz={d.nnz}, "
-                f"rsvd={d.rsvd}) words={len(self.words)} idle={self.idle}")
+                f"rsvd={d.rsvd}) words={len(self.words)} idle={self.idle}" + (" reset" if self.reset else ""))
 
 
 class FmMemUnit(JobUnit):
@@ -111,7 +116,7 @@ class FmMemUnit(JobUnit):
     controls = ["wr_done"]
     idle_inputs = {"wr_bank": 0, "wr_dense": 0, "rd_bank": 0, "rd_group": 0}
     covergroup = "sparse.fm_mem"
-    default_jobs = 48
+    default_jobs = 64
 
     def __init__(self, ctx: Any, params: SparseParams) -> None:
         super().__init__(ctx, params)
@@ -185,32 +190,40 @@ class FmMemUnit(JobUnit):
                 return sparse.Desc(d.org_row, d.org_col, d.h, d.w, len(ws)), ws
             return d, ws
         if kind == "nnz" and ws:
-            how = int(rng.integers(0, 4)) if how is None else how
+            how = int(rng.integers(0, 4 + p.NNZ_BITS)) if how is None else how
             if how == 0 and len(ws) >= 2:  # LAST early: the load ends there
                 i = int(rng.integers(0, len(ws) - 1))
                 return d, _relast(ws[: i + 1])
             if how == 3:  # an NNZ field far beyond the words (up to 2**16 - 1)
                 return sparse.Desc(d.org_row, d.org_col, d.h, d.w, int(rng.integers(len(ws) + 2, 1 << 16))), ws
+            if how >= 4:  # NNZ = the words + 2**b: bit b of NNZ - 1 decides where LAST must be
+                nnz = len(ws) + (1 << (how - 4))
+                if nnz < 1 << p.NNZ_BITS:
+                    return sparse.Desc(d.org_row, d.org_col, d.h, d.w, nnz), ws
+                how = 1
             delta = 1 if how == 1 else -1  # NNZ one more / one fewer than the words
             return sparse.Desc(d.org_row, d.org_col, d.h, d.w, max(0, d.nnz + delta)), ws
         if kind == "overflow":
-            # just past depth, or far past it (the NNZ's high bits then count too)
-            extra = max(0, p.depth + 1 - len(ws)) + int(rng.integers(0, 3) if rng.random() < 0.6
-                                                        else rng.integers(p.depth, 3 * p.depth))
-            pad = [ws[-1][:3] + (False,) if ws else (0, 0, 1, False)] * extra
+            # how: 0 exactly depth words (no overflow: an entry per word slot), 1 just past
+            # it, 2 two or three past, 3 far past (the NNZ's high bits then count too)
+            how = int(rng.choice([1, 1, 2, 3, 3, 0])) if how is None else how
+            total = p.depth + (how > 0) + (int(rng.integers(1, 3)) if how == 2 else
+                                           int(rng.integers(p.depth, 3 * p.depth)) if how == 3 else 0)
+            ws = ws[:total]
+            pad = [ws[-1][:3] + (False,) if ws else (0, 0, 1, False)] * (total - len(ws))
             ws = _relast(ws + pad)
             return sparse.Desc(d.org_row, d.org_col, d.h, d.w, len(ws)), ws
         return d, ws
 
     def _job(self, rng: np.random.Generator, kind: str, bank: int, how: int | None = None,
-             fit: bool = False) -> FmJob:
+             fit: bool = False, reset: bool = False) -> FmJob:
         p = self.params
         idle = IDLES[int(rng.integers(0, len(IDLES)))]
         org = (int(rng.integers(0, 1 << 12)), int(rng.integers(0, 1 << 12)))
         if kind == "empty":
             sub = sparse.encode(np.zeros((int(rng.integers(1, p.hmax + 1)), int(rng.integers(1, p.wmax + 1))),
                                          np.int64), org)
-            return FmJob(bank, False, sparse.pack_desc(sub), [], kind, idle)
+            return FmJob(bank, False, sparse.pack_desc(sub), [], kind, idle, reset)
         dense = kind == "dense" or (kind in ("oob", "order", "nnz") and rng.random() < 0.25)
         X = self._map(rng, big=kind == "overflow", fit=fit and kind != "overflow")
         sub = sparse.encode(X, org, dense=dense)
@@ -227,7 +240,7 @@ class FmMemUnit(JobUnit):
             ws = _relast(ws) if ws else [(0, 0, 1, True)]
         words = sparse.pack_data(ws, p)
         load = sparse.load_data(sparse.pack_desc(d), words, p, dense=dense)
-        return FmJob(bank, dense, sparse.pack_desc(d), words[: load.consumed], "+".join(kinds), idle)
+        return FmJob(bank, dense, sparse.pack_desc(d), words[: load.consumed], "+".join(kinds), idle, reset)
 
     def jobs(self, rng: np.random.Generator, count: int) -> list[FmJob]:
         p = self.params
@@ -240,12 +253,20 @@ class FmMemUnit(JobUnit):
         # each error class once, the highest err bit first: err is sticky, so a class that
         # also raised a lower bit (OVERFLOW's 32 written 31, OOB's 2 written 3) shows only
         # while that bit is still clear
-        forced = ([("dense", None), ("overflow", None)] + [("nnz", h) for h in range(4)]
-                  + [("zero", None), ("order", None)] + [("oob", h) for h in range(4)]
-                  + [("desc", h) for h in range(7)])
+        forced = ([("dense", None, False), ("overflow", None, False)] + [("nnz", h, False) for h in range(4)]
+                  + [("zero", None, False), ("order", None, False)] + [("oob", h, False) for h in range(4)]
+                  + [("desc", h, False) for h in range(7)])
+        # then classes again after a reset, err clear (a class that also raised a higher bit
+        # shows): the memory filled to exactly depth words, then 1, 2 or 3 and far past it
+        # (fm_mem_unit@76b5 m006, m030: the bound k >= depth off by one either way), and an
+        # NNZ field of the words + 2**b for every bit b above the most entries a map can
+        # have (m058, fm_mem_unit@5aec m023: a bit of NNZ - 1 stuck at 0, where LAST must be)
+        top = min(p.depth, p.hmax * p.wmax).bit_length()
+        forced += ([("overflow", h, True) for h in range(4)] + [("nnz", 4 + b, True) for b in range(top, p.NNZ_BITS)]
+                   + [("zero", None, True), ("order", None, True), ("oob", 0, True), ("desc", 0, True)])
         while len(jobs) < count:  # the forced ones on maps that fit (their check is reached)
-            kind, how, fit = (*forced.pop(0), True) if forced else (_pick(rng, FM_KINDS), None, False)
-            jobs.append(self._job(rng, kind, int(rng.integers(0, 2)), how, fit=fit))
+            kind, how, reset, fit = (*forced.pop(0), True) if forced else (_pick(rng, FM_KINDS), None, False, False)
+            jobs.append(self._job(rng, kind, int(rng.integers(0, 2)), how, fit=fit, reset=reset))
         return jobs
 
     def budget(self, job: FmJob) -> int:
@@ -269,6 +290,8 @@ class FmMemUnit(JobUnit):
     async def drive(self, bfm: JobBfm, job: FmJob) -> tuple[int, int, dict[str, Any]]:
         dut = bfm.dut
         bfm.set_rates(job.idle, 0.0)
+        if job.reset:
+            await pulse_reset(dut, 2)
         await RisingEdge(dut.clk)
         first = bfm.now
         dut.wr_bank.value = job.bank
@@ -327,6 +350,8 @@ class FmMemUnit(JobUnit):
         load = sparse.load_data(job.desc, job.words, p, dense=job.dense)
         if load.consumed != len(job.words) or not load.ended:
             return [f"stimulus bug: the model's load consumes {load.consumed} of {len(job.words)} words"]
+        if job.reset:  # the state after rst: both banks empty, err clear
+            self.banks, self.sticky = [(0, []), (0, [])], 0
         other = 1 - job.bank
         errs += self._bank_errors("ping-pong read during the write", other, obs.read["ping_pong"])
         self.sticky |= load.err
