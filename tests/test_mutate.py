@@ -446,10 +446,18 @@ def test_a_recheck_runs_only_the_survivors_again_and_says_so(monkeypatch, tmp_pa
     assert [m["verdict"] for m in new["mutants"]] == ["killed", "equivalent", "killed"]
     assert new["kill_rate"] == 100.0 and new["commit"] == rec["commit"]
     assert new["rechecks"][-1]["ran"] == ["m000", "m002"] and new["rechecks"][-1]["killed"] == ["m000", "m002"]
+    assert new["rechecks"][-1]["proved"] == []
     assert new["mutants"][0]["rechecked"] and new["mutants"][0]["killed_by"] == "sched_counter_cw8"
+    # alive still: today's equivalence check judges it again (a proof now excludes it)
+    verdict["mutant"] = "pass"
+    monkeypatch.setattr(mm, "equivalence", lambda *a, **k: ("equivalent", "proved: nothing reads it"))
+    again = mm.recheck_dut(dut, rec, opt, log=lambda *_: None)
+    assert [m["verdict"] for m in again["mutants"]] == ["equivalent"] * 3
+    assert again["rechecks"][-1]["proved"] == ["m000", "m002"] and again["kill_rate"] is None
     with pytest.raises(ValueError, match="another Verilog"):
         mm.recheck_dut(dut, {**rec, "rtl_sha": "000000000000"}, opt, log=lambda *_: None)
     # from the command line: the campaign's record written back with --save
+    verdict["mutant"] = "fail"
     camp = tmp_path / "campaign"
     camp.mkdir()
     monkeypatch.setattr(mm, "CAMPAIGN", camp)

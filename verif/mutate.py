@@ -332,8 +332,14 @@ _STRUCTURAL = [
     # logic whose result ends there is dead in both designs and goes (bfp_stats@cf22 with
     # k_sigma = 0: five mutants of the unread squares, unknown before, proved in about 30 s
     # each; without the free inputs opt's clean-up read an undriven net as 0);
-    # -purge: a named wire's bits that nothing reads go (a stuck bit there is no difference)
-    "proc", "memory_collect", "flatten", "setundef -undriven -anyseq", "opt", "opt_clean -purge", "setundef -zero -init -params", "async2sync",
+    # -purge: a named wire's bits that nothing reads go (a stuck bit there is no difference);
+    # memory_map: a memory becomes registers (equiv_induct has no model of a memory cell: a
+    # cone through one stayed unproved); opt_dff -sat: a register bit that keeps its initial
+    # value (0: both designs start from the zero state) whatever the design does is proved
+    # by SAT and becomes that constant (kernel_select@fabd m023: every m the ROM gives is
+    # even, so the picks' remembered m has bit 0 at 0 and a stuck 0 there changes nothing)
+    "proc", "memory_collect", "memory_map", "flatten", "setundef -undriven -anyseq", "opt", "opt_clean -purge",
+    "setundef -zero -init -params", "opt_dff -sat", "opt", "async2sync",
     "equiv_make gold gate equiv", "hierarchy -top equiv", "equiv_struct", "equiv_simple -seq 3", "equiv_status",
     "equiv_induct -seq 3", "equiv_status",
 ]
@@ -347,15 +353,16 @@ def _structural(gold: Path, gate: Path, top: str, stem: str, workdir: Path, time
     ``equiv_struct`` merges every cell whose inputs are already paired (registers
     assumed equal and proved with the rest), ``equiv_simple`` proves the pairs left on
     their input cones (3 cycles deep) and ``equiv_induct`` by induction over all of
-    them. Both designs start from the same (zero) state, so every pair proved means no
-    input sequence tells them apart. A pair it cannot prove (a real difference, a cone
-    through a memory, which it has no model of, or the time out) answers False: never a
-    verdict of its own."""
+    them. Memories are first mapped to registers, and a register bit that SAT proves
+    never leaves its initial value becomes a constant. Both designs start from the same
+    (zero) state, so every pair proved means no input sequence tells them apart. A pair it
+    cannot prove (a real difference, or the time out) answers False: never a verdict of
+    its own."""
     rel = [os.path.relpath(p, workdir) for p in (gold, gate)]
     rc, text, _ = _yosys_script(workdir, f"{stem}.equiv", [
         f"read_verilog -sv {rel[0]}", f"rename {top} gold", f"read_verilog -sv {rel[1]}", f"rename {top} gate",
         *_STRUCTURAL], timeout)
-    # equiv_induct stops the script on a memory in an unproved cone: a proof before it stands
+    # a pass that stops the script (an error) leaves no proof; a proof printed before it stands
     return rc is not None and "Equivalence successfully proven!" in text
 
 
@@ -566,11 +573,12 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
     with its survivors and unknowns run again through today's testbenches, as
     :func:`mutate_dut` runs a mutant (``opt.jobs`` at once): the cheap check that a
     testbench change closed the holes a record shows. A mutant killed now becomes
-    ``killed`` (``rechecked`` names the commit); one still alive keeps its verdict and
-    its equivalence result. The other mutants are not run again, so the record says
-    what it is: ``rechecks`` lists each recheck's commit, the mutants it ran and those
-    it killed, next to the commit of the full measurement. A full measurement
-    (``make mutate``) replaces it."""
+    ``killed`` (``rechecked`` names the commit); one still alive gets today's
+    equivalence check (:func:`equivalence` may prove now what it could not then). The
+    other mutants are not run again, so the record says what it is: ``rechecks`` lists
+    each recheck's commit, the mutants it ran, those it killed and those it proved, next
+    to the commit of the full measurement. A full measurement (``make mutate``) replaces
+    it."""
     text = dut.source.read_text()
     if rec.get("rtl_sha") != rtl_sha(text):
         raise ValueError(f"{dut.name}: the record was measured at another Verilog ({rec.get('rtl_sha')}); "
@@ -580,6 +588,8 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
     outdir = BUILD / "mutate" / dut.name
     shutil.rmtree(outdir, ignore_errors=True)
     outdir.mkdir(parents=True)
+    original = outdir / f"{dut.toplevel}.orig.v"
+    original.write_text(text)
     mem = int(opt.mem_gb * 2**30)
     seeds, _, usable, problems, bound = _baselines(dut, opt, mem, log)
     if problems:
@@ -589,6 +599,7 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
     commit = _commit()
     mutants = [dict(m) for m in rec["mutants"]]
     killed: list[str] = []
+    proved: list[str] = []
     lock = threading.Lock()
 
     def one(i: int) -> None:
@@ -602,13 +613,23 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
         res = _try_kill(path, usable, opt, seeds, bound, mem, runs)
         if not opt.keep:
             _cleanup(dut, path)
+        if res["verdict"] == "survived":
+            res["verdict"], res["detail"] = equivalence(original, path, dut.toplevel, opt.depth, opt.eq_timeout,
+                                                        line=pm.line)
         with lock:
             m["rechecked"] = commit
             if res["verdict"] == "killed":
                 m.update(res, runs=runs)
                 killed.append(m["id"])
-            log(f"[mutate] {dut.name} recheck {m['id']} {m['kind']:5s} "
-                f"{'killed by ' + res['killed_by'] if res['verdict'] == 'killed' else m['verdict'] + ' still'}")
+                said = f"killed by {res['killed_by']}"
+            elif res["verdict"] != "invalid":
+                if res["verdict"] == "equivalent" and m["verdict"] != "equivalent":
+                    proved.append(m["id"])
+                m.update(verdict=res["verdict"], detail=res["detail"])
+                said = f"{res['verdict']} ({res['detail'][:80]})"
+            else:
+                said = f"{m['verdict']} still ({res['detail'][:80]})"
+            log(f"[mutate] {dut.name} recheck {m['id']} {m['kind']:5s} {said}")
 
     pool = ThreadPoolExecutor(max_workers=max(1, opt.jobs))
     try:
@@ -620,7 +641,7 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
         pool.shutdown(wait=True, cancel_futures=True)
     tally = _tally(mutants)
     rechecks = list(rec.get("rechecks", [])) + [{"commit": commit, "ran": [mutants[i]["id"] for i in todo],
-                                                 "killed": sorted(killed)}]
+                                                 "killed": sorted(killed), "proved": sorted(proved)}]
     return {**rec, "tally": tally, "kill_rate": _rate(tally), "rechecks": rechecks, "mutants": mutants}
 
 
@@ -783,8 +804,9 @@ bounded at {opt.depth} cycles). Kill rate = killed / (killed + survived + unknow
                      f"{e(r.get('commit', 'unknown'))}, RTL {e(r.get('rtl_sha', '?'))}</p>")
         for rc in r.get("rechecks", []):
             parts.append(f"<p>rechecked at commit {e(rc['commit'])}: {len(rc['ran'])} survivor(s) and unknown(s) run "
-                         f"again, {len(rc['killed'])} killed ({e(', '.join(rc['killed']) or 'none')}); the other "
-                         "mutants as measured</p>")
+                         f"again, {len(rc['killed'])} killed ({e(', '.join(rc['killed']) or 'none')}), "
+                         f"{len(rc.get('proved', []))} proved equivalent ({e(', '.join(rc.get('proved', [])) or 'none')});"
+                         " the other mutants as measured</p>")
         for p in r["problems"]:
             parts.append(f"<p class='survived'>problem: {e(p)}</p>")
         order = {"survived": 0, "unknown": 1, "equivalent-bounded": 2, "equivalent": 3, "invalid": 4, "killed": 5}
@@ -917,9 +939,9 @@ def _recheck(chosen: list[Dut], opt: Options, a: argparse.Namespace) -> int:
         for d in todo:
             before = have[d.name]
             results.append(recheck_dut(d, before, opt))
-            print(f"[mutate] {d.name}: rechecked {len(results[-1]['rechecks'][-1]['ran'])}, killed "
-                  f"{len(results[-1]['rechecks'][-1]['killed'])}: kill rate {before['kill_rate']}% -> "
-                  f"{results[-1]['kill_rate']}%")
+            rc = results[-1]["rechecks"][-1]
+            print(f"[mutate] {d.name}: rechecked {len(rc['ran'])}, killed {len(rc['killed'])}, proved equivalent "
+                  f"{len(rc['proved'])}: kill rate {before['kill_rate']}% -> {results[-1]['kill_rate']}%")
             if a.save:
                 (CAMPAIGN / record_file(d.name)).write_text(record_json(results[-1]))
             summary = write_report(results, Path(a.report), opt, time.monotonic() - t0)
