@@ -41,6 +41,14 @@ def test_family_packages_have_the_same_shape(family: str) -> None:
     assert (REPO / "verif" / family / "testplan.yml").is_file()
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_family_testplan_loads(family: str) -> None:
+    """The plan and its exclusions parse (a colon in an unquoted description once made the
+    sparse plan invalid YAML, found only by the coverage report at the end of its run)."""
+    from lockstep.verif.testplan import load
+    assert load(REPO / "verif" / family / "testplan.yml").features
+
+
 def test_models_top_level_holds_only_shared_modules() -> None:
     top = sorted(p.stem for p in (REPO / "models").glob("*.py"))
     # record: what every family's record shares; the rest are the former paths, kept as aliases
