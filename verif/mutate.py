@@ -457,12 +457,8 @@ class Options:
 def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
     """Baseline runs, then ``opt.n`` mutants of ``dut``: the DUT's report record."""
     t_dut = time.monotonic()
-    outdir = BUILD / "mutate" / dut.name
-    shutil.rmtree(outdir, ignore_errors=True)
-    outdir.mkdir(parents=True)
-    original = outdir / f"{dut.toplevel}.orig.v"
     text = dut.source.read_text()
-    original.write_text(text)
+    outdir, original = _fresh_outdir(dut, text)
     mem = int(opt.mem_gb * 2**30)
     seeds, base, usable, problems, bound = _baselines(dut, opt, mem, log)
     picked = mut.sample(text, opt.n, opt.seed)
@@ -511,14 +507,7 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
             log(f"[mutate] {dut.name} {done[0]}/{len(picked)} {rec['id']} {rec['kind']:5s} {rec['verdict']}"
                 f"{' by ' + rec['killed_by'] if rec.get('killed_by') else ''}  | {_tally_line(tally)}")
 
-    pool = ThreadPoolExecutor(max_workers=max(1, opt.jobs))
-    try:
-        list(pool.map(one, range(len(picked))))
-    except BaseException:  # Ctrl-C, or a mutant that could not be judged: leave no child running
-        stop_all()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    _each(one, range(len(picked)), opt.jobs)
     tally = _tally(records)
     return {"dut": dut.name, "family": dut.family, "toplevel": dut.toplevel, "source": str(dut.source),
             "rtl_sha": rtl_sha(text), "commit": _commit(),
@@ -526,6 +515,30 @@ def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
             "depth": opt.depth, "baseline": {n: base[n].to_dict() for n in dut.testbenches},
             "problems": problems, "tally": tally, "kill_rate": _rate(tally),
             "wall_s": round(time.monotonic() - t_dut, 1), "mutants": records}
+
+
+def _fresh_outdir(dut: Dut, text: str) -> tuple[Path, Path]:
+    """``build/mutate/<dut>/`` emptied, with the unmutated Verilog ``text`` in it:
+    ``(the folder, the original's file)``."""
+    outdir = BUILD / "mutate" / dut.name
+    shutil.rmtree(outdir, ignore_errors=True)
+    outdir.mkdir(parents=True)
+    original = outdir / f"{dut.toplevel}.orig.v"
+    original.write_text(text)
+    return outdir, original
+
+
+def _each(fn, items, jobs: int) -> None:
+    """``fn`` on every item, ``jobs`` at once; on any exception (Ctrl-C, or a mutant that
+    could not be judged) every running child is killed before it propagates."""
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        list(pool.map(fn, items))
+    except BaseException:
+        stop_all()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _baselines(dut: Dut, opt: Options, mem: int, log) -> tuple[dict[str, int], dict[str, TbRun], list[str],
@@ -585,11 +598,7 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
                          "measure it again (make mutate PENDING=1)")
     sim = rec.get("sim", opt.sim)
     opt = Options(**{**vars(opt), "sim": sim})
-    outdir = BUILD / "mutate" / dut.name
-    shutil.rmtree(outdir, ignore_errors=True)
-    outdir.mkdir(parents=True)
-    original = outdir / f"{dut.toplevel}.orig.v"
-    original.write_text(text)
+    outdir, original = _fresh_outdir(dut, text)
     mem = int(opt.mem_gb * 2**30)
     seeds, _, usable, problems, bound = _baselines(dut, opt, mem, log)
     if problems:
@@ -631,14 +640,7 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
                 said = f"{m['verdict']} still ({res['detail'][:80]})"
             log(f"[mutate] {dut.name} recheck {m['id']} {m['kind']:5s} {said}")
 
-    pool = ThreadPoolExecutor(max_workers=max(1, opt.jobs))
-    try:
-        list(pool.map(one, todo))
-    except BaseException:
-        stop_all()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    _each(one, todo, opt.jobs)
     tally = _tally(mutants)
     rechecks = list(rec.get("rechecks", [])) + [{"commit": commit, "ran": [mutants[i]["id"] for i in todo],
                                                  "killed": sorted(killed), "proved": sorted(proved)}]
@@ -649,7 +651,7 @@ def _commit() -> str:
     """The checkout's commit (``-dirty`` with uncommitted changes), or ``unknown``."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip()
+                              cwd=REPO, timeout=10).stdout.strip()
         # the campaign's own records (written by --save as a run goes) are not the code measured
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
                                 ":!docs/mutation-campaign"], capture_output=True, text=True,
@@ -694,6 +696,11 @@ def merge_reports(sources: list[Path]) -> list[dict[str, Any]]:
                 found.pop(r["dut"], None)
                 found[r["dut"]] = r
     return list(found.values())
+
+
+def _campaign_records() -> list[dict[str, Any]]:
+    """The DUT records in the campaign folder (none when it has none)."""
+    return merge_reports([CAMPAIGN]) if CAMPAIGN.is_dir() and any(CAMPAIGN.glob("*.json")) else []
 
 
 def record_file(dut: str) -> str:
@@ -891,8 +898,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.recheck:
         return _recheck(chosen, opt, a)
     if a.pending:  # only the DUTs the campaign has no record of at today's Verilog
-        have = merge_reports([CAMPAIGN]) if CAMPAIGN.is_dir() and any(CAMPAIGN.glob("*.json")) else []
-        status = campaign_status(have, chosen)
+        status = campaign_status(_campaign_records(), chosen)
         chosen = [d for d in chosen if d.name in status["missing"] or d.name in status["stale"]]
         print(f"[mutate] --pending: {len(status['measured'])} DUT(s) already measured at today's Verilog")
         if not chosen:
@@ -921,8 +927,7 @@ def main(argv: list[str] | None = None) -> int:
 def _recheck(chosen: list[Dut], opt: Options, a: argparse.Namespace) -> int:
     """``--recheck``: :func:`recheck_dut` on every selected DUT the campaign has a current
     record of (the others are listed and left out)."""
-    have = {r["dut"]: r for r in (merge_reports([CAMPAIGN]) if CAMPAIGN.is_dir() and any(CAMPAIGN.glob("*.json"))
-                                  else [])}
+    have = {r["dut"]: r for r in _campaign_records()}
     status = campaign_status(list(have.values()), chosen)
     left = [d.name for d in chosen if d.name not in status["measured"]]
     if left:
