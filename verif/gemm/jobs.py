@@ -17,7 +17,8 @@ Scenarios (the ``scenario`` option):
   with tails in M, N and K, strides of every class (way multiples, fractions, odd,
   line-unaligned bases), and direct-mapped or set-associative geometry per build;
 * ``auto``: the selector chooses (``auto``, with and without ``limit_m``) over the same
-  stride classes and ``N`` around the task-balance edge;
+  stride classes, ``N`` around one candidate's task-balance edge or below every one, and
+  (with ``limit_m``) strides whose conflict keeps each number of rows in turn;
 * ``errors``: every bad configuration of section 7 alone and combined (refused, nothing
   written, ``done`` as predicted), each matrix one element past the memory's end and C
   on the last element of A and of B (and the neighbours one element off), refused
@@ -106,6 +107,9 @@ class JobBuilder:
         self.mem = np.zeros(params.mem_elems, dtype=np.int64)
         self.cache = gemm.CacheSim(params.sets, params.ways, params.line)
         self.sticky = 0
+        #: (the detector's ``keep`` over ``m_max`` rows, below every balance edge) of the
+        #: auto jobs with ``limit_m`` so far
+        self.limit_keeps: set[tuple[int, bool]] = set()
         self.regs = dict.fromkeys(("SEL_M", "SEL_Z", "SEL_KEEP", "SEL_PROG", "DET_WORST", "DET_KEEP", "DET_FLAGS"), 0)
         self.jobs: list[GemmJob] = []
         lo, hi = -(1 << (params.ew - 1)), 1 << (params.ew - 1)
@@ -336,17 +340,40 @@ def _random(b: JobBuilder, count: int, capture: bool = True) -> None:
 
 
 def _auto(b: JobBuilder, count: int) -> None:
+    """``count`` auto-mode jobs, stratified so that a handful covers the selector's paths:
+    job ``i`` takes the stride classes in turn (from a random first), ``N`` alternately
+    around one candidate's balance edge and below every candidate's (no entry balanced:
+    the pick with the most N-blocks, the first on a tie), and ``limit_m`` on and off in
+    pairs (from a random first)."""
     rng, p = b.rng, b.p
     V = p.v
+    classes = ["multiple", "fraction", "odd", "unaligned"]
+    k0, l0 = int(rng.integers(len(classes))), int(rng.integers(2))
+    # ceil(N / (z V)) < ncores for every candidate: N <= z V (ncores - 1) for the least z
+    none_max = min(z for _, z in p.candidates) * V * (p.ncores - 1)
     for i in range(count):
-        klass = str(rng.choice(["multiple", "fraction", "odd", "unaligned"]))
-        K = int(V * rng.integers(1, 3) + rng.choice([0, 1, V - 1]))
-        lda = b.stride(K, "odd" if klass == "unaligned" else klass)
-        # N around the balance edge of the first candidates: ceil(N / (z V)) vs ncores
-        z = p.candidates[int(rng.integers(len(p.candidates)))][1]
-        N = max(1, int(z * V * p.ncores + rng.choice([-V, -1, 0, 1])))
+        klass = classes[(k0 + i) % len(classes)]
+        limit = bool((l0 + i // 2) % 2)
+        none = bool(i % 2 and none_max >= 1)
+        # with limit_m, a stride whose conflict keeps a number of rows (1 .. m_max - 1) not
+        # seen yet with this balance class: the pick over the kept rows sees every cap with
+        # and without a balanced entry (a few draws at most, the later ones of the classes
+        # that alias)
+        for t in range(8 if limit else 1):
+            klass = klass if t == 0 else ("multiple", "fraction")[t % 2]
+            K = int(V * rng.integers(1, 3) + rng.choice([0, 1, V - 1]))
+            lda = b.stride(K, "odd" if klass == "unaligned" else klass)
+            keep_all = gemm.ld_conflict(0, lda, p.m_max, p).keep
+            if 1 <= keep_all < p.m_max and (keep_all, none) not in b.limit_keeps:
+                break
+        if limit:
+            b.limit_keeps.add((keep_all, none))
+        if none:  # below every balance edge: 1, the edge itself or between
+            N = int(rng.choice([1, none_max, int(rng.integers(1, none_max + 1))]))
+        else:  # around the balance edge of one candidate: ceil(N / (z V)) vs ncores
+            z = p.candidates[int(rng.integers(len(p.candidates)))][1]
+            N = max(1, int(z * V * p.ncores + rng.choice([-V, -1, 0, 1])))
         N = min(N, (1 << p.dimw) - 1, 4 * p.z_max * V)
-        limit = bool(rng.random() < 0.5)
         sel = gemm.select_kernel(N, lda, 0, p, limit_m=limit)
         M = _fit(b, int(sel.m * rng.integers(1, 3) + rng.integers(0, 2)) if sel.m else 1, K, lda)
         a_off = int(rng.integers(1, p.line // p.eb)) if klass == "unaligned" and p.line > p.eb else 0
