@@ -26,7 +26,7 @@ KINDS: dict[str, float] = {
     "gauss": 4.0,  # Gaussian, random power-of-two scale (exercises exponent clamping)
     "heavy": 2.0,  # Student-t with 2 degrees of freedom: heavy tails
     "wide": 2.0,  # elements spread over 2**-60 .. 2**60 (underflow to 0 within a block)
-    "pow2": 2.0,  # block max exactly 2**k, 2**k - 1 ulp or 2**k + 1 ulp
+    "pow2": 2.0,  # block max exactly 2**k, 2**k - 1 ulp or 2**k + 1 ulp; every other block far above the top
     "roundup": 2.0,  # block max just below 2**(k+1): RNE rounds to 2**(w-1)
     "ties": 2.0,  # elements exactly halfway between two mantissas, or one sticky bit off it
     "zero": 1.0,  # all +-0
@@ -85,7 +85,18 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         base = base + rng.integers(-1, 2, size=(count, 1))  # 2**k - 1 ulp, 2**k, + 1 ulp
         rest = _bits(rng.uniform(-1, 1, (count, n)) * np.ldexp(1.0, k - 1)).astype(np.int64)
         rest[rows, top_lane] = base[:, 0]
-        rest = rest.astype(np.uint32)
+        # Every other block lies far above the format's top: the shared exponent clamps at
+        # e_max and every lane holds 2**k or 2**k + 1 ulp with k = e_max + 23 + s, s stepping
+        # 0 .. 9 from block to block in each lane, so the quantizer's left shift (the
+        # element 2**s times its 24-bit significand in steps, shift s capped at 8) shows
+        # each amount alone before saturation (a shifter bit stuck at 0 that leaves
+        # only low bits saturated nothing, and random data never holds a bare power of two
+        # there: bfp_quantize@619a m053). Formats whose e_max + 32 passes float32's top skip them.
+        half = np.arange(count) + int(rng.integers(0, 2))
+        kf = fmt.e_max + 23 + (half[:, None] // 2 + np.arange(n)[None, :] + int(rng.integers(0, 10))) % 10
+        far = (half % 2 == 0)[:, None] & (kf <= 127)
+        far_bits = (kf.clip(-126, 127) + 127).astype(np.int64) << 23 | rng.integers(0, 2, size=(count, n))
+        rest = np.where(far, far_bits, rest).astype(np.uint32)
         sign = rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
         return rest | sign
     if kind == "roundup":
@@ -97,25 +108,31 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
     if kind == "ties":
         # x = (m + 1/2) * 2**e exactly, with e the block exponent Eq. 4 picks when the
         # maximum is 2**(w-2) * 2**e (written in lane top_lane).
-        # Elements sit on the tie or one bit off it, 2**-j with j from 2 to 26 - w (the
-        # float32 significand holds it), so each sticky bit alone decides: above the tie
-        # with an even m (where RNE rounds up only for the sticky bit), or below. j steps
-        # from block to block in each lane, so every lane sees every sticky position within
-        # one cycle of the kind (drawn at random, lane 2's bit 19 above the tie was missed:
-        # bfp_quantize@9623 m043).
-        e = rng.integers(lo - w + 2, hi - w + 3, size=(count, 1))
-        m = rng.integers(0, 1 << (w - 2), size=(count, n)).astype(np.float64)
-        # Each lane runs through a cycle of 33 - w ties blocks: above the tie at each of the
-        # 25 - w sticky positions, then six exact ties (m of either parity: RNE's even
-        # rule), then two below. (Exact ties were once left to the rarest turn of a longer
+        # Each lane runs through a cycle of 30 ties blocks: above the tie (m even, where
+        # RNE rounds up for the sticky bit alone) with the one sticky bit at each of the
+        # element's float32 fraction bits 0 .. 21 in turn, then six exact ties (m of either
+        # parity: RNE's even rule), then two one bit below. The cycle steps from block to
+        # block in each lane, skipping the blocks whose maximum the lane holds, so every
+        # lane sees every fraction bit decide a round-up within 30 of its ties blocks.
+        # (It once stepped the sticky's weight 2**-j against m's grid instead, so the
+        # fraction bit it landed on hung on m's binade, and lane 0's bit 7 never decided
+        # alone: bfp_quantize@619a m048; before that, drawn at random, lane 2's bit 19 above
+        # the tie was missed: @9623 m043; exact ties were the rarest turn of a longer
         # cycle, and a sticky OR of ones, or a compare with 1, survived: @9623 m001, m011.)
-        npos = 25 - w
-        t = (np.arange(count)[:, None] + np.arange(n)[None, :] + int(rng.integers(0, npos + 8))) % (npos + 8)
-        j = 2 + np.minimum(t, npos - 1)
+        e = rng.integers(lo - w + 2, hi - w + 3, size=(count, 1))
+        m = rng.integers(0, 1 << (w - 2), size=(count, n))
+        npos = 22
+        free = np.arange(n)[None, :] != top_lane[:, None]
+        turn = np.cumsum(free, axis=0) - free  # the lane's ties blocks before this one
+        t = (turn + np.arange(n)[None, :] + int(rng.integers(0, npos + 8))) % (npos + 8)
+        q = np.minimum(t, npos - 1)  # the sticky's fraction bit (above the tie)
         above, below = t < npos, t >= npos + 6
-        m = np.where(above, m - m % 2, m)
-        off = np.where(above, np.ldexp(1.0, -j), np.where(below, -np.ldexp(1.0, -j), 0.0))
-        x = np.ldexp(m + 0.5 + off, e)
+        # fraction bit q lies below the guard when m's leading bit is at most 21 - q
+        m = np.where(above, (m % (1 << np.maximum(22 - q, 0))) & ~1, m)
+        lead = np.where(m > 0, np.floor(np.log2(np.maximum(m, 1))), -1.0)  # the leading bit of m + 1/2
+        j = np.where(above, 23 - q - lead, 26 - w)  # the sticky's weight 2**-j on m's grid
+        off = np.where(above, np.ldexp(1.0, -j.astype(np.int64)), np.where(below, -np.ldexp(1.0, -(26 - w)), 0.0))
+        x = np.ldexp(m.astype(np.float64) + 0.5 + off, e)
         x[rows, top_lane] = np.ldexp(float(1 << (w - 2)), e[:, 0])
         return _bits(x * rng.choice([-1.0, 1.0], size=(count, n)))
     if kind == "zero":
