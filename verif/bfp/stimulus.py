@@ -168,7 +168,12 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
             # the smallest payload (a detector written frac != 1, say, tells it apart)
             [np.where(rng.random(count) < 0.5, F32_QNAN | (frac >> np.uint32(1)), F32_INF | np.uint32(1)), F32_INF, F32_INF | np.uint32(0x80000000), sign | frac,
              sign | np.uint32(1 << 23) | frac],
-            sign | np.uint32(254 << 23) | frac,
+            # the largest exponent: in each lane's first turn the fraction's top seven bits
+            # set (any element format of up to six mantissa bits saturates, a wider one
+            # rounds up), later any fraction (a lane's saturation detector that misses
+            # exponent 254 showed only so: bfp_mx_quantize@1f4c m056)
+            sign | np.uint32(254 << 23) | np.where(np.arange(count) < len(LONE_CLASSES) * n,
+                                                   np.uint32(0x7F0000) | (frac & np.uint32(0xFFFF)), frac),
         ).astype(np.uint32)
         # +Inf and the subnormal stand among zeros: then the lane is the block's only
         # nonzero value, and what the max tree makes of it (an Inf lane's key is 0, a
