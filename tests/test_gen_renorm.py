@@ -17,7 +17,7 @@ from lockstep.gen.bfp.renorm import (
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.models.record import ParamError
-from lockstep.verif.bfp.renorm_env import RENORM_KINDS, _stats_stream, acc_vectors, lop_bins
+from lockstep.verif.bfp.renorm_env import RENORM_KINDS, _stats_stream, acc_vectors, lop_bins, min_lop_ok
 from lockstep.verif.registry import TESTBENCHES
 
 #: The registered renormaliser formats (never restated here) and a degenerate corner.
@@ -111,10 +111,20 @@ def test_stats_stimulus_sweeps_every_leading_one_position(name):
     clamp = bfp.FLAG_EXP_HI | bfp.FLAG_EXP_LO
     k = len(bins) + 1
     assert kinds[:k] == ["sweep"] * k and kinds[k:k + 4] == ["sweep_clamp"] * 4
+    # then the most negative value in each lane in turn (where its leading one, bit
+    # acc_bits - 1, shows unclamped: in max mode, the largest magnitude's exponent)
+    mins = [i for i, x in enumerate(kinds) if x == "sweep_min"]
+    assert mins == list(range(k + 4, k + 4 + (fmt.n if min_lop_ok(fmt) else 0)))
+    lo = -(1 << (fmt.acc_bits - 1))
+    assert [int(np.flatnonzero(acc[i] == lo)[0]) for i in mins] == list(range(len(mins)))
+    assert (bfp.lop_int(np.abs(acc[mins]).max(axis=1)) == fmt.acc_bits - 1).all()
+    if mins and (1 << fmt.stat_log2_win) > fmt.n:
+        assert tr["max_mode"][mins].all() and not (fl[mins] & clamp).any()
     # then each lane alone, clamped at e_max so that it overflows, shifted left and right
+    first = k + 4 + len(mins)
     lanes = [i for i, x in enumerate(kinds) if x == "sweep_lane"]
-    assert lanes == list(range(k + 4, k + 4 + len(lanes))) and fmt.n <= len(lanes) <= 2 * fmt.n
-    assert not any(x.startswith("sweep") for x in kinds[k + 4 + len(lanes):])
+    assert lanes == list(range(first, first + len(lanes))) and fmt.n <= len(lanes) <= 2 * fmt.n
+    assert not any(x.startswith("sweep") for x in kinds[first + len(lanes):])
     alone = acc[lanes] != 0
     assert (alone.sum(axis=1) == 1).all() and set(np.argmax(alone, axis=1).tolist()) == set(range(fmt.n))
     assert (e4[lanes] == fmt.e_max).all() and ((fl[lanes] & bfp.FLAG_OVF) != 0).all()

@@ -366,6 +366,13 @@ def lop_bins(fmt: BfpFormat) -> list[int]:
     return [p for p, (lo, hi) in spans if lo <= hi]
 
 
+def min_lop_ok(fmt: BfpFormat) -> bool:
+    """Does some ``e3`` show the most negative accumulator value's leading one (bit
+    ``acc_bits - 1`` of its magnitude) unclamped? (Then it is a bin of ``bfp.stats.max_lop``.)"""
+    lo, hi = _e3_span(fmt, fmt.acc_bits - 1 - (fmt.w - 2))
+    return fmt.acc_bits - 1 <= 63 and lo <= hi
+
+
 def _lane_at(rng: np.random.Generator, p: int, size: int | None = None) -> np.ndarray:
     """Magnitudes with their leading one at bit ``p`` (uniform in ``[2**p, 2**(p+1))``)."""
     return (1 << p) + rng.integers(0, 1 << p, size=size, dtype=np.int64) if p else np.ones(size, np.int64)
@@ -387,7 +394,9 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     window of more than one vector never completes, so all of them are max mode: every
     bit of the leading-one tree shows in ``e4``); then four whose max-mode exponent is
     ``e_max``, ``e_max + 1``, ``e_min`` and ``e_min - 1`` (each clamp at its edge; before
-    the first window completes, max mode is the only place they show); then *lane edges*
+    the first window completes, max mode is the only place they show); then the most
+    negative accumulator value in each lane in turn (kind ``sweep_min``: the one magnitude
+    with its leading one at bit ``acc_bits - 1``); then *lane edges*
     (kind ``lane_edge``, :func:`lane_edge` below; before them kind ``sweep_lane``, each lane
     alone clamped at ``e_max`` so it overflows, shifted left and right): in each lane, one
     vector shifted to the
@@ -448,6 +457,19 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
         accs.append(np.where(rng.random(n) < 0.5, -v, v).astype(np.int64))
         e3s.append(e3)
         kinds.append(("sweep" if t is None else "sweep_clamp") + after_reset)
+    # Kind ``sweep_min``: the most negative accumulator value in each lane in turn, the
+    # others smaller: its magnitude, 2**(a-1), has the one leading one (bit a - 1) no
+    # positive value has (a stuck bit 35 of the 36-bit absmax survived: bfp_stats@84d6 m023)
+    if sweep and min_lop_ok(fmt):
+        for lane in range(n):
+            if len(accs) >= count:
+                break
+            v = np.minimum(_lane_at(rng, int(rng.integers(0, a - 1)), n), hi)
+            v = np.where(rng.random(n) < 0.5, -v, v).astype(np.int64)
+            v[lane] = lo
+            accs.append(v)
+            e3s.append(new_e3(a - 1 - (w - 2)))
+            kinds.append("sweep_min" + after_reset)
     # Kind ``sweep_lane``: each lane alone, its leading one where max mode's exponent is
     # e_max + 1 (clamped to e_max: the lane overflows), once shifted left (lop <= w - 2) and
     # once right: a lane's overflow detector shows only where no other lane overflows
@@ -676,7 +698,7 @@ class StatsUnit(RenormUnit):
         cg.point("offset_edge", lambda t: t["offset_edge"], edges)
         cg.point("lone_ovf", lambda t: t["lone_ovf"], list(range(fmt.n)))   # the lane of a lone lane's overflow
         if (1 << fmt.stat_log2_win) > fmt.n or self._stim["resets"]:
-            cg.point("max_lop", lambda t: t["max_lop"], lop_bins(fmt))
+            cg.point("max_lop", lambda t: t["max_lop"], lop_bins(fmt) + ([fmt.acc_bits - 1] if min_lop_ok(fmt) else []))
             cg.point("max_zero", lambda t: t["max_zero"], [False, True])
             cg.point("max_edge", lambda t: t["max_edge"], edges)
         if fmt.stat_policy == "sat" or self._stim["resets"]:
