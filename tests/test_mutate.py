@@ -633,6 +633,36 @@ def test_the_local_cut_grows_by_the_blocks_that_read_it(tmp_path):
     assert got == "equivalent" and "1 level(s) deep" in detail, detail
 
 
+_ZERO_EXTENDED = ("module top (\n    clk,\n    rst,\n    a,\n    q\n);\n"
+                  "input clk;\ninput rst;\ninput [3:0] a;\noutput [4:0] q;\nreg [4:0] q;\nwire [4:0] ax;\n"
+                  "assign ax = {1'h0, a};\n\n"
+                  "always @(posedge clk) begin: r\n    reg [4:0] w;\n    w = 5'h0;\n    if (rst == 1) begin\n"
+                  "        q <= 0;\n    end\n    else begin\n        w = ax;\n        q <= (w + 1);\n    end\nend\n"
+                  "endmodule\n")
+
+
+@pytest.mark.parametrize("bit,verdict", [(4, "equivalent"), (3, "survived")])
+def test_the_local_cut_takes_in_the_assigns_that_drive_it(tmp_path, bit, verdict):
+    """A stuck bit on a value its driving assign fixes (the top bit of a zero-extension,
+    stu_top@421f m013): free on the block alone, fixed once the cut takes in the assign,
+    which proves it in seconds; a bit the assign leaves free still differs."""
+    from lockstep.verif.mutants import local_pair
+
+    text = _ZERO_EXTENDED
+    mutated = text.replace("        w = ax;\n", f"        w = ax; w[{bit}] = 1'b0;\n")
+    orig, mut_file = tmp_path / "orig.v", tmp_path / "mut.v"
+    orig.write_text(text)
+    mut_file.write_text(mutated)
+    line = text.split("\n").index("        w = ax;") + 1
+    assert "assign ax" not in local_pair(text, mutated, line)[0]
+    gold, gate = local_pair(text, mutated, line, drivers=True)
+    assert "assign ax = {1'h0, a};" in gold and "input [3:0] a;" in gold and f"w[{bit}] = 1'b0;" in gate
+    got, detail = equivalence(orig, mut_file, "top", depth=6, workdir=tmp_path, line=line)
+    assert got == verdict, detail
+    if verdict == "equivalent":
+        assert "the assigns driving what it reads" in detail, detail
+
+
 _DEAD_PRODUCT = """module dp(input clk, input rst, input [7:0] x, output reg [15:0] y);
   reg [15:0] sq;
   reg [15:0] acc;

@@ -390,7 +390,7 @@ _CASE_LABEL = re.compile(r"^(?:default|\d+'[sS]?[bBoOdDhH][0-9a-fA-F_xXzZ]+|\d+|
 
 
 def local_pair(original: str, mutated: str, line: int, top: str = "local", grow: int = 0,
-               max_lines: int = 600) -> tuple[str, str] | None:
+               max_lines: int = 600, drivers: bool = False) -> tuple[str, str] | None:
     """The block of ``line`` (an ``always`` block or an ``assign``) cut out of each text as
     module ``top``: every signal it reads an input (free: any value, any time), every
     signal it assigns that the rest of the design reads or that is a port an output.
@@ -406,6 +406,12 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local", grow:
     (as long as the cut stays within ``max_lines``): a difference the block makes that
     its readers drop (a truncation, a mask, a mux that never selects it) then proves
     equivalent on the cut too. None also when growing adds no block (the same cut again).
+
+    ``drivers`` then takes in the ``assign`` statements that drive what the cut reads
+    (one level): a value its driver fixes (a zero-extension's top bits, say) is no
+    longer free, so a mutation that forces it to what it always is proves equivalent
+    (stu_top@421f m013: bit 5 of a six-bit ``{1'h0, n}``, stuck at 0). None when no such
+    ``assign`` exists (the same cut again).
     """
     lines, mlines = original.split("\n"), mutated.split("\n")
     if len(lines) != len(mlines) or not 0 < line <= len(lines):
@@ -439,6 +445,11 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local", grow:
     spans = [span]
     for _ in range(grow):   # (the module header's port list is no reader)
         more = _readers(lines, spans, decl_lines | set(range(head_end + 1)))
+        if not more or sum(b - a + 1 for a, b in spans + more) > max_lines:
+            return None
+        spans = sorted(spans + more)
+    if drivers:
+        more = _drivers(lines, spans, decl_lines)
         if not more or sum(b - a + 1 for a, b in spans + more) > max_lines:
             return None
         spans = sorted(spans + more)
@@ -507,6 +518,26 @@ def _readers(lines: list[str], spans: list[tuple[int, int]], decl_lines: set[int
         if sp is None:
             return []
         found.add(sp)
+    return sorted(found)
+
+
+def _drivers(lines: list[str], spans: list[tuple[int, int]], decl_lines: set[int]) -> list[tuple[int, int]]:
+    """The ``assign`` statements outside ``spans`` that assign a name the blocks of
+    ``spans`` read and do not assign themselves."""
+    inside = {j for a, b in spans for j in range(a, b + 1)}
+    used: set[str] = set()
+    assigned: set[str] = set()
+    for a, b in spans:
+        u, s, _ = _names(lines[a:b + 1])
+        used, assigned = used | u, assigned | s
+    want = used - assigned
+    found: set[tuple[int, int]] = set()
+    for j, text in enumerate(lines):
+        if j in inside or j in decl_lines or not text.startswith("assign "):
+            continue
+        sp = _block_span(lines, j + 1)
+        if sp is not None and _names(lines[sp[0]:sp[1] + 1])[1] & want:
+            found.add(sp)
     return sorted(found)
 
 

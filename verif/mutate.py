@@ -271,7 +271,9 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
     equivalent as it stands, and a proof for the block alone holds for the design (a
     difference does not: the design may never give the block that input). Then, up to
     ``LOCAL_GROW`` times, the cut takes in the blocks that read what it assigns (a
-    difference its readers drop, by a truncation or a mask, proves there). Then the whole
+    difference its readers drop, by a truncation or a mask, proves there). Then the block
+    with the ``assign`` statements that drive what it reads (a value they fix, such as a
+    zero-extension's top bits, is no longer free). Then the whole
     design: Yosys's structural check (``_structural``, in ``timeout`` seconds of its
     own), then the miter in the time left. Large designs, whose miters Yosys cannot build
     or Yices cannot search in minutes, get most of their proofs this way.
@@ -281,36 +283,42 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
     if line is not None:
         gold_text, gate_text = original.read_text(), mutant.read_text()
         t_local = time.monotonic() + min(timeout / 3, 60.0)
-        for grow in range(LOCAL_GROW + 1):
-            pair = mut.local_pair(gold_text, gate_text, line, grow=grow)
+        # the block, then its readers level by level, then the block with the assigns that
+        # drive what it reads (a value they fix is no longer free)
+        for grow, drivers in [*((g, False) for g in range(LOCAL_GROW + 1)), (0, True)]:
+            pair = mut.local_pair(gold_text, gate_text, line, grow=grow, drivers=drivers)
             if pair is None:
-                break
+                if drivers:
+                    break
+                continue
             if "output" not in pair[0]:
                 return "equivalent", ("proved: nothing reads what the mutated block assigns" if not grow else
                                       f"proved: nothing reads what the mutated block and its readers ({grow} "
                                       "level(s)) assign")
+            cut = f"{mutant.stem}.local{grow}{'d' if drivers else ''}"
             files = []
             for tag, text in zip(("gold", "gate"), pair):
-                files.append(workdir / f"{mutant.stem}.local{grow}_{tag}.v")
+                files.append(workdir / f"{cut}_{tag}.v")
                 files[-1].write_text(text)
             left = t_local - time.monotonic()
             if left < 1:
                 break
-            where = ("the mutated block alone" if not grow else
+            where = ("the mutated block and the assigns driving what it reads" if drivers else
+                     "the mutated block alone" if not grow else
                      f"the mutated block and the blocks reading it, {grow} level(s) deep")
             # first the structural check (about a second on a cut): it pairs the two copies of
             # each register by name, where the induction below may start them apart, so a dead
             # result, read only by what the cut drops, is no difference (kernel_select@f7a20
             # m023: the miter ran out of time on the cut, and the whole design has a memory,
             # which the structural check cannot take)
-            if _structural(files[0], files[1], "local", f"{mutant.stem}.local{grow}", workdir,
+            if _structural(files[0], files[1], "local", cut, workdir,
                            max(1.0, min(30.0, left / 2))):
                 return "equivalent", (f"proved by Yosys's structural equivalence check on {where} (every other "
                                       "input free)")
             left = t_local - time.monotonic()
             if left < 1:
                 break
-            verdict, detail = _miter(files[0], files[1], "local", f"{mutant.stem}.local{grow}", workdir,
+            verdict, detail = _miter(files[0], files[1], "local", cut, workdir,
                                      left / (LOCAL_GROW + 1 - grow), depth, induction)
             if verdict == "equivalent":
                 return verdict, f"{detail}, on {where} (every other input free)"
