@@ -499,8 +499,9 @@ _sched_tp("sched_mesh_random", tier="quick")
 # and every illegal rule, several times, on those three configurations' harness builds (no
 # extra build): one program per rule left most tiles and variants of each rule untried (a
 # SEND to port 3 on tile 1 was never refused: a mutant that stopped refusing it survived)
+# (on Icarus as many rounds of the rules as put every rule in every tile)
 for _name in ("sched_illegal_all", "sched_illegal_all_nt4_hop2", "sched_mesh_illegal_all"):
-    _sched_tp(_name, tier="quick", programs=44, by_sim={"icarus": {"programs": 11}})
+    _sched_tp(_name, tier="quick", programs=44, by_sim={"icarus": {"programs": 11 * TESTBENCHES[_name].params.nt}})
 # OPCODE has eight kinds of change per tile (each a term of the classifier: reserved
 # opcode, UNIT, PORT 3 on each of SEND/RECV/TAP/FWD, RECV on the bus, FWD source 3): a sweep
 # of every tile and kind (consecutive programs take consecutive strata, 24 on the 3-tile ring)
@@ -537,7 +538,8 @@ SCHED_ILLEGAL_ALSO = {"_hop3": "sched_random_hop3", "_sd512": "sched_random_sd51
 for _suffix, _like in SCHED_ILLEGAL_ALSO.items():
     _sched(f"sched_illegal_all{_suffix}", TESTBENCHES[_like].params, "illegal:*",
            f"illegal programs, every rule in turn, on the fabric of {_like}", tier="full")
-    _sched_tp(f"sched_illegal_all{_suffix}", tier="quick", programs=44, by_sim={"icarus": {"programs": 11}})
+    _sched_tp(f"sched_illegal_all{_suffix}", tier="quick", programs=44,
+              by_sim={"icarus": {"programs": 11 * TESTBENCHES[_like].params.nt}})
 
 
 def _sched_long(name: str) -> None:

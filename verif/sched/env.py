@@ -104,11 +104,17 @@ def make_program(name: str, params: FabricParams, seed: int,
     elif name.startswith("illegal:"):
         rule = name.split(":", 1)[1]
         # consecutive seeds (a throughput run's episodes: seed s + e) sweep the places to
-        # break the rule (every tile, every kind of change); illegal:* takes every rule in turn
+        # break the rule (every tile, every kind of change); illegal:* takes every rule in turn,
+        # the k-th round of rules one tile further on and at the next kind of change (rule i
+        # of round k in tile (i + k) mod nt, kind k): every round spreads the rules over the
+        # tiles, and nt rounds put every rule in every tile (with the round's tile and kind,
+        # one round of 11 on Icarus broke every rule in one tile the same way, and tile 2's
+        # fetch with its checks of a PERIODIC body dropped survived: sched_ring@3aa5 m024)
         stratum = seed
         if rule == "*":  # the rules the fabric can break (a COLLISION needs the bus)
             rules = [r for r in sched.ILLEGAL_RULES if params.bus or r != "COLLISION"]
-            rule, stratum = rules[seed % len(rules)], seed // len(rules)
+            i, k = seed % len(rules), seed // len(rules)
+            rule, stratum = rules[i], (i + k) % params.nt + params.nt * k
         try:
             program, expected = _draw(rng, params, lambda prog: sched.illegal_variant(rng, prog, rule, stratum),
                                       f"to break {rule}")
