@@ -288,8 +288,6 @@ def equivalence(original: Path, mutant: Path, top: str, depth: int = 20, timeout
         for grow, drivers in [*((g, False) for g in range(LOCAL_GROW + 1)), (0, True)]:
             pair = mut.local_pair(gold_text, gate_text, line, grow=grow, drivers=drivers)
             if pair is None:
-                if drivers:
-                    break
                 continue
             if "output" not in pair[0]:
                 return "equivalent", ("proved: nothing reads what the mutated block assigns" if not grow else

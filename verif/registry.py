@@ -19,6 +19,7 @@ from lockstep.models.bfp.params import MX_ELEMENTS, PATENT, BfpFormat, MxParams
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.host.params import HostParams
 from lockstep.models.sched.params import FabricParams
+from lockstep.models.sched.programs import ILLEGAL_RULES
 from lockstep.models.sparse.params import SparseParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "quick_seed", "UnknownTestbench"]
@@ -500,8 +501,15 @@ _sched_tp("sched_mesh_random", tier="quick")
 # extra build): one program per rule left most tiles and variants of each rule untried (a
 # SEND to port 3 on tile 1 was never refused: a mutant that stopped refusing it survived)
 # (on Icarus as many rounds of the rules as put every rule in every tile)
+def _every_rule_in_every_tile(p: FabricParams) -> dict[str, Any]:
+    """The Icarus depth of an ``illegal:*`` throughput run: nt rounds of the rules (of all
+    of them: a fabric without a bus has one fewer, and takes the programs left over as a
+    part round)."""
+    return {"icarus": {"programs": len(ILLEGAL_RULES) * p.nt}}
+
+
 for _name in ("sched_illegal_all", "sched_illegal_all_nt4_hop2", "sched_mesh_illegal_all"):
-    _sched_tp(_name, tier="quick", programs=44, by_sim={"icarus": {"programs": 11 * TESTBENCHES[_name].params.nt}})
+    _sched_tp(_name, tier="quick", programs=44, by_sim=_every_rule_in_every_tile(TESTBENCHES[_name].params))
 # OPCODE has eight kinds of change per tile (each a term of the classifier: reserved
 # opcode, UNIT, PORT 3 on each of SEND/RECV/TAP/FWD, RECV on the bus, FWD source 3): a sweep
 # of every tile and kind (consecutive programs take consecutive strata, 24 on the 3-tile ring)
@@ -539,7 +547,7 @@ for _suffix, _like in SCHED_ILLEGAL_ALSO.items():
     _sched(f"sched_illegal_all{_suffix}", TESTBENCHES[_like].params, "illegal:*",
            f"illegal programs, every rule in turn, on the fabric of {_like}", tier="full")
     _sched_tp(f"sched_illegal_all{_suffix}", tier="quick", programs=44,
-              by_sim={"icarus": {"programs": 11 * TESTBENCHES[_like].params.nt}})
+              by_sim=_every_rule_in_every_tile(TESTBENCHES[_like].params))
 
 
 def _sched_long(name: str) -> None:

@@ -68,10 +68,11 @@ def make_program(name: str, params: FabricParams, seed: int,
                  dut: FabricParams | None = None) -> tuple[sched.Program, Any]:
     """The program a test runs, and what it expects of the errors (``None`` for a legal
     program; for ``illegal:<RULE>`` the expectation of :func:`sched.illegal_variant`;
-    ``illegal:*`` breaks rule ``ILLEGAL_RULES[seed % 11]`` (of the 10 without COLLISION
-    on a fabric without a bus), so consecutive seeds take every rule in turn; the seed, or
-    for ``illegal:*`` ``seed // 11`` (``// 10``), is the stratum of
-    :func:`sched.illegal_variant`: consecutive seeds sweep every tile and kind of change);
+    ``illegal:*`` breaks rule ``i = seed % R`` of ``ILLEGAL_RULES`` (``R`` = 11, or the 10
+    without COLLISION on a fabric without a bus), so consecutive seeds take every
+    rule in turn; the seed, or for ``illegal:*`` (round ``k = seed // R``) tile
+    ``(i + k) % nt`` at kind ``k``, is the stratum of :func:`sched.illegal_variant`:
+    consecutive seeds sweep every tile and kind of change);
     ``random`` takes transfers of up to 12 elements, or of up to a whole memory region
     when ``seed % 3 == 2``; with ``dut`` (a negative testbench: the DUT is built with other
     parameters than ``params``), the next random program of the seed that the golden model
