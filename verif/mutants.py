@@ -502,13 +502,21 @@ def local_pair(original: str, mutated: str, line: int, top: str = "local", grow:
     return module(gold), module(gate)
 
 
+def _cut_names(lines: list[str], spans: list[tuple[int, int]]) -> tuple[set[int], set[str], set[str]]:
+    """(0-based lines inside ``spans``, names their blocks read, names they assign)."""
+    inside = {j for a, b in spans for j in range(a, b + 1)}
+    used: set[str] = set()
+    assigned: set[str] = set()
+    for a, b in spans:
+        u, s, _ = _names(lines[a:b + 1])
+        used, assigned = used | u, assigned | s
+    return inside, used, assigned
+
+
 def _readers(lines: list[str], spans: list[tuple[int, int]], decl_lines: set[int]) -> list[tuple[int, int]]:
     """The blocks (``always`` or ``assign`` spans) outside ``spans`` that read a name the
     blocks of ``spans`` assign; ``[]`` when a reader is no block (the cut cannot grow)."""
-    inside = {j for a, b in spans for j in range(a, b + 1)}
-    assigned = set()
-    for a, b in spans:
-        assigned |= _names(lines[a:b + 1])[1]
+    inside, _, assigned = _cut_names(lines, spans)
     found: set[tuple[int, int]] = set()
     for j, text in enumerate(lines):
         if j in inside or j in decl_lines or not assigned & {m.group() for m in _TOKEN.finditer(text)
@@ -524,12 +532,7 @@ def _readers(lines: list[str], spans: list[tuple[int, int]], decl_lines: set[int
 def _drivers(lines: list[str], spans: list[tuple[int, int]], decl_lines: set[int]) -> list[tuple[int, int]]:
     """The ``assign`` statements outside ``spans`` that assign a name the blocks of
     ``spans`` read and do not assign themselves."""
-    inside = {j for a, b in spans for j in range(a, b + 1)}
-    used: set[str] = set()
-    assigned: set[str] = set()
-    for a, b in spans:
-        u, s, _ = _names(lines[a:b + 1])
-        used, assigned = used | u, assigned | s
+    inside, used, assigned = _cut_names(lines, spans)
     want = used - assigned
     found: set[tuple[int, int]] = set()
     for j, text in enumerate(lines):
