@@ -1040,6 +1040,31 @@ def test_illegal_variants_predicted(rule, seed):
     assert done >= 3, rule
 
 
+def test_every_decomp_kind_is_a_stratum_and_predicted():
+    """DECOMP has a stratum per kind of malformation (DECOMP_KINDS): a sweep of the strata
+    breaks a block's body in every tile, not only its header (the body checks of tile 2's
+    fetch dropped survived a sweep that inserted bad headers: sched_ring@3aa5 m024), and
+    each kind raises DECOMP where predicted, at the entry the lint names."""
+    p = FabricParams(nt=3, aw=6)
+    seen = set()
+    for i in range(40):
+        prog = S.random_program(500 + i, p)
+        for kind, what in enumerate(S.DECOMP_KINDS):
+            for t in range(p.nt):
+                try:
+                    var, exp = S.illegal_variant(i, prog, "DECOMP", stratum=t + p.nt * kind)
+                except ValueError:
+                    continue
+                assert exp.tile == t
+                assert ("bad header" in exp.detail) == (kind == 0), (what, exp.detail)
+                assert ("phase d" in exp.detail) == (kind == 2), (what, exp.detail)
+                first = execute(var).first_error()
+                assert (first[0], first[2], first[3]) == (exp.cycle, exp.tile, exp.bits), (i, exp)
+                assert "DECOMP" in rules(var)
+                seen.add((kind, t))
+    assert seen == {(k, t) for k in range(len(S.DECOMP_KINDS)) for t in range(p.nt)}
+
+
 def test_illegal_variant_errors():
     prog = S.random_program(1, P0)
     with pytest.raises(ValueError, match="unknown rule"):

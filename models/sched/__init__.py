@@ -162,7 +162,7 @@ from .compile import (
     reference_layer, utilisation,
 )
 from .programs import (
-    ILLEGAL_RULES, Expected, fig2a_program, illegal_variant, jitter_variant, periodic6_program,
+    DECOMP_KINDS, ILLEGAL_RULES, Expected, fig2a_program, illegal_variant, jitter_variant, periodic6_program,
     random_program, schedule_c_program,
 )
 from .lint import LINT_RULES, Violation, lint
@@ -192,6 +192,7 @@ __all__ = [
     "ERR_UNDERFLOW",
     "ERR_WCONF",
     "EncodeError",
+    "DECOMP_KINDS",
     "Entry",
     "ErrorCause",
     "ExpandedEntry",

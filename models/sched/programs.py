@@ -671,7 +671,9 @@ def illegal_variant(rng: Any, program: Program, rule: str, stratum: int | None =
     WCONF                   a VADD writing a RECV/TAP's address in the same  WCONF
                             cycle
     DECOMP                  a malformed PERIODIC header inserted, or a body  DECOMP
-                            entry turned into a PERIODIC header
+                            entry turned into a PERIODIC header, or a
+                            body entry's phase >= the period (the period
+                            lowered to it)
     HALT                    a tile's final HALT removed                      MISSED
     ======================  ===============================================  ============
 
@@ -682,7 +684,8 @@ def illegal_variant(rng: Any, program: Program, rule: str, stratum: int | None =
         rule: one of :data:`ILLEGAL_RULES` (``HALT-missing`` is accepted for HALT).
         stratum: the places to break the rule are grouped by tile (and, for OPCODE, by
             the kind of change: reserved opcode, UNIT, PORT 3 on a SEND, ...; for BUSY
-            by the opcode of the entry copied, and its port); stratum
+            by the opcode of the entry copied, and its port; for DECOMP by
+            :data:`DECOMP_KINDS`); stratum
             ``s`` is tile ``s % nt`` and kind ``s // nt`` (modulo their number), so
             consecutive strata sweep every tile and kind; None: a random group. The
             place is a random one of the group.
@@ -742,6 +745,8 @@ def _kinds(rule: str, p: FabricParams) -> list[str]:
         ports = range(3) if p.bus else range(2)
         return ([f"{o}@{q}" for o in ("SEND", "FWD", "TAP") for q in ports] + [f"RECV@{q}" for q in range(2)]
                 + ["VADD", "VMUL", "DOT"] + (sorted(MAC_OPS) if p.k else []))
+    if rule == "DECOMP":
+        return list(DECOMP_KINDS)
     if rule != "OPCODE":
         return [""]
     ports = ("SEND", "RECV", "TAP", "FWD")
@@ -980,7 +985,7 @@ def _c_decomp(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
             what, f = r.choice(bads)
             out.append((_insert_word(prog, tl.t, w, Entry(t=u & mask, op=PERIODIC, **f)),
                         _exp(p, "DECOMP", tl.t, u, ERR_DECOMP, f"tile {tl.t}: bad header ({what}) inserted at "
-                                                               f"word {w}, T={u & mask}")))
+                                                               f"word {w}, T={u & mask}"), DECOMP_KINDS[0]))
         for j, x in enumerate(tl.eff):
             if x.header is None or x.rep != 0 or x.poison or x.entry.op in (RECV, TAP, FWD):
                 continue
@@ -988,8 +993,22 @@ def _c_decomp(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
             be = decode(s[tl.t][x.src], p)
             s[tl.t][x.src] = encode(be.replace(op=PERIODIC), p)
             out.append((s, _exp(p, "DECOMP", tl.t, tl.us[j], ERR_DECOMP,
-                                f"tile {tl.t} entry {x.src}: periodic body entry turned into a PERIODIC header")))
+                                f"tile {tl.t} entry {x.src}: periodic body entry turned into a PERIODIC header"),
+                        DECOMP_KINDS[1]))
+            if be.t >= 1:   # the period lowered to this entry's phase d: d >= P (a period of 0 is a bad header)
+                hdr = decode(prog.schedules[tl.t][x.header], p)
+                out.append((_replace_word(prog, tl.t, x.header, hdr.replace(a=be.t)),
+                            _exp(p, "DECOMP", tl.t, tl.us[j], ERR_DECOMP,
+                                 f"tile {tl.t} entry {x.src}: phase d = {be.t} >= the period, lowered from {hdr.a} "
+                                 f"to {be.t} in the header at word {x.header}"), DECOMP_KINDS[2]))
     return out
+
+
+#: The kinds of DECOMP places (strata of :func:`illegal_variant`): a malformed header
+#: inserted; a body entry of a block's first repetition made a PERIODIC header, or its
+#: phase made >= the period (the header's period lowered to it). The entries before it
+#: issue as before and the bad one raises DECOMP when the good one would have issued.
+DECOMP_KINDS = ("bad header", "PERIODIC in a body", "body phase >= period")
 
 
 def _c_halt(r: random.Random, prog: Program, tiles: list[_Tile]) -> list:
