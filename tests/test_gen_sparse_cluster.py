@@ -171,6 +171,17 @@ def test_scenarios_have_what_they_promise():
     assert any(j.refused for j in route) and any(j.poke for j in route) and any(j.bad for j in route)
     assert {"fc", "maps", "overlap"} <= {j.kind for j in route}
     assert any(len(j.active) < 4 and not j.refused for j in route)
+    for name in ("sparse_cluster_route", "sparse_cluster_halo_route"):
+        params, jobs = _jobs(name)
+        cfg_bit = sparse.STU_ERR["CFG"]
+        fc = [j for j in jobs if j.kind == "fc"]
+        # refused FC passes: pooling (every unit), and each unit alone given two rows
+        assert any(j.cfg.pool_name != "none" and all(u.errors & cfg_bit for u in j.golden.units) for j in fc)
+        alone = [[u for u, g in enumerate(j.golden.units) if g is not None and g.errors & cfg_bit] for j in fc
+                 if j.cfg.pool_name == "none"]
+        assert sorted(a[0] for a in alone if len(a) == 1) == list(range(params.m)), name
+    _, halo_route = _jobs("sparse_cluster_halo_route")
+    assert "overlap" not in {j.kind for j in halo_route} and "halo" in {j.kind for j in halo_route}
     _, halo = _jobs("sparse_cluster_halo")
     assert {j.cfg.pool_name for j in halo} == set(SparseParams.POOL_MODES)
     _, bal = _jobs("sparse_cluster_balance")

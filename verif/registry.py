@@ -691,6 +691,9 @@ _sparse_cluster("sparse_cluster_m3_random", _CL_M3, "random", opts={"jobs": 48},
                     "depthwise-separable, route)")
 _sparse_cluster("sparse_cluster_halo_dwsep", _CL_HALO, "dwsep", opts={"jobs": 40},
                 doc="cluster with 8-bit partial sums (the halo configuration): depthwise-separable flows")
+_sparse_cluster("sparse_cluster_halo_route", _CL_HALO, "route_halo", opts={"jobs": 40},
+                doc="cluster with 8-bit partial sums: route_sel patterns, refusals, a start while busy, FC passes "
+                    "(refused ones too: pooling, each unit a vector of two rows), maps on halo cells")
 _sparse_cluster("sparse_cluster_defects", _CL, "defects", opts={"jobs": 64},
                 doc="cluster, 4 units: loads the memories flag (data, weights, descriptors) on independent maps, "
                     "each unit against what its memories stored, mem_err and w_err")

@@ -513,6 +513,8 @@ class ClusterUnit(JobUnit):
         try:
             if job.kind in ("maps", "fc", "pw"):
                 for u in run:
+                    if g.units[u].errors & sparse.STU_ERR["CFG"]:
+                        continue  # a refused FC pass (pooling, a vector of two rows): checked per unit
                     M = job.maps[g.source[u]]
                     if job.kind != "maps":
                         full = (np.asarray(job.weights, dtype=np.int64) @ M[0])[None, :]

@@ -19,8 +19,13 @@ Scenarios (the ``scenario`` option):
   units), fewer cells than units, refused passes (two memory units on one unit), a
   ``start`` while busy, refused descriptors (H just beyond ``hmax``, or every field but
   NNZ drawn over its whole width; the unit refuses with CFG), FC passes
-  (every unit a vector, one broadcast matrix), independent maps (once every unit's
+  (every unit a vector, one broadcast matrix; refused with pooling asked for, or a
+  unit's vector of two rows), independent maps (once every unit's
   ``hmax x wmax`` under a ``kmax x kmax`` kernel).
+* ``route_halo``: ``route`` with halo cells (cells extended by ``K - 1``) where it
+  partitions a map: for a cluster whose ``ow``-bit outputs saturate an overlap-add's
+  partial sums (the halo configuration), which would otherwise run no FC pass, refusal
+  or idle unit at all.
 * ``halo``: halo stitching (cells extended by ``K - 1``) with ReLU, 2x2 max/sum/avg
   pooling (``align = 2``), shifts and saturation, against the drained valid correlation
   of the whole map.
@@ -420,11 +425,11 @@ class _Builder:
     def independent(self, maps: list[np.ndarray | None], Wk: np.ndarray | None, *, dense: bool = False,
                     fc: np.ndarray | None = None, route_sel: list[int] | None = None,
                     relu: int = 0, shift: int = 0, orgs: list[tuple[int, int] | None] | None = None,
-                    flow: Flow | None = None) -> ClusterJob:
+                    flow: Flow | None = None, pool: str = "none") -> ClusterJob:
         """Each memory unit its own map (or FC vector) at ``orgs[i]`` (``(0, 0)`` by
-        default)."""
+        default); ``pool`` other than ``none`` on an FC pass: every unit refuses it (CFG)."""
         if fc is not None:
-            cfg = self.base_cfg(1, mode=sparse.FC, n_out=fc.shape[0], relu=relu, shift=shift)
+            cfg = self.base_cfg(1, mode=sparse.FC, n_out=fc.shape[0], relu=relu, shift=shift, pool=pool)
             job = ClusterJob("fc", cfg, fc, route_sel=list(route_sel or []), flow=flow)
         else:
             cfg = self.base_cfg(Wk.shape[0], relu=relu, shift=shift, dense=int(dense))
@@ -541,8 +546,8 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
             job.bank = int(rng.integers(0, 2))
             jobs.append(b.stalls(job))
         return jobs
-    if scenario == "route":
-        return _route_jobs(b, count)
+    if scenario in ("route", "route_halo"):
+        return _route_jobs(b, count, "halo" if scenario == "route_halo" else "overlap")
     if scenario == "defects":
         return [_defect_job(b, defects=i % 3 != 0, reset=i % 2 == 0) for i in range(count)]
     if scenario == "channels":
@@ -647,7 +652,9 @@ def _defect_job(b: _Builder, defects: bool = True, reset: bool = False) -> Clust
     return b.stalls(b.finish(job, [None if M is None else (0, 0, int(dense), M) for M in maps]))
 
 
-def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
+def _route_jobs(b: _Builder, count: int, flow: str = "overlap") -> list[ClusterJob]:
+    """The ``route`` scenario's passes; ``flow`` (``overlap`` or ``halo``) is how a
+    partitioned map's cells are made and combined."""
     p, rng, m = b.p, b.rng, b.m
     K = p.kmax
     jobs: list[ClusterJob] = []
@@ -655,7 +662,7 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
     def one(sel: list[int], act: list[int], **kw: Any) -> ClusterJob:
         X = b.skewed(n=len(act))
         Wk = _kernel(rng, int(rng.integers(1, K + 1)), p.ww)
-        job = b.partitioned(X, Wk, len(act), "overlap", str(rng.choice(["balanced", "equal"])), route_sel=sel,
+        job = b.partitioned(X, Wk, len(act), flow, str(rng.choice(["balanced", "equal"])), route_sel=sel,
                             active=act, **kw)
         job.bank = int(rng.integers(0, 2))
         return b.stalls(job)
@@ -680,6 +687,14 @@ def _route_jobs(b: _Builder, count: int) -> list[ClusterJob]:
     vecs = [random_map(rng, 1, w, int(rng.integers(0, w + 1)), p.dw) if i in act else None for i in range(m)]
     jobs.append(b.stalls(b.independent(vecs, None, fc=fcw, route_sel=sel, relu=int(rng.integers(0, 2)),
                                        shift=int(rng.integers(0, 3)))))
+    # refused FC passes (CFG), every unit active on its own memory unit: pooling asked
+    # for (every unit refuses), then each unit in turn given a vector of two rows
+    vecs = [random_map(rng, 1, w, int(rng.integers(0, w + 1)), p.dw) for _ in range(m)]
+    jobs.append(b.stalls(b.independent(vecs, None, fc=fcw, pool=str(rng.choice(["max", "avg", "sum"])))))
+    for i in range(m if p.hmax > 1 else 0):
+        tall = list(vecs)
+        tall[i] = random_map(rng, 2, w, int(rng.integers(1, 2 * w + 1)), p.dw)
+        jobs.append(b.stalls(b.independent(tall, None, fc=fcw)))
     # every unit a full hmax x wmax map under a kmax x kmax kernel: the walks' row and
     # column bounds at their edges
     sel, act = b.route_pattern(conflict=False) if m > 1 else ([0], [0])
