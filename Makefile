@@ -78,9 +78,9 @@ regress: $(SETUP_STAMP) ## regression: TIER=quick|full [SIM=] [SEEDS=n] [JOBS=n]
 coverage: $(SETUP_STAMP) ## quick tier with Verilator code + functional coverage -> build/reports/coverage/
 	@$(call REGRESS,quick,coverage,LOCKSTEP_COVERAGE=1,--regress-coverage)
 
-mutate: $(SETUP_STAMP) ## mutation testing: TESTS=glob [DUTS=top@hash glob] [N=100] [SEED=] [SIM=icarus] [JOBS=] [MERGE="reports..."] [REPORT=dir] [SAVE=1: records to docs/mutation-campaign] [PENDING=1: only DUTs with no current record] [RECHECK=1: rerun a current record's survivors] -> build/reports/mutate/
+mutate: $(SETUP_STAMP) ## mutation testing: TESTS=glob [DUTS=top@hash glob] [N=100] [SEED=] [SIM=icarus] [JOBS=] [MERGE="reports..."] [REPORT=dir] [SAVE=1: records to docs/mutation-campaign] [PENDING=1: only DUTs with no current record] [RECHECK=1: rerun a current record's survivors] [NOEQ=1: with RECHECK, keep their recorded verdicts] -> build/reports/mutate/
 	@$(RUN) python -m lockstep.verif.mutate $(if $(REPORT),--report $(REPORT)) $(if $(MERGE),--merge $(MERGE),$(if $(TESTS),--tests "$(TESTS)") $(if $(DUTS),--duts "$(DUTS)") --n $(N) $(if $(SEED),--seed $(SEED)) \
-	  $(if $(SIM),--sim $(SIM)) $(if $(SAVE),--save) $(if $(PENDING),--pending) $(if $(RECHECK),--recheck) --jobs $(if $(filter auto,$(JOBS)),$$(nproc),$(JOBS)))
+	  $(if $(SIM),--sim $(SIM)) $(if $(SAVE),--save) $(if $(PENDING),--pending) $(if $(RECHECK),--recheck) $(if $(NOEQ),--no-eq) --jobs $(if $(filter auto,$(JOBS)),$$(nproc),$(JOBS)))
 
 mutate-status: $(SETUP_STAMP) ## the mutation campaign's records (docs/mutation-campaign) held to today's quick tier [MIN_RATE=95] -> build/reports/mutate-campaign/
 	@$(RUN) python -m lockstep.verif.mutate --merge docs/mutation-campaign --tier --report $(REPORTS)/mutate-campaign $(if $(MIN_RATE),--min-rate $(MIN_RATE))

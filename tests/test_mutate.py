@@ -455,6 +455,13 @@ def test_a_recheck_runs_only_the_survivors_again_and_says_so(monkeypatch, tmp_pa
     again = mm.recheck_dut(dut, rec, opt, log=lambda *_: None)
     assert [m["verdict"] for m in again["mutants"]] == ["equivalent"] * 3
     assert again["rechecks"][-1]["proved"] == ["m000", "m002"] and again["kill_rate"] is None
+    # NOEQ=1: alive still keeps its recorded verdict and detail, no equivalence check run
+    monkeypatch.setattr(mm, "equivalence", lambda *a, **k: pytest.fail("NOEQ ran the equivalence check"))
+    kept = mm.recheck_dut(dut, rec, mm.Options(n=3, seed=3, jobs=1, eq=False), log=lambda *_: None)
+    assert [(m["verdict"], m["detail"]) for m in kept["mutants"]] == [(m["verdict"], m["detail"])
+                                                                       for m in rec["mutants"]]
+    assert kept["rechecks"][-1]["equivalence"] == "not run" and kept["rechecks"][-1]["killed"] == []
+    assert main(["--tests", "sched_counter_cw8", "--no-eq", "--report", str(tmp_path / "r")]) == 2
     with pytest.raises(ValueError, match="another Verilog"):
         mm.recheck_dut(dut, {**rec, "rtl_sha": "000000000000"}, opt, log=lambda *_: None)
     # from the command line: the campaign's record written back with --save

@@ -458,6 +458,7 @@ class Options:
     mem_gb: float = 6.0     # address-space bound of one run
     timeout_factor: float = 4.0
     keep: bool = False      # keep every mutant's builds (default: only the survivors' files)
+    eq: bool = True         # [NOEQ=1: False] a recheck runs the equivalence check on what survives
 
 
 def mutate_dut(dut: Dut, opt: Options, log=print) -> dict[str, Any]:
@@ -593,7 +594,9 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
     :func:`mutate_dut` runs a mutant (``opt.jobs`` at once): the cheap check that a
     testbench change closed the holes a record shows. A mutant killed now becomes
     ``killed`` (``rechecked`` names the commit); one still alive gets today's
-    equivalence check (:func:`equivalence` may prove now what it could not then). The
+    equivalence check (:func:`equivalence` may prove now what it could not then), or
+    with ``opt.eq`` off keeps its recorded verdict and detail (minutes per unknown
+    saved where only the testbenches changed). The
     other mutants are not run again, so the record says what it is: ``rechecks`` lists
     each recheck's commit, the mutants it ran, those it killed and those it proved, next
     to the commit of the full measurement. A full measurement (``make mutate``) replaces
@@ -629,8 +632,8 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
         if not opt.keep:
             _cleanup(dut, path)
         if res["verdict"] == "survived":
-            res["verdict"], res["detail"] = equivalence(original, path, dut.toplevel, opt.depth, opt.eq_timeout,
-                                                        line=pm.line)
+            res["verdict"], res["detail"] = (equivalence(original, path, dut.toplevel, opt.depth, opt.eq_timeout,
+                                                         line=pm.line) if opt.eq else (m["verdict"], m["detail"]))
         with lock:
             m["rechecked"] = commit
             if res["verdict"] == "killed":
@@ -649,7 +652,8 @@ def recheck_dut(dut: Dut, rec: dict[str, Any], opt: Options, log=print) -> dict[
     _each(one, todo, opt.jobs)
     tally = _tally(mutants)
     rechecks = list(rec.get("rechecks", [])) + [{"commit": commit, "ran": [mutants[i]["id"] for i in todo],
-                                                 "killed": sorted(killed), "proved": sorted(proved)}]
+                                                 "killed": sorted(killed), "proved": sorted(proved),
+                                                 **({} if opt.eq else {"equivalence": "not run"})}]
     return {**rec, "tally": tally, "kill_rate": _rate(tally), "rechecks": rechecks, "mutants": mutants}
 
 
@@ -863,6 +867,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recheck", action="store_true",
                     help="no new sample: the campaign records of the selected DUTs (at today's Verilog) with their "
                     "survivors and unknowns run again through today's testbenches (with --save, written back)")
+    ap.add_argument("--no-eq", action="store_true",
+                    help="with --recheck: a mutant still alive keeps its recorded verdict (no equivalence check)")
     ap.add_argument("--tier", action="store_true",
                     help="with --merge: hold the records to today's quick tier (DUTs missing, or measured at an "
                     "RTL the generators no longer write, are listed; with --min-rate they fail)")
@@ -888,7 +894,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: N, JOBS and the depth must be at least 1", file=sys.stderr)
         return 2
     opt = Options(n=a.n, seed=a.seed, sim=a.sim, jobs=a.jobs, depth=a.depth, eq_timeout=a.eq_timeout, mem_gb=a.mem_gb,
-                  keep=a.keep)
+                  keep=a.keep, eq=not a.no_eq)
+    if a.no_eq and not a.recheck:
+        print("error: NOEQ=1 (--no-eq) goes with RECHECK=1: a new measurement checks every survivor", file=sys.stderr)
+        return 2
     chosen = duts(patterns, a.sim)
     if not chosen:
         print(f"error: no quick-tier, non-negative testbench on {a.sim} matches {a.tests!r}", file=sys.stderr)
