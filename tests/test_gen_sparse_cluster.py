@@ -188,6 +188,13 @@ def test_scenarios_have_what_they_promise():
     assert {j.part for j in bal} & {"balanced", "fallback"} and "equal" in {j.part for j in bal}
     pre = [(a, b) for a, b in zip(bal, bal[1:]) if b.preloaded]
     assert pre and all(a.shadow and a.bank != b.bank for a, b in pre)
+    # a pass preloaded during one of the other dense mode is loaded in its own mode (the
+    # shadow loads took the running pass's: a zero value flagged in sparse mode was loaded
+    # as dense, and the scoreboard expected the flag; sparse_cluster_halo_route's seed)
+    for name in ("sparse_cluster_route", "sparse_cluster_halo_route", "sparse_cluster_m3_random"):
+        jobs = _jobs(name, 60)[1]
+        pre = [(a, b) for a, b in zip(jobs, jobs[1:]) if b.preloaded]
+        assert pre and all(a.shadow_dense == b.cfg.dense for a, b in pre), name
 
 
 def _flows(jobs):

@@ -335,8 +335,7 @@ class ClusterUnit(JobUnit):
         done = cocotb.start_soon(bfm.wait_high("cluster_done"))
         shadow = None
         if job.shadow:  # the next pass's cells into the other bank, while this one runs
-            nxt_dense = job.cfg.dense
-            shadow = cocotb.start_soon(self.load_data(bfm, 1 - job.bank, nxt_dense, job.shadow))
+            shadow = cocotb.start_soon(self.load_data(bfm, 1 - job.bank, job.shadow_dense, job.shadow))
         read: dict[str, Any] = {}
         if job.poke is not None:
             await ClockCycles(dut.clk, job.poke - 1)
@@ -376,7 +375,7 @@ class ClusterUnit(JobUnit):
             if load is not None:
                 self.mem_sticky[i] |= load.err
         for i, desc, words in job.shadow:
-            self.mem_sticky[i] |= sparse.load_data(desc, words, p, dense=bool(job.cfg.dense)).err
+            self.mem_sticky[i] |= sparse.load_data(desc, words, p, dense=bool(job.shadow_dense)).err
         if job.poke is not None:
             if not rd.get("poked"):
                 errs.append("the second start did not come while busy (stimulus)")
@@ -622,6 +621,9 @@ class ClusterUnit(JobUnit):
         cg.point("unit_refused", lambda s: s["bad"], [False, True])
         cg.point("load_defect", lambda s: s["defect"], ["none", "data", "weights", "both"])
         cg.point("pool", lambda s: s["pool"], list(SparseParams.POOL_MODES))
+        # the pooling modes that see values of both signs (no ReLU before them; sum pooling
+        # runs with ReLU): max pooling's signed compare
+        cg.point("pool_signed", lambda s: s["pool_signed"], [m for m in SparseParams.POOL_MODES if m != "sum"])
         # flows: channel sequences and depthwise-separable convolutions
         cg.point("channels", lambda s: s["channels"], [2, 3, 4])
         cg.point("channel_pass", lambda s: s["channel_pass"], ["keep", "drain"])
@@ -650,6 +652,7 @@ class ClusterUnit(JobUnit):
             else "data" if job.corrupt else "none",
             "pool": job.cfg.pool_name if job.kind == "halo" or (chan and job.flow.mode == "halo" and job.last)
             else None,
+            "pool_signed": job.cfg.pool_name if job.kind == "halo" and not job.cfg.relu else None,
             "channels": job.flow.C if chan and job.last else None,
             "channel_pass": ("drain" if job.cfg.emit else "keep") if chan else None,
             "channel_empty": ("drain" if job.cfg.emit else "keep") if chan and job.empty else None,

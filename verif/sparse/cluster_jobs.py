@@ -151,6 +151,7 @@ class ClusterJob:
         preloaded: the data was loaded during the previous pass (no load now).
         shadow: ``(memory unit, descriptor, words)`` written into the other bank while
             this pass runs (the next pass's data).
+        shadow_dense: the next pass's ``dense``, which those loads take (``wr_dense``).
         bad: memory units whose descriptor the memory refuses (the unit refuses: CFG).
         tag: free-form labels (``map``: the map's number in a balance/makespan run,
             ``grid``: its ``R x C``).
@@ -191,6 +192,7 @@ class ClusterJob:
     poke: int | None = None
     preloaded: bool = False
     shadow: list[tuple[int, int, list[int]]] = field(default_factory=list)
+    shadow_dense: int = 0
     bad: list[int] = field(default_factory=list)
     tag: dict[str, Any] = field(default_factory=dict)
     golden: sparse.ClusterRun | None = None
@@ -497,7 +499,7 @@ def _pair_preload(jobs: list[ClusterJob], m: int) -> None:
             continue
         b.bank = 1 - a.bank
         b.preloaded = True
-        a.shadow = [(i, b.descs[i], b.words[i]) for i in b.active]
+        a.shadow, a.shadow_dense = [(i, b.descs[i], b.words[i]) for i in b.active], b.cfg.dense
 
 
 def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, count: int,
@@ -529,6 +531,9 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
             _pair_preload(jobs, m)
         return jobs
     if scenario == "halo":
+        # each pooling in turn, ReLU on every other round of them (max pooling without
+        # ReLU compares values of both signs: stc_cluster@8f3e m046, the signed compare of
+        # unit 1's max pool, survived when max came only with ReLU); sum always with ReLU
         pools = ["max", "avg", "sum", "none"]
         k = K if K % 2 else K - 1  # pooling needs an even K - 1
         for i in range(count):
@@ -541,7 +546,7 @@ def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, cou
             if not _fitting(n, *X.shape, align):  # too small for n cells: a map that fits
                 X = b.skewed(n=n, align=align)
             job = b.partitioned(X, _kernel(rng, k if pool != "none" else int(rng.integers(1, K + 1)), p.ww), n, "halo",
-                                str(rng.choice(["balanced", "equal"])), relu=int(i % 2 == 0 or pool == "sum"),
+                                str(rng.choice(["balanced", "equal"])), relu=int((i // len(pools)) % 2 == 0 or pool == "sum"),
                                 pool=pool, shift=int(rng.integers(0, 4)))
             job.bank = int(rng.integers(0, 2))
             jobs.append(b.stalls(job))
@@ -739,7 +744,7 @@ def _chain_preload(jobs: list[ClusterJob], rng: np.random.Generator, rate: float
         if rng.random() < rate:
             b.bank = 1 - a.bank
             b.preloaded = True
-            a.shadow = [(i, b.descs[i], b.words[i]) for i in b.active]
+            a.shadow, a.shadow_dense = [(i, b.descs[i], b.words[i]) for i in b.active], b.cfg.dense
 
 
 def _mark_empty(jobs: list[ClusterJob]) -> None:
