@@ -866,9 +866,8 @@ def _lane_sel(fc_r, x_a, w_a, x_b, w_b, x, w):
 
 @block
 def _stage_p(clk, rst, fc_r, fc_on, oaddr, tsum, cv, ca, cd, pv, pa, pd):
-    """The round's lane register: in FC mode lane 0 carries the adder tree's sum to
-    output ``o`` (``fc_on``: a walker round; 0 for the other lanes), else the lane's own
-    product and address."""
+    """Lane 0's round register: in FC mode it carries the adder tree's sum to output
+    ``o`` (``fc_on``: a walker round), else the lane's own product and address."""
 
     @always_seq(clk.posedge, reset=rst)
     def reg():
@@ -880,6 +879,22 @@ def _stage_p(clk, rst, fc_r, fc_on, oaddr, tsum, cv, ca, cd, pv, pa, pd):
             pv.next = cv
             pa.next = ca
             pd.next = cd
+
+    return reg
+
+
+@block
+def _stage_p_conv(clk, rst, fc_r, cv, ca, cd, pv, pa, pd):
+    """The round's register of a lane other than 0: its own product and address, valid
+    in CONV mode only (in FC mode lane 0 alone carries the adder tree's sum). An invalid
+    lane's address and value are read by nothing, so they are not switched to the tree's
+    (a multiplexer per bit saved, and no data that no reader may read)."""
+
+    @always_seq(clk.posedge, reset=rst)
+    def reg():
+        pv.next = cv and not fc_r
+        pa.next = ca
+        pd.next = cd
 
     return reg
 
@@ -1395,9 +1410,8 @@ def stu(clk, rst, start, cfg_k, cfg_h, cfg_w, cfg_nnz, cfg_wnz, cfg_mode, cfg_n_
 
     # the lane registers and the accumulator
     pv, pa, pd = [new_bool() for _ in range(p)], [new_vec(wd.ab) for _ in range(p)], [new_vec(accw) for _ in range(p)]
-    zero = const0(1)
-    insts += [_stage_p(clk, rst, fc_r, round1 if l == 0 else zero, oaddr, tsum, cv[l], ca[l], cd[l], pv[l], pa[l],
-                       pd[l]) for l in range(p)]
+    insts.append(_stage_p(clk, rst, fc_r, round1, oaddr, tsum, cv[0], ca[0], cd[0], pv[0], pa[0], pd[0]))
+    insts += [_stage_p_conv(clk, rst, fc_r, cv[l], ca[l], cd[l], pv[l], pa[l], pd[l]) for l in range(1, p)]
     acc = [new_vec(accw) for _ in range(wd.nacc)]
     insts.append(_rmw(clk, rst, clr, pv, pa, pd, acc, acc_ovf, fmt))
     insts += [cat_lanes(pv, acc_we), cat_lanes(pa, acc_addr)]

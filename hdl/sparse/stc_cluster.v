@@ -1050,7 +1050,6 @@ wire [2:0] stu0_resize136_dst;
 wire [2:0] stu0_resize137_dst;
 wire [2:0] stu0_resize138_dst;
 wire [11:0] stu0_cat_lanes7_resize139_src;
-localparam stu0__stage_p1_fc_on = 1'd0;
 wire [3:0] stu0_cat_lanes8_resize140_src;
 wire [27:0] stu0_cat_lanes9_resize141_src;
 reg [3:0] stu0__drain_addr0_rr;
@@ -1267,7 +1266,6 @@ wire [2:0] stu1_resize177_dst;
 wire [2:0] stu1_resize178_dst;
 wire [2:0] stu1_resize179_dst;
 wire [11:0] stu1_cat_lanes10_resize180_src;
-localparam stu1__stage_p5_fc_on = 1'd0;
 wire [3:0] stu1_cat_lanes11_resize181_src;
 wire [27:0] stu1_cat_lanes12_resize182_src;
 reg [3:0] stu1__drain_addr1_rr;
@@ -1484,7 +1482,6 @@ wire [2:0] stu2_resize218_dst;
 wire [2:0] stu2_resize219_dst;
 wire [2:0] stu2_resize220_dst;
 wire [11:0] stu2_cat_lanes13_resize221_src;
-localparam stu2__stage_p9_fc_on = 1'd0;
 wire [3:0] stu2_cat_lanes14_resize222_src;
 wire [27:0] stu2_cat_lanes15_resize223_src;
 reg [3:0] stu2__drain_addr2_rr;
@@ -1701,7 +1698,6 @@ wire [2:0] stu3_resize259_dst;
 wire [2:0] stu3_resize260_dst;
 wire [2:0] stu3_resize261_dst;
 wire [11:0] stu3_cat_lanes16_resize262_src;
-localparam stu3__stage_p13_fc_on = 1'd0;
 wire [3:0] stu3_cat_lanes17_resize263_src;
 wire [27:0] stu3_cat_lanes18_resize264_src;
 reg [3:0] stu3__drain_addr3_rr;
@@ -6949,65 +6945,44 @@ always @(posedge clk) begin: stu0__stage_p0_reg
 end
 
 
-always @(posedge clk) begin: stu0__stage_p1_reg
+always @(posedge clk) begin: stu0__stage_p_conv0_reg
     if (rst == 1) begin
         stu0__rmw0_pa[1] <= 0;
         stu0__rmw0_pd[1] <= 0;
         stu0__rmw0_pv[1] <= 0;
     end
     else begin
-        if (stu0_fc_r) begin
-            stu0__rmw0_pv[1] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[1] <= stu0_resize133_dst;
-            stu0__rmw0_pd[1] <= stu0__tree0_tsum;
-        end
-        else begin
-            stu0__rmw0_pv[1] <= stu0_wire14_y;
-            stu0__rmw0_pa[1] <= stu0_wire15_y;
-            stu0__rmw0_pd[1] <= stu0_wire16_y;
-        end
+        stu0__rmw0_pv[1] <= (stu0_wire14_y && (!stu0_fc_r));
+        stu0__rmw0_pa[1] <= stu0_wire15_y;
+        stu0__rmw0_pd[1] <= stu0_wire16_y;
     end
 end
 
 
-always @(posedge clk) begin: stu0__stage_p2_reg
+always @(posedge clk) begin: stu0__stage_p_conv1_reg
     if (rst == 1) begin
         stu0__rmw0_pa[2] <= 0;
         stu0__rmw0_pd[2] <= 0;
         stu0__rmw0_pv[2] <= 0;
     end
     else begin
-        if (stu0_fc_r) begin
-            stu0__rmw0_pv[2] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[2] <= stu0_resize133_dst;
-            stu0__rmw0_pd[2] <= stu0__tree0_tsum;
-        end
-        else begin
-            stu0__rmw0_pv[2] <= stu0_wire20_y;
-            stu0__rmw0_pa[2] <= stu0_wire21_y;
-            stu0__rmw0_pd[2] <= stu0_wire22_y;
-        end
+        stu0__rmw0_pv[2] <= (stu0_wire20_y && (!stu0_fc_r));
+        stu0__rmw0_pa[2] <= stu0_wire21_y;
+        stu0__rmw0_pd[2] <= stu0_wire22_y;
     end
 end
 
 
-always @(posedge clk) begin: stu0__stage_p3_reg
+always @(posedge clk) begin: stu0__stage_p_conv2_reg
     if (rst == 1) begin
         stu0__rmw0_pa[3] <= 0;
         stu0__rmw0_pd[3] <= 0;
         stu0__rmw0_pv[3] <= 0;
     end
     else begin
-        if (stu0_fc_r) begin
-            stu0__rmw0_pv[3] <= stu0__stage_p1_fc_on;
-            stu0__rmw0_pa[3] <= stu0_resize133_dst;
-            stu0__rmw0_pd[3] <= stu0__tree0_tsum;
-        end
-        else begin
-            stu0__rmw0_pv[3] <= stu0_wire26_y;
-            stu0__rmw0_pa[3] <= stu0_wire27_y;
-            stu0__rmw0_pd[3] <= stu0_wire28_y;
-        end
+        stu0__rmw0_pv[3] <= (stu0_wire26_y && (!stu0_fc_r));
+        stu0__rmw0_pa[3] <= stu0_wire27_y;
+        stu0__rmw0_pd[3] <= stu0_wire28_y;
     end
 end
 
@@ -8551,7 +8526,7 @@ assign stu1_resize179_dst = stu1__capture9__reg27_q[3-1:0];
 assign w_mem1_fc_rd_idx = stu1_cat_lanes10_resize180_src;
 
 
-always @(posedge clk) begin: stu1__stage_p4_reg
+always @(posedge clk) begin: stu1__stage_p1_reg
     if (rst == 1) begin
         stu1__rmw1_pa[0] <= 0;
         stu1__rmw1_pd[0] <= 0;
@@ -8572,65 +8547,44 @@ always @(posedge clk) begin: stu1__stage_p4_reg
 end
 
 
-always @(posedge clk) begin: stu1__stage_p5_reg
+always @(posedge clk) begin: stu1__stage_p_conv3_reg
     if (rst == 1) begin
         stu1__rmw1_pa[1] <= 0;
         stu1__rmw1_pd[1] <= 0;
         stu1__rmw1_pv[1] <= 0;
     end
     else begin
-        if (stu1_fc_r) begin
-            stu1__rmw1_pv[1] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[1] <= stu1_resize174_dst;
-            stu1__rmw1_pd[1] <= stu1__tree1_tsum;
-        end
-        else begin
-            stu1__rmw1_pv[1] <= stu1_wire48_y;
-            stu1__rmw1_pa[1] <= stu1_wire49_y;
-            stu1__rmw1_pd[1] <= stu1_wire50_y;
-        end
+        stu1__rmw1_pv[1] <= (stu1_wire48_y && (!stu1_fc_r));
+        stu1__rmw1_pa[1] <= stu1_wire49_y;
+        stu1__rmw1_pd[1] <= stu1_wire50_y;
     end
 end
 
 
-always @(posedge clk) begin: stu1__stage_p6_reg
+always @(posedge clk) begin: stu1__stage_p_conv4_reg
     if (rst == 1) begin
         stu1__rmw1_pa[2] <= 0;
         stu1__rmw1_pd[2] <= 0;
         stu1__rmw1_pv[2] <= 0;
     end
     else begin
-        if (stu1_fc_r) begin
-            stu1__rmw1_pv[2] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[2] <= stu1_resize174_dst;
-            stu1__rmw1_pd[2] <= stu1__tree1_tsum;
-        end
-        else begin
-            stu1__rmw1_pv[2] <= stu1_wire54_y;
-            stu1__rmw1_pa[2] <= stu1_wire55_y;
-            stu1__rmw1_pd[2] <= stu1_wire56_y;
-        end
+        stu1__rmw1_pv[2] <= (stu1_wire54_y && (!stu1_fc_r));
+        stu1__rmw1_pa[2] <= stu1_wire55_y;
+        stu1__rmw1_pd[2] <= stu1_wire56_y;
     end
 end
 
 
-always @(posedge clk) begin: stu1__stage_p7_reg
+always @(posedge clk) begin: stu1__stage_p_conv5_reg
     if (rst == 1) begin
         stu1__rmw1_pa[3] <= 0;
         stu1__rmw1_pd[3] <= 0;
         stu1__rmw1_pv[3] <= 0;
     end
     else begin
-        if (stu1_fc_r) begin
-            stu1__rmw1_pv[3] <= stu1__stage_p5_fc_on;
-            stu1__rmw1_pa[3] <= stu1_resize174_dst;
-            stu1__rmw1_pd[3] <= stu1__tree1_tsum;
-        end
-        else begin
-            stu1__rmw1_pv[3] <= stu1_wire60_y;
-            stu1__rmw1_pa[3] <= stu1_wire61_y;
-            stu1__rmw1_pd[3] <= stu1_wire62_y;
-        end
+        stu1__rmw1_pv[3] <= (stu1_wire60_y && (!stu1_fc_r));
+        stu1__rmw1_pa[3] <= stu1_wire61_y;
+        stu1__rmw1_pd[3] <= stu1_wire62_y;
     end
 end
 
@@ -10174,7 +10128,7 @@ assign stu2_resize220_dst = stu2__capture17__reg47_q[3-1:0];
 assign w_mem2_fc_rd_idx = stu2_cat_lanes13_resize221_src;
 
 
-always @(posedge clk) begin: stu2__stage_p8_reg
+always @(posedge clk) begin: stu2__stage_p2_reg
     if (rst == 1) begin
         stu2__rmw2_pa[0] <= 0;
         stu2__rmw2_pd[0] <= 0;
@@ -10195,65 +10149,44 @@ always @(posedge clk) begin: stu2__stage_p8_reg
 end
 
 
-always @(posedge clk) begin: stu2__stage_p9_reg
+always @(posedge clk) begin: stu2__stage_p_conv6_reg
     if (rst == 1) begin
         stu2__rmw2_pa[1] <= 0;
         stu2__rmw2_pd[1] <= 0;
         stu2__rmw2_pv[1] <= 0;
     end
     else begin
-        if (stu2_fc_r) begin
-            stu2__rmw2_pv[1] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[1] <= stu2_resize215_dst;
-            stu2__rmw2_pd[1] <= stu2__tree2_tsum;
-        end
-        else begin
-            stu2__rmw2_pv[1] <= stu2_wire82_y;
-            stu2__rmw2_pa[1] <= stu2_wire83_y;
-            stu2__rmw2_pd[1] <= stu2_wire84_y;
-        end
+        stu2__rmw2_pv[1] <= (stu2_wire82_y && (!stu2_fc_r));
+        stu2__rmw2_pa[1] <= stu2_wire83_y;
+        stu2__rmw2_pd[1] <= stu2_wire84_y;
     end
 end
 
 
-always @(posedge clk) begin: stu2__stage_p10_reg
+always @(posedge clk) begin: stu2__stage_p_conv7_reg
     if (rst == 1) begin
         stu2__rmw2_pa[2] <= 0;
         stu2__rmw2_pd[2] <= 0;
         stu2__rmw2_pv[2] <= 0;
     end
     else begin
-        if (stu2_fc_r) begin
-            stu2__rmw2_pv[2] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[2] <= stu2_resize215_dst;
-            stu2__rmw2_pd[2] <= stu2__tree2_tsum;
-        end
-        else begin
-            stu2__rmw2_pv[2] <= stu2_wire88_y;
-            stu2__rmw2_pa[2] <= stu2_wire89_y;
-            stu2__rmw2_pd[2] <= stu2_wire90_y;
-        end
+        stu2__rmw2_pv[2] <= (stu2_wire88_y && (!stu2_fc_r));
+        stu2__rmw2_pa[2] <= stu2_wire89_y;
+        stu2__rmw2_pd[2] <= stu2_wire90_y;
     end
 end
 
 
-always @(posedge clk) begin: stu2__stage_p11_reg
+always @(posedge clk) begin: stu2__stage_p_conv8_reg
     if (rst == 1) begin
         stu2__rmw2_pa[3] <= 0;
         stu2__rmw2_pd[3] <= 0;
         stu2__rmw2_pv[3] <= 0;
     end
     else begin
-        if (stu2_fc_r) begin
-            stu2__rmw2_pv[3] <= stu2__stage_p9_fc_on;
-            stu2__rmw2_pa[3] <= stu2_resize215_dst;
-            stu2__rmw2_pd[3] <= stu2__tree2_tsum;
-        end
-        else begin
-            stu2__rmw2_pv[3] <= stu2_wire94_y;
-            stu2__rmw2_pa[3] <= stu2_wire95_y;
-            stu2__rmw2_pd[3] <= stu2_wire96_y;
-        end
+        stu2__rmw2_pv[3] <= (stu2_wire94_y && (!stu2_fc_r));
+        stu2__rmw2_pa[3] <= stu2_wire95_y;
+        stu2__rmw2_pd[3] <= stu2_wire96_y;
     end
 end
 
@@ -11797,7 +11730,7 @@ assign stu3_resize261_dst = stu3__capture25__reg67_q[3-1:0];
 assign w_mem3_fc_rd_idx = stu3_cat_lanes16_resize262_src;
 
 
-always @(posedge clk) begin: stu3__stage_p12_reg
+always @(posedge clk) begin: stu3__stage_p3_reg
     if (rst == 1) begin
         stu3__rmw3_pa[0] <= 0;
         stu3__rmw3_pd[0] <= 0;
@@ -11818,65 +11751,44 @@ always @(posedge clk) begin: stu3__stage_p12_reg
 end
 
 
-always @(posedge clk) begin: stu3__stage_p13_reg
+always @(posedge clk) begin: stu3__stage_p_conv9_reg
     if (rst == 1) begin
         stu3__rmw3_pa[1] <= 0;
         stu3__rmw3_pd[1] <= 0;
         stu3__rmw3_pv[1] <= 0;
     end
     else begin
-        if (stu3_fc_r) begin
-            stu3__rmw3_pv[1] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[1] <= stu3_resize256_dst;
-            stu3__rmw3_pd[1] <= stu3__tree3_tsum;
-        end
-        else begin
-            stu3__rmw3_pv[1] <= stu3_wire116_y;
-            stu3__rmw3_pa[1] <= stu3_wire117_y;
-            stu3__rmw3_pd[1] <= stu3_wire118_y;
-        end
+        stu3__rmw3_pv[1] <= (stu3_wire116_y && (!stu3_fc_r));
+        stu3__rmw3_pa[1] <= stu3_wire117_y;
+        stu3__rmw3_pd[1] <= stu3_wire118_y;
     end
 end
 
 
-always @(posedge clk) begin: stu3__stage_p14_reg
+always @(posedge clk) begin: stu3__stage_p_conv10_reg
     if (rst == 1) begin
         stu3__rmw3_pa[2] <= 0;
         stu3__rmw3_pd[2] <= 0;
         stu3__rmw3_pv[2] <= 0;
     end
     else begin
-        if (stu3_fc_r) begin
-            stu3__rmw3_pv[2] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[2] <= stu3_resize256_dst;
-            stu3__rmw3_pd[2] <= stu3__tree3_tsum;
-        end
-        else begin
-            stu3__rmw3_pv[2] <= stu3_wire122_y;
-            stu3__rmw3_pa[2] <= stu3_wire123_y;
-            stu3__rmw3_pd[2] <= stu3_wire124_y;
-        end
+        stu3__rmw3_pv[2] <= (stu3_wire122_y && (!stu3_fc_r));
+        stu3__rmw3_pa[2] <= stu3_wire123_y;
+        stu3__rmw3_pd[2] <= stu3_wire124_y;
     end
 end
 
 
-always @(posedge clk) begin: stu3__stage_p15_reg
+always @(posedge clk) begin: stu3__stage_p_conv11_reg
     if (rst == 1) begin
         stu3__rmw3_pa[3] <= 0;
         stu3__rmw3_pd[3] <= 0;
         stu3__rmw3_pv[3] <= 0;
     end
     else begin
-        if (stu3_fc_r) begin
-            stu3__rmw3_pv[3] <= stu3__stage_p13_fc_on;
-            stu3__rmw3_pa[3] <= stu3_resize256_dst;
-            stu3__rmw3_pd[3] <= stu3__tree3_tsum;
-        end
-        else begin
-            stu3__rmw3_pv[3] <= stu3_wire128_y;
-            stu3__rmw3_pa[3] <= stu3_wire129_y;
-            stu3__rmw3_pd[3] <= stu3_wire130_y;
-        end
+        stu3__rmw3_pv[3] <= (stu3_wire128_y && (!stu3_fc_r));
+        stu3__rmw3_pa[3] <= stu3_wire129_y;
+        stu3__rmw3_pd[3] <= stu3_wire130_y;
     end
 end
 

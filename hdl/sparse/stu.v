@@ -278,7 +278,6 @@ wire [2:0] resize33_dst;
 wire [2:0] resize34_dst;
 wire [2:0] resize35_dst;
 wire [11:0] cat_lanes0_resize36_src;
-localparam _stage_p1_fc_on = 1'd0;
 wire [3:0] cat_lanes1_resize37_src;
 wire [27:0] cat_lanes2_resize38_src;
 reg [3:0] _drain_addr0_rr;
@@ -1389,65 +1388,44 @@ always @(posedge clk) begin: _stage_p0_reg
 end
 
 
-always @(posedge clk) begin: _stage_p1_reg
+always @(posedge clk) begin: _stage_p_conv0_reg
     if (rst == 1) begin
         _rmw0_pa[1] <= 0;
         _rmw0_pd[1] <= 0;
         _rmw0_pv[1] <= 0;
     end
     else begin
-        if (fc_r) begin
-            _rmw0_pv[1] <= _stage_p1_fc_on;
-            _rmw0_pa[1] <= resize30_dst;
-            _rmw0_pd[1] <= _tree0_tsum;
-        end
-        else begin
-            _rmw0_pv[1] <= wire13_y;
-            _rmw0_pa[1] <= wire14_y;
-            _rmw0_pd[1] <= wire15_y;
-        end
+        _rmw0_pv[1] <= (wire13_y && (!fc_r));
+        _rmw0_pa[1] <= wire14_y;
+        _rmw0_pd[1] <= wire15_y;
     end
 end
 
 
-always @(posedge clk) begin: _stage_p2_reg
+always @(posedge clk) begin: _stage_p_conv1_reg
     if (rst == 1) begin
         _rmw0_pa[2] <= 0;
         _rmw0_pd[2] <= 0;
         _rmw0_pv[2] <= 0;
     end
     else begin
-        if (fc_r) begin
-            _rmw0_pv[2] <= _stage_p1_fc_on;
-            _rmw0_pa[2] <= resize30_dst;
-            _rmw0_pd[2] <= _tree0_tsum;
-        end
-        else begin
-            _rmw0_pv[2] <= wire19_y;
-            _rmw0_pa[2] <= wire20_y;
-            _rmw0_pd[2] <= wire21_y;
-        end
+        _rmw0_pv[2] <= (wire19_y && (!fc_r));
+        _rmw0_pa[2] <= wire20_y;
+        _rmw0_pd[2] <= wire21_y;
     end
 end
 
 
-always @(posedge clk) begin: _stage_p3_reg
+always @(posedge clk) begin: _stage_p_conv2_reg
     if (rst == 1) begin
         _rmw0_pa[3] <= 0;
         _rmw0_pd[3] <= 0;
         _rmw0_pv[3] <= 0;
     end
     else begin
-        if (fc_r) begin
-            _rmw0_pv[3] <= _stage_p1_fc_on;
-            _rmw0_pa[3] <= resize30_dst;
-            _rmw0_pd[3] <= _tree0_tsum;
-        end
-        else begin
-            _rmw0_pv[3] <= wire25_y;
-            _rmw0_pa[3] <= wire26_y;
-            _rmw0_pd[3] <= wire27_y;
-        end
+        _rmw0_pv[3] <= (wire25_y && (!fc_r));
+        _rmw0_pa[3] <= wire26_y;
+        _rmw0_pd[3] <= wire27_y;
     end
 end
 
