@@ -13,7 +13,7 @@ import numpy as np
 
 from lockstep.models.sched import programs as sched_gen
 from lockstep.models.sched.params import FabricParams
-from lockstep.verif.sched.env import CommStimulus, Compiled, comm_effects, make_program
+from lockstep.verif.sched.env import CommStimulus, Compiled, comm_effects, dont_care_ports, make_program
 
 RING = sorted(n for n, tb in TESTBENCHES.items()
               if tb.family == "sched" and tb.toplevel in ("sched_ring", "sched_mesh"))
@@ -124,6 +124,31 @@ def test_jitter_variant_errors():
     for within in (True, False):
         with pytest.raises(ValueError, match="offers no place"):
             sched.jitter_variant(1, no_ring, within)
+
+
+def test_random_programs_carry_ports_on_portless_entries():
+    """A random program's portless entries (NOP, HALT, VADD, VMUL, DOT) carry PORT values
+    1..3 that change nothing: the program stays legal and runs as without them; an
+    entry whose PORT the executor reads (a SEND) is never touched."""
+    p = TESTBENCHES["sched_random_comm_tp"].params
+    portless = {sched.OPS["NOP"], sched.OPS["HALT"], *sched.ALU_OPS}
+    filled = 0
+    for seed in range(12):
+        plain = sched.random_program(np.random.default_rng(seed), p)
+        prog = dont_care_ports(np.random.default_rng(seed), plain)
+        assert sched.lint(prog) == []
+        for a, b in zip(plain.schedules, prog.schedules):
+            for wa, wb in zip(a, b):
+                ea, eb = sched.decode(wa, p), sched.decode(wb, p)
+                assert ea.replace(port=eb.port) == eb and (ea.port == eb.port or ea.op in portless)
+                filled += ea.port != eb.port
+        assert [e for e in sched.execute(prog).trace if e[1] != "issue"] == \
+               [e for e in sched.execute(plain).trace if e[1] != "issue"]
+    assert filled >= 20
+    # a program whose PORT change would show is given back unchanged
+    wrong = dataclasses.replace(plain, schedules=[[sched.encode(sched.decode(w, p).replace(unit=1), p)
+                                                   for w in s] for s in plain.schedules])
+    assert dont_care_ports(np.random.default_rng(0), wrong) is wrong
 
 
 def test_a_negative_run_draws_a_program_that_shows_the_dut_apart():

@@ -62,7 +62,7 @@ from ..episodes import (
 from ..throughput import spent
 from .env import (
     Compiled, SchedCoverage, SchedTest, TraceScoreboard, _crosses_wrap, _jitter_bin, _period_bin, fwd_route,
-    _slack_bin, make_program, random_max_len,
+    _slack_bin, dont_care_ports, make_program, random_max_len,
 )
 
 __all__ = [
@@ -78,8 +78,9 @@ def build_program(name: str, params: FabricParams, seed: int, txns: int | None =
     """The program of one episode and what it expects of the errors: the per-edge
     testbench's :func:`~lockstep.verif.sched.env.make_program` for ``(name, params, seed)``,
     or, with ``txns``, the same random builder (transfers as long as
-    :func:`~lockstep.verif.sched.env.random_max_len` says) placing ``txns`` transactions (``name``
-    must be ``random``; the linter must accept the program).
+    :func:`~lockstep.verif.sched.env.random_max_len` says) placing ``txns`` transactions, the
+    portless entries' PORT fields filled (:func:`~lockstep.verif.sched.env.dont_care_ports`;
+    ``name`` must be ``random``; the linter must accept the program).
 
     Raises:
         ValueError: ``txns`` with another program than ``random``, or an illegal program.
@@ -88,8 +89,9 @@ def build_program(name: str, params: FabricParams, seed: int, txns: int | None =
         return make_program(name, params, seed)
     if name != "random":
         raise ValueError(f"txns={txns}: only the program 'random' takes a transaction count, not {name!r}")
-    program = sched.random_program(np.random.default_rng(seed), params, n_txn=int(txns),
-                                   max_len=random_max_len(params, seed))
+    rng = np.random.default_rng(seed)
+    program = dont_care_ports(rng, sched.random_program(rng, params, n_txn=int(txns),
+                                                        max_len=random_max_len(params, seed)))
     problems = sched.lint(program)
     if problems:
         raise ValueError(f"random program of {txns} transactions (seed {seed}) is not legal:\n  "
