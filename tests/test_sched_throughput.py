@@ -92,9 +92,15 @@ def test_read_trace_rebuilds_every_event_kind(tmp_path):
     check = sched.encode(sched.Entry(t=9, op=0xC, port=3, a=5), P)
     lanes = (7 << P.accw) | 3
     lines = ["I 4 1 abc", "W 5 2 1 beef", "B 6 12", "M 7 0 3 1f 22", f"P 8 1 {lanes:x}", f"S 9 {check:x}", "D a 5",
-             "E c 2 8", "F d 20", "X e f 0", "U f"]
+             "E c 2 8", "F d 20", "X e f 0", "U f", f"Q 10 0 {7 << (5 * P.dw):x}", f"Q 11 2 {3 << (2 * P.aw):x}",
+             "Q 12 3 9"]
     (tmp_path / "t.log").write_text("\n".join(lines) + "\n")
     events, problems = read_trace(tmp_path / "t.log", P)
+    # the quiet outputs: tile 1's link 2 (lane 5), the address of tile 0's write port 2, the bus
+    assert problems[-3:] == ["cycle 16: tile 1 link 2 holds 0x7 while idle (an idle output carries 0)",
+                             "cycle 17: tile 0 write address 2 holds 0x3 while idle (an idle output carries 0)",
+                             "cycle 18: the bus holds 0x9 while idle (an idle output carries 0)"]
+    problems = problems[:-3]
     assert events == [(4, "issue", 1, 0xabc), (5, "word", 2, 1, 0xbeef), (6, "bus", -1, 0x12),
                       (7, "write", 0, 3, 0x1f, 0x22), (8, "psum", 1, (3, 7)), (9, "suspend", -1, 5),
                       (10, "pad", 0, 5), (11, "err", 2, 8), (12, "err", -1, 0x20)]
@@ -103,9 +109,22 @@ def test_read_trace_rebuilds_every_event_kind(tmp_path):
     assert problems[-1].startswith("tap with X or Z bits in cycle 15")
 
 
+def test_the_per_edge_monitor_checks_the_same_quiet_outputs():
+    """quiet_problems (the per-edge monitor, every cycle) flags exactly the idle lanes
+    holding a value, in the wording of the harness's Q records."""
+    from lockstep.verif.sched.env import quiet_problems
+    v = {"out_valid": 0b1, "out_data": 0xAB | (5 << P.dw), "wr_en": 0b100, "wr_data": 0x7 << (2 * P.dw),
+         "wr_addr": 0x3 << (2 * P.aw), "bus_valid": 1, "bus_data": 4}
+    assert quiet_problems(3, P, v) == ["cycle 3: tile 0 link 1 holds 0x5 while idle (an idle output carries 0)"]
+    v.update(out_data=0xAB, bus_valid=0)
+    assert quiet_problems(3, P, v) == ["cycle 3: the bus holds 0x4 while idle (an idle output carries 0)"]
+
+
 @pytest.mark.parametrize("line,match", [
     ("W 5 2 1 bxef", r"line 2: field 4 is 'bxef': X or Z"),
+    ("Z 5 1", r"line 2 does not parse: 'Z 5 1'"),
     ("Q 5 1", r"line 2 does not parse: 'Q 5 1'"),
+    ("Q 5 4 1", r"quiet output 4 outside 0..3"),
     ("M 7 0 3 1f", r"line 2 does not parse"),
     ("I 4 9 abc", r"tile 9 outside 0..2"),
     ("W 5 0 3 1", r"port 3 outside 0..2"),

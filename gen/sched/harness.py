@@ -49,6 +49,9 @@ all of that in HDL, so a whole program runs at simulator speed:
       D c data               tile 0's FIFO RECV writes a pad word
       E c t bits             error bits of tile t newly set (seen in cycle c)
       F c bits               bus error bits newly set (seen in cycle c)
+      Q c what bits          an idle output holds a value other than 0: the data tap
+                             with its valid lanes' bits cleared (what: 0 the links,
+                             1 / 2 the write ports' data / address, 3 the bus)
       X c count tile_counts  the chip counter is not c mod 2**cw, or a local counter
                              differs from it (the per-edge monitor's counter check)
       U c                    a tap holds X or Z bits (Icarus; Verilator is 2-state)
@@ -213,6 +216,13 @@ def _recorder(fp: FabricPorts) -> str:
         lines.append(f"if ((err{sl} & ~err_q{sl}) != {eb}'d0) $fwrite(ft, \"E %0h {t:x} %0h\\n\", cycle, "
                      f"err{sl} & ~err_q{sl});")
     lines.append(f"if ((bus_err & ~bus_err_q) != {eb}'d0) $fwrite(ft, \"F %0h %0h\\n\", cycle, bus_err & ~bus_err_q);")
+    # the quiet outputs (data, and a write port's address, 0 while idle): each data tap
+    # with its valid lanes' bits cleared, recorded whole when not 0
+    for what, (tap, valid, w) in enumerate((("out_data", "out_valid", dw), ("wr_data", "wr_en", dw),
+                                            ("wr_addr", "wr_en", aw), ("bus_data", "bus_valid", dw))):
+        lanes = 1 if valid == "bus_valid" else nt * (p.PORTS if valid == "out_valid" else ns)
+        mask = "{" + ", ".join(f"{{{w}{{{valid}{'' if lanes == 1 else f'[{j}]'}}}}}" for j in reversed(range(lanes))) + "}"
+        lines.append(f"if (({tap} & ~{mask}) != 0) $fwrite(ft, \"Q %0h {what} %0h\\n\", cycle, {tap} & ~{mask});")
     return "\n".join("          " + ln for ln in lines)
 
 

@@ -298,12 +298,60 @@ def _compiled(name: str, params: FabricParams, rng: np.random.Generator) -> tupl
     return program, Compiled(layout, sched.reference_layer(w, x, bias, params))
 
 
+def _lanes_mask(valid: int, n: int, width: int) -> int:
+    """The bits of the lanes ``j < n`` of ``width`` bits each whose ``valid`` bit is set."""
+    lane = (1 << width) - 1
+    return sum(lane << (j * width) for j in range(n) if valid >> j & 1)
+
+
+#: The quiet outputs (docs/sched.md section 8), numbered as the harness's ``Q`` records
+#: number them: ``(name, data tap, valid tap)``; the bus (3) is one lane.
+QUIET = (("link", "out_data", "out_valid"), ("write data", "wr_data", "wr_en"),
+         ("write address", "wr_addr", "wr_en"), ("bus", "bus_data", "bus_valid"))
+
+
+def quiet_shape(p: FabricParams, what: int) -> tuple[int, int]:
+    """``(lanes per tile, lane width)`` of quiet output ``QUIET[what]``."""
+    return ((p.PORTS, p.dw), (p.sources, p.dw), (p.sources, p.aw), (1, p.dw))[what]
+
+
+def quiet_messages(k: int, p: FabricParams, what: int, idle: int) -> list[str]:
+    """The violations in cycle ``k`` of quiet output ``QUIET[what]``: ``idle`` is its data
+    tap with every valid lane's bits cleared (nonzero where an idle lane holds a value)."""
+    per, w = quiet_shape(p, what)
+    lanes = 1 if what == 3 else p.nt * per
+    out = []
+    for j in range(lanes):
+        value = (idle >> (j * w)) & ((1 << w) - 1)
+        if value:
+            where = "the bus" if what == 3 else f"tile {j // per} {QUIET[what][0]} {j % per}"
+            out.append(f"cycle {k}: {where} holds {value:#x} while idle (an idle output carries 0)")
+    return out
+
+
+def quiet_problems(k: int, p: FabricParams, v: dict[str, int]) -> list[str]:
+    """The quiet-output contract (docs/sched.md section 8) in cycle ``k``: a link's,
+    the bus's and a write port's data (and a write port's address) are 0 in every cycle
+    their valid is low. ``v``: the taps' values in the cycle."""
+    out = []
+    for what, (_, data, valid) in enumerate(QUIET):
+        per, w = quiet_shape(p, what)
+        lanes = 1 if what == 3 else p.nt * per
+        out += quiet_messages(k, p, what, v[data] & ~_lanes_mask(v[valid], lanes, w))
+    return out
+
+
+#: Quiet-output violations a run reports one by one; the rest are counted.
+QUIET_SHOWN = 5
+
+
 class TraceMonitor(uvm_component):
     """Rebuilds the event trace from the taps, cycle by cycle (see the module docstring)."""
 
     def build_phase(self) -> None:
         self.events: list[tuple] = []
         self.problems: list[str] = []
+        self.quiet = 0   # quiet-output violations seen (the first QUIET_SHOWN are problems)
 
     def start_sampling(self, params: FabricParams) -> TapSampler:
         dut = cocotb.top
@@ -328,6 +376,10 @@ class TraceMonitor(uvm_component):
             local = (v["tile_count"] >> (t * p.cw)) & mask
             if local != v["count"]:
                 self.problems.append(f"cycle {k}: tile {t} local count {local} != chip count {v['count']}")
+        for q in quiet_problems(k, p, v):
+            self.quiet += 1
+            if self.quiet <= QUIET_SHOWN:
+                self.problems.append(q)
         ev = self.events
         if v["issue"]:
             for t in range(p.nt):

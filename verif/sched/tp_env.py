@@ -62,7 +62,7 @@ from ..episodes import (
 from ..throughput import spent
 from .env import (
     Compiled, SchedCoverage, SchedTest, TraceScoreboard, _crosses_wrap, _jitter_bin, _period_bin, fwd_route,
-    _slack_bin, dont_care_ports, make_program, random_max_len,
+    QUIET, QUIET_SHOWN, _slack_bin, dont_care_ports, make_program, quiet_messages, random_max_len,
 )
 
 __all__ = [
@@ -154,13 +154,14 @@ def write_episode(folder: Path, e: int, program: sched.Program, stop_at: int, ma
 
 
 #: Fields (after the kind letter) of each trace record line.
-_FIELDS = {"I": 3, "W": 4, "B": 2, "M": 5, "P": 3, "S": 2, "D": 2, "E": 3, "F": 2, "X": 3, "U": 1}
+_FIELDS = {"I": 3, "W": 4, "B": 2, "M": 5, "P": 3, "S": 2, "D": 2, "E": 3, "F": 2, "Q": 3, "X": 3, "U": 1}
 
 
 def read_trace(path: Path, p: FabricParams) -> tuple[list[tuple], list[str]]:
     """Parse a ``tp_trace_<e>.log`` into the per-edge monitor's events (docs/sched.md
     section 8, plus ``psum``, ``suspend`` and ``pad``) and its problems (the counter
-    check, X or Z on a tap), with the per-edge monitor's wording.
+    check, X or Z on a tap, an idle output that is not quiet), with the per-edge
+    monitor's wording.
 
     Raises:
         RecordError: a missing file, an unknown kind, a wrong field count, a field that
@@ -170,6 +171,7 @@ def read_trace(path: Path, p: FabricParams) -> tuple[list[tuple], list[str]]:
         raise RecordError(f"{path.name}: no such record file (the harness did not write it)")
     events: list[tuple] = []
     problems: list[str] = []
+    quiet = 0   # idle outputs holding a value (the first QUIET_SHOWN become problems)
     cmask = (1 << p.cw) - 1
     amask = (1 << p.accw) - 1
     for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -203,6 +205,13 @@ def read_trace(path: Path, p: FabricParams) -> tuple[list[tuple], list[str]]:
             events.append((c - 1, "err", v[1], v[2]))
         elif kind == "F":
             events.append((c - 1, "err", -1, v[1]))
+        elif kind == "Q":
+            if v[1] >= len(QUIET):
+                raise RecordError(f"{path.name} line {n}: quiet output {v[1]} outside 0..{len(QUIET) - 1}: {line!r}")
+            for q in quiet_messages(c, p, v[1], v[2]):
+                quiet += 1
+                if quiet <= QUIET_SHOWN:
+                    problems.append(q)
         elif kind == "X":
             if v[1] != c & cmask:
                 problems.append(f"cycle {c}: chip count is {v[1]}, expected {c & cmask} (+1 per cycle, no stall)")
