@@ -49,6 +49,7 @@ BIAS_KINDS: dict[str, float] = {
     "huge_neg": 1.0,  # e6 at the smallest reachable value (the bias vanishes)
     "edge": 3.0,  # e6 = (A-2) - lop|b| + {-1,0,1,2}: left-saturation and sum-overflow edge
     "sum_edge": 1.0,  # e6 = A - w, bias ~ sign(acc) * 2**(w-1): aligned fits, the sum overflows
+    "clamp": 1.0,  # e6 = A or A + 1 (the left shift's clamp at A), bias -2**(w-1) or +-m_max
 }
 
 
@@ -185,6 +186,10 @@ def dot_columns(
     nonzero = sign * rng.integers(1, mmax + 1, size=count)
     bias = np.where(is_["edge"] & (bias == 0), nonzero, bias)
     e6 = np.where(is_["edge"], (A - 2) - _lop(np.abs(bias)) + rng.integers(-1, 3, size=count), e6)
+    # clamp: the left shift stops at A; -2**(w-1) shifted by A + 1 loses its only set bit
+    # beyond the register, so a clamp one too high reads it as 0 (bfp_dot@619a m081)
+    e6 = np.where(is_["clamp"], A + (rng.random(count) < 0.75), e6)
+    bias = np.where(is_["clamp"], np.where(rng.random(count) < 0.5, -(1 << (w - 1)), sign * mmax), bias)
     off = is_["off"]
     ea, eb, e5 = _exponents(rng, fmt, e6, off)
     return {
