@@ -304,7 +304,7 @@ def _lanes_mask(valid: int, n: int, width: int) -> int:
     return sum(lane << (j * width) for j in range(n) if valid >> j & 1)
 
 
-#: The quiet outputs (docs/sched.md section 8), numbered as the harness's ``Q`` records
+#: The quiet outputs (docs/sched.md section 9), numbered as the harness's ``Q`` records
 #: number them: ``(name, data tap, valid tap)``; the bus (3) is one lane.
 QUIET = (("link", "out_data", "out_valid"), ("write data", "wr_data", "wr_en"),
          ("write address", "wr_addr", "wr_en"), ("bus", "bus_data", "bus_valid"))
@@ -330,7 +330,7 @@ def quiet_messages(k: int, p: FabricParams, what: int, idle: int) -> list[str]:
 
 
 def quiet_problems(k: int, p: FabricParams, v: dict[str, int]) -> list[str]:
-    """The quiet-output contract (docs/sched.md section 8) in cycle ``k``: a link's,
+    """The quiet-output contract (docs/sched.md section 9) in cycle ``k``: a link's,
     the bus's and a write port's data (and a write port's address) are 0 in every cycle
     their valid is low. ``v``: the taps' values in the cycle."""
     out = []
@@ -341,7 +341,7 @@ def quiet_problems(k: int, p: FabricParams, v: dict[str, int]) -> list[str]:
     return out
 
 
-#: Quiet-output violations a run reports one by one; the rest are counted.
+#: Quiet-output violations a run reports one by one; the rest are not listed.
 QUIET_SHOWN = 5
 
 

@@ -491,15 +491,21 @@ class _Builder:
         raise ValueError(f"no route pattern with conflict={conflict} for m = {m}")
 
 
+def _preload(a: ClusterJob, b: ClusterJob) -> None:
+    """Pass ``b``'s cells written into the other bank while pass ``a`` runs, in ``b``'s
+    dense mode."""
+    b.bank = 1 - a.bank
+    b.preloaded = True
+    a.shadow, a.shadow_dense = [(i, b.descs[i], b.words[i]) for i in b.active], b.cfg.dense
+
+
 def _pair_preload(jobs: list[ClusterJob], m: int) -> None:
     """Load every other pass's data into the other bank while the pass before it runs
     (the two passes read different banks)."""
     for a, b in zip(jobs[0::2], jobs[1::2]):
         if a.refused or b.refused or a.poke is not None or b.bad or a.kind == "fc":
             continue
-        b.bank = 1 - a.bank
-        b.preloaded = True
-        a.shadow, a.shadow_dense = [(i, b.descs[i], b.words[i]) for i in b.active], b.cfg.dense
+        _preload(a, b)
 
 
 def make_jobs(scenario: str, params: SparseParams, rng: np.random.Generator, count: int,
@@ -742,9 +748,7 @@ def _chain_preload(jobs: list[ClusterJob], rng: np.random.Generator, rate: float
         if a.refused or b.refused or a.poke is not None or b.bad or a.cfg.dense != b.cfg.dense:
             continue
         if rng.random() < rate:
-            b.bank = 1 - a.bank
-            b.preloaded = True
-            a.shadow, a.shadow_dense = [(i, b.descs[i], b.words[i]) for i in b.active], b.cfg.dense
+            _preload(a, b)
 
 
 def _mark_empty(jobs: list[ClusterJob]) -> None:
