@@ -1043,3 +1043,21 @@ def test_lone_blocks_put_every_class_in_every_lane_alone(n):
     assert (bits[~zero_bg[:, None] & other] != 0).all()
     nan = bits[np.arange(len(bits)), lane][cls == 0]
     assert (nan == 0x7F800001).any() and (nan & 0x400000 != 0).any()
+
+
+@pytest.mark.parametrize("n", [1, 5, 16])
+def test_lone_bit_blocks_sweep_every_fraction_bit_of_every_lane(n):
+    """lone_bit_blocks: each block one lane nonzero, a subnormal with one fraction bit;
+    23 * n steps from any start (split over calls) give every (lane, bit) pair once."""
+    from lockstep.verif.bfp.stimulus import lone_bit_blocks
+
+    rng = np.random.default_rng(n)
+    start = 7 * n + 3
+    bits = np.concatenate([lone_bit_blocks(rng, start, 10, n), lone_bit_blocks(rng, start + 10, 23 * n - 10, n)])
+    mag = bits & np.uint32(0x7FFFFFFF)
+    assert ((mag != 0).sum(axis=1) == 1).all()
+    lane = np.argmax(mag != 0, axis=1)
+    val = mag[np.arange(len(bits)), lane]
+    assert (val < (1 << 23)).all() and (val & (val - 1) == 0).all()   # a subnormal, one bit
+    pairs = {(int(i), int(v).bit_length() - 1) for i, v in zip(lane, val)}
+    assert pairs == {(i, b) for i in range(n) for b in range(23)}

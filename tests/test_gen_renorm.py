@@ -17,7 +17,7 @@ from lockstep.gen.bfp.renorm import (
 from lockstep.models import bfp
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.models.record import ParamError
-from lockstep.verif.bfp.renorm_env import RENORM_KINDS, _stats_stream, acc_vectors, lop_bins, min_lop_ok
+from lockstep.verif.bfp.renorm_env import RENORM_KINDS, _stats_stream, acc_vectors, lop_bins, min_lop_ok, sticky_ties
 from lockstep.verif.registry import TESTBENCHES
 
 #: The registered renormaliser formats (never restated here) and a degenerate corner.
@@ -59,6 +59,29 @@ def test_stimulus_in_model_domain(fmt, seed):
     assert (acc == lo).any()
     e4, m, fl = bfp.renormalize(acc, 0, fmt)
     assert m.shape == acc.shape and (fl & bfp.FLAG_ZERO).any()
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f"w{f.w}e{f.e}n{f.n}a{f.acc_bits}")
+def test_sticky_sweep_puts_every_sticky_place_alone(fmt, seed):
+    """sticky_ties: in range (e3, e4 = e3 + r, magnitudes below 2**(A-1)); every lane's
+    round bit set and one bit below it; over acc_bits - 2 steps (split over calls) every
+    lane has the one sticky bit at every place the shift allows, d = 1 .. r_hi - 1."""
+    rng = np.random.default_rng(seed)
+    steps = max(1, min(fmt.acc_bits - 1, fmt.e_max + (1 << fmt.e)) - 1)
+    parts = [sticky_ties(rng, fmt, 3, 5), sticky_ties(rng, fmt, 8, steps)]
+    acc, e3, e4 = (np.concatenate(c) for c in zip(*parts))
+    assert (e3 >= -(1 << fmt.e)).all() and (e3 < (1 << fmt.e)).all()
+    assert (e4 >= fmt.e_min).all() and (e4 <= fmt.e_max).all()
+    r = (e4 - e3)[:, None]
+    assert (r >= 2).all()
+    mag = np.abs(acc)
+    assert (mag < (1 << (fmt.acc_bits - 1))).all()
+    assert ((mag >> (r - 1)) & 1 == 1).all()                  # the round bit
+    below = mag & ((np.int64(1) << (r - 1)) - 1)
+    assert (below != 0).all() and (below & (below - 1) == 0).all()   # one sticky bit
+    d = (r - 1) - np.log2(below).astype(np.int64)
+    for lane in range(fmt.n):
+        assert set(d[-steps:, lane].tolist()) == set(range(1, steps + 1))
 
 
 # ---- statistics mode ---------------------------------------------------------------------

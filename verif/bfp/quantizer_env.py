@@ -22,7 +22,7 @@ from lockstep.verif.packing import pack_lanes
 from lockstep.verif.stream_env import GoldenFlagsQuiet, StreamTest, StreamUnit
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
-from .stimulus import KINDS, LONE_CLASSES, drawn_items, float_blocks, float_kind, lone_class
+from .stimulus import KINDS, LONE_CLASSES, drawn_items, float_blocks, float_kind, lone_bit_blocks, lone_class
 
 __all__ = ["PATENT_VECTORS", "QuantItem", "QuantUnit", "QuantTest", "QuantPatentTest"]
 
@@ -82,7 +82,9 @@ class QuantUnit(GoldenFlagsQuiet, StreamUnit):
     def items(self, rng: np.random.Generator, count: int) -> list[QuantItem]:
         """Random blocks of the ``kinds`` mix; a mix with ``lone`` blocks opens the run
         with one of each class in each lane (:data:`~.stimulus.LONE_CLASSES`), so even a
-        short run sees every lane's detectors alone."""
+        short run sees every lane's detectors alone. Forced blocks sweep the shifters
+        (:meth:`_pow2_sweep`), and some unforced ones sweep every lane's fraction bits
+        (:func:`~.stimulus.lone_bit_blocks`)."""
         fmt: BfpFormat = self.params
         mix = self.ctx.opt("kinds", None) or KINDS
         bits, kinds = float_blocks(rng, fmt, count, mix)
@@ -103,10 +105,19 @@ class QuantUnit(GoldenFlagsQuiet, StreamUnit):
         if idx.size:
             bits[idx], exps[idx] = self._pow2_sweep(rng, idx.size)
             labels[idx] = "forced_pow2"
+        # n unforced blocks in 128 (at most a quarter) go on with the lone-bit sweep (every
+        # fraction bit of every lane the block's only one set, in 23 * n such blocks:
+        # lone_bit_blocks): a 4096-block run sweeps every pair up to n = 32
+        idx = np.flatnonzero(~force & (rng.random(count) < min(0.25, fmt.n / 128)) & (np.arange(count) >= lone))
+        if idx.size:
+            bits[idx] = lone_bit_blocks(rng, self._bit_at, idx.size, fmt.n)
+            self._bit_at += idx.size
+            labels[idx] = "lone_bit"
         return drawn_items(QuantItem, {"bits": bits, "force": force, "exp": exps, "kind": labels},
                            ["bits", "force", "exp", "kind"])
 
     _sweep_at = 0   # forced power-of-two blocks sent so far (the sweep goes on from there)
+    _bit_at = 0     # lone-bit blocks sent so far (likewise)
 
     def _pow2_sweep(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
         """``count`` blocks of powers of two against a forced exponent: lane ``i`` of the
@@ -271,9 +282,13 @@ class QuantPatentUnit(QuantUnit):
 
     @staticmethod
     def _vectors(items) -> np.ndarray:
-        """Which of :data:`PATENT_VECTORS` each item is (by its expectation)."""
-        index = {(exp, tuple(mant)): v for v, (_, _, exp, mant) in enumerate(PATENT_VECTORS)}
-        return np.array([index[(e, tuple(m))] for e, m in col(items, "expect", object).tolist()], dtype=np.int64)
+        """Which of :data:`PATENT_VECTORS` each item is (by its forced exponent and its
+        expectation: vectors 0 and 2 expect the same, one forced, and keyed by the
+        expectation alone vector 0's cover bin was never hit)."""
+        index = {(f, exp, tuple(mant)): v for v, (_, f, exp, mant) in enumerate(PATENT_VECTORS)}
+        forced = [int(x) if f else None for f, x in zip(col(items, "force", bool).tolist(), col(items, "exp", np.int64).tolist())]
+        return np.array([index[(f, e, tuple(m))] for f, (e, m) in zip(forced, col(items, "expect", object).tolist())],
+                        dtype=np.int64)
 
     def sample_columns(self, items, outs):
         return {"vector": self._vectors(items)}

@@ -27,7 +27,7 @@ from lockstep.verif.stream_env import GoldenFlagsQuiet, StreamTest, StreamUnit
 from lockstep.verif.bfp.stimulus import any_lane, drawn_items, item_columns, pick_kinds
 from lockstep.verif.bfp.bins import EXP_BINS, exp_class
 
-__all__ = ["RENORM_KINDS", "RenormItem", "RenormUnit", "RenormTest", "StatsUnit", "StatsTest", "acc_vectors"]
+__all__ = ["RENORM_KINDS", "RenormItem", "RenormUnit", "RenormTest", "StatsUnit", "StatsTest", "acc_vectors", "sticky_ties"]
 
 #: Stimulus kinds and their default weights.
 RENORM_KINDS: dict[str, float] = {
@@ -208,6 +208,31 @@ def _exponents(
     return e3.astype(np.int64), fixed, e4.astype(np.int64)
 
 
+def sticky_ties(rng: np.random.Generator, fmt: BfpFormat, start: int, count: int) -> tuple[np.ndarray, ...]:
+    """``count`` fixed-mode vectors of the sticky sweep from its step ``start``: ``(acc,
+    e3, e4)``, with ``e4 = e3 + r``, a right shift ``r`` of 2 .. ``acc_bits - 1`` (max
+    mode's stop near ``acc_bits - w``). Every lane holds ``(2m + 1) * 2**(r-1) + 2**j``,
+    ``m`` even, so the one bit below the kept ones (the round bit) is set and one sticky
+    bit ``d`` places below it, ``j = r - 1 - d``: RNE rounds up for that bit alone.
+    ``d`` steps through 1 .. ``acc_bits - 2`` in each lane (the row's ``r`` drawn above
+    its lanes' largest ``d``), so every place of the shifter's sticky OR is once the only
+    one set, in each lane, within ``acc_bits - 2`` steps (bfp_renorm@619a m098: lane 1's
+    sticky place 10 stuck at 0, reached only by a right shift of 11 or more, which max
+    mode's ties never make, survived)."""
+    a, n = fmt.acc_bits, fmt.n
+    es_lo = -(1 << fmt.e)
+    r_hi = min(a - 1, fmt.e_max - es_lo)   # e3 = e4 - r must stay in the e_sum range
+    step = (start + np.arange(count))[:, None] + np.arange(n)[None, :]
+    d = (step % max(1, r_hi - 1) + 1).astype(np.int64)
+    r = rng.integers(d.max(axis=1) + 1, r_hi + 1)[:, None].astype(np.int64)
+    one = np.int64(1)
+    m_hi = np.minimum(one << (fmt.w - 2), one << (a - 1 - r))   # (2m + 1) * 2**(r-1) stays below 2**(a-1)
+    m = 2 * rng.integers(0, np.maximum(m_hi // 2, 1), size=(count, n))
+    mag = ((2 * m + 1) << (r - 1)) + (one << (r - 1 - d))
+    e4 = rng.integers(np.maximum(fmt.e_min, es_lo + r[:, 0]), fmt.e_max + 1)
+    return mag * _signs(rng, mag.shape), (e4 - r[:, 0]).astype(np.int64), e4.astype(np.int64)
+
+
 class RenormUnit(GoldenFlagsQuiet, StreamUnit):
     """The renormaliser: ``in_data/in_e3/in_fixed/in_e4`` -> ``out_data/out_e4/out_flags``."""
 
@@ -221,8 +246,17 @@ class RenormUnit(GoldenFlagsQuiet, StreamUnit):
         acc, kinds = acc_vectors(rng, fmt, count)
         e3, fixed, e4 = _exponents(rng, fmt, acc, float(self.ctx.opt("fixed_rate", 0.25)),
                                    kinds == list(RENORM_KINDS).index("edge"))
-        kind = np.array(list(RENORM_KINDS))[kinds]
+        kind = np.array(list(RENORM_KINDS) + ["sticky"])[kinds]
+        # one vector in eight goes on with the sticky sweep (sticky_ties: fixed mode, every
+        # place below the round bit the only sticky bit set, in every lane)
+        idx = np.flatnonzero(rng.random(count) < 1 / 8)
+        if idx.size:
+            acc[idx], e3[idx], e4[idx] = sticky_ties(rng, fmt, self._sticky_at, idx.size)
+            fixed[idx], kind[idx] = True, "sticky"
+            self._sticky_at += idx.size
         return drawn_items(RenormItem, {"acc": acc, "e3": e3, "fixed": fixed, "e4": e4, "kind": kind}, _FIELDS)
+
+    _sticky_at = 0   # sticky-sweep vectors sent so far (the sweep goes on from there)
 
     def columns(self, items: list[RenormItem]) -> dict[str, np.ndarray]:
         """The fields of ``items``, column by column (``acc`` as ``(N, n)`` int64)."""
@@ -302,7 +336,7 @@ class RenormUnit(GoldenFlagsQuiet, StreamUnit):
 
         cg.point("e4", lambda t: exp_class(t["e4"], fmt), EXP_BINS)
         cg.point("mode", lambda t: "fixed" if t["fixed"] else "max", ["max", "fixed"])
-        cg.point("kind", lambda t: t["kind"], list(RENORM_KINDS))
+        cg.point("kind", lambda t: t["kind"], [*RENORM_KINDS, "sticky"])
         # shift = e3 - e4: > 0 left, < 0 right; *_clip: beyond the hardware's clipped
         # amount (left > w, right >= acc_bits) on a nonzero vector.
         cg.point("shift", lambda t: t["shift"], ["left", "none", "right", "left_clip", "right_clip"])

@@ -15,7 +15,8 @@ import numpy as np
 from lockstep.models.bfp.params import BfpFormat
 from lockstep.verif.columns import Items, item_columns
 
-__all__ = ["KINDS", "LONE_CLASSES", "any_lane", "drawn_items", "float_blocks", "float_kind", "item_columns", "lone_class", "pick_kinds"]
+__all__ = ["KINDS", "LONE_CLASSES", "any_lane", "drawn_items", "float_blocks", "float_kind", "item_columns", "lone_bit_blocks",
+           "lone_class", "pick_kinds"]
 
 F32_INF = np.uint32(0x7F800000)
 F32_QNAN = np.uint32(0x7FC00000)
@@ -182,6 +183,22 @@ def float_kind(rng: np.random.Generator, kind: str, count: int, fmt: BfpFormat) 
         out[np.arange(count), lane] = val
         return out
     raise ValueError(f"unknown stimulus kind {kind!r}; known: {sorted(KINDS)}")
+
+
+def lone_bit_blocks(rng: np.random.Generator, start: int, count: int, n: int) -> np.ndarray:
+    """``count`` blocks of the lone-bit sweep from its step ``start``: block ``j`` holds +-0
+    in every lane but lane ``(start + j) % n``, which holds the float32 subnormal whose one
+    fraction bit set is bit ``(start + j) // n % 23`` (random sign). ``23 * n`` steps put
+    every fraction bit of every lane alone in a block. A fraction bit below the rounding
+    point of a truncating unit shows nowhere but there: stuck at 0 in that lane, it turns
+    the block's one nonzero value into a zero and its flags from subnormal to zero
+    (bfp_quantize@84d6 m073, lane 5's bit 1, survived the random kinds, whose subnormals
+    carry random bits below their leading one)."""
+    step = start + np.arange(count)
+    out = np.zeros((count, n), dtype=np.uint32)
+    out |= rng.integers(0, 2, size=(count, n), dtype=np.uint32) << np.uint32(31)
+    out[np.arange(count), step % n] |= np.uint32(1) << (step // n % 23).astype(np.uint32)
+    return out
 
 
 def lone_class(bits: np.ndarray) -> np.ndarray:
