@@ -44,6 +44,7 @@ whole stream of jobs runs at simulator speed and Python wakes once per job:
       D c                      done high in cycle c
       O c data                 an output beat (o_valid and o_ready) in cycle c
       S c                      a stall (o_valid and not o_ready) in cycle c
+      Q c data                 o_data nonzero while o_valid is low (it must be 0)
       A c we addr [occ]        acc_we, acc_addr (and fifo_occ) in a cycle where acc_we
                                (or fifo_occ) is nonzero; every other cycle reads 0
       P c busy                 the second start of a start while busy, and busy then
@@ -331,12 +332,13 @@ module {top};
         end
       end
       S_RUN: begin  // the values of cycle `cycle`, recorded at the edge that ends it
-        if ({taps} || (o_valid === 1'b1 && $isunknown(o_data))) $fwrite(fr, "U %0h\\n", cycle);
+        if ({taps} || $isunknown(o_data)) $fwrite(fr, "U %0h\\n", cycle);
         if (cycle == 64'd0 || busy != busy_q) $fwrite(fr, "B %0h %0h\\n", cycle, busy);
         busy_q <= busy;
         if (done) $fwrite(fr, "D %0h\\n", cycle);
         if (o_valid && o_ready) $fwrite(fr, "O %0h %0h\\n", cycle, o_data);
         else if (o_valid) $fwrite(fr, "S %0h\\n", cycle);
+        else if (o_data != 0) $fwrite(fr, "Q %0h %0h\\n", cycle, o_data);
         if ({tap_on}) $fwrite(fr, "{tap_fmt}\\n", {tap_args});
         if (poke != 64'd0 && cycle == poke) $fwrite(fr, "P %0h %0h\\n", cycle, busy);
         // the next cycle's inputs: back-pressure, a start while busy, a reset in the job

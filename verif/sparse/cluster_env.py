@@ -173,7 +173,9 @@ def read_port_errors(samples: list[tuple[int, list[tuple[int, ...]]]], bank: int
 
 class UnitSinks:
     """The ``m`` per-unit output streams (packed ``o_valid``/``o_ready``/``o_data``):
-    ``o_ready`` bit ``u`` from unit ``u``'s own pause generator, the beats taken per unit.
+    ``o_ready`` bit ``u`` from unit ``u``'s own pause generator, the beats taken per unit,
+    and the cycles in which a unit's ``o_data`` slice is not 0 while its ``o_valid`` bit
+    is low (docs/sparse.md section 5: it must be 0).
 
     Args:
         dut: the cluster.
@@ -186,6 +188,10 @@ class UnitSinks:
         self.dut, self.m, self.width = dut, m, width
         self.pauses = [Pauses(seed * 53 + u) for u in range(m)]
         self.beats: list[list[int]] = [[] for _ in range(m)]
+        self.loud: list[tuple[int, int]] = []   # (unit, word) of the first violations since the last take
+        self.n_loud = 0
+        # per o_valid value: the o_data bits of the units whose valid bit is low
+        self._idle = [sum(((1 << width) - 1) << (u * width) for u in range(m) if not v >> u & 1) for v in range(1 << m)]
         dut.o_ready.value = (1 << m) - 1
         self.task = cocotb.start_soon(self._run())
 
@@ -200,17 +206,33 @@ class UnitSinks:
             rst = dut.rst.value
             if not rst.is_resolvable or int(rst):
                 continue
-            hs = int(dut.o_valid.value) & int(dut.o_ready.value)
+            valid, data = int(dut.o_valid.value), dut.o_data.value
+            data = int(data) if data.is_resolvable else -1   # X or Z bits: never quiet
+            hs = valid & int(dut.o_ready.value)
             if hs:
-                words = _lanes(int(dut.o_data.value), w, m)
+                words = _lanes(data, w, m)
                 for u in range(m):
                     if hs >> u & 1:
                         self.beats[u].append(words[u])
+            if data & self._idle[valid]:
+                self.n_loud += 1
+                if len(self.loud) < 3:
+                    u = next(u for u in range(m) if (data & self._idle[valid]) >> (u * w) & ((1 << w) - 1))
+                    self.loud.append((u, _lanes(data, w, m)[u] if data >= 0 else -1))
             dut.o_ready.value = sum((0 if next(pz) else 1) << u for u, pz in enumerate(self.pauses))
 
     def take(self) -> list[list[int]]:
         """The words each unit emitted since the last call."""
         out, self.beats = self.beats, [[] for _ in range(self.m)]
+        return out
+
+    def take_loud(self) -> list[str]:
+        """The quiet-output violations since the last call, as error messages."""
+        out = [f"unit {u}'s o_data is {'X' if word < 0 else hex(word)} while its o_valid is low; it must be 0"
+               for u, word in self.loud]
+        if self.n_loud > len(self.loud):
+            out.append(f"({self.n_loud} cycles with a unit's o_data not 0 while its o_valid is low)")
+        self.loud, self.n_loud = [], 0
         return out
 
 
@@ -355,6 +377,7 @@ class ClusterUnit(JobUnit):
             await ReadOnly()
         read["mem_err"] = int(dut.mem_err.value)
         read["outputs"] = self.unit_sinks.take()
+        read["loud"] = self.unit_sinks.take_loud()
         await RisingEdge(dut.clk)
         read["loads"] = bfm.trace.window(loads_from, bfm.now)
         return first, last, read
@@ -370,7 +393,7 @@ class ClusterUnit(JobUnit):
         d = len(tr["cluster_done"]) - 1
         if job.reset:
             self.sticky, self.w_sticky, self.mem_sticky, self.unit_sticky = 0, 0, [0] * m, [0] * m
-        errs = self._check_load_pulses(job, rd["loads"])
+        errs = self._check_load_pulses(job, rd["loads"]) + rd["loud"]
         for i, load in enumerate(job.loads):
             if load is not None:
                 self.mem_sticky[i] |= load.err

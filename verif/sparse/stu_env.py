@@ -23,6 +23,7 @@ the accumulator):
   model's, ``cyc_drain`` to the model's plus the stalls;
 * the sticky ``err``: the OR of the jobs' golden bits, START_BUSY after a start while
   busy, all clear after a reset;
+* ``o_data`` is 0 in every cycle ``o_valid`` is low (docs/sparse.md section 5);
 * invariants in every cycle: the lanes adding to the accumulator use distinct addresses
   (the round's translation for u = 1, the arbiter for u = 2), the collision FIFO never
   holds more than ``fifo_d`` items;
@@ -145,7 +146,7 @@ class StuUnit(JobUnit):
     """``stu_top``: load, start, drain, check (module docstring)."""
 
     sinks: ClassVar[dict[str, list[str]]] = {"o": ["data"]}
-    controls: ClassVar[list[str]] = ["start", "busy", "done"]
+    controls: ClassVar[list[str]] = ["start", "busy", "done", "o_data"]   # o_data: quiet while o_valid is low
     idle_inputs: ClassVar[dict[str, int]] = {
         "start": 0, "cfg_k": 0, "cfg_h": 0, "cfg_w": 0, "cfg_nnz": 0, "cfg_wnz": 0, "cfg_mode": 0, "cfg_n_out": 0,
         "cfg_emit": 0, "cfg_relu": 0, "cfg_pool": 0, "cfg_shift": 0, "cfg_dense": 0,
@@ -255,6 +256,10 @@ class StuUnit(JobUnit):
         elif not tr["busy"][1:d].all() or tr["busy"][d] or tr["busy"][0]:
             errs.append(f"busy not high exactly from +1 to +{d - 1}")
         errs += self._check_words(job, obs)
+        loud = np.flatnonzero((tr["o_valid"] == 0) & (tr["o_data"] != 0))
+        if loud.size:   # docs/sparse.md section 5
+            errs.append(f"o_data is {int(tr['o_data'][loud[0]]):#x} at +{int(loud[0])} while o_valid is low "
+                        f"(in {loud.size} cycles of the job); it must be 0")
         for n, exp in sparse.counter_reads(g, p, stalls).items():
             if rd[n] != exp:
                 errs.append(f"{n} = {rd[n]}, golden {exp} (mod 2**{p.cnt_bits})")

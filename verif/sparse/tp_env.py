@@ -185,6 +185,7 @@ class Record:
         done: the cycles with ``done`` high.
         beats: ``(cycle, data)`` of every output beat.
         stalls: the cycles with ``o_valid`` high and ``o_ready`` low.
+        loud: ``(cycle, data)`` of every cycle with ``o_valid`` low and ``o_data`` not 0.
         taps: ``(cycle, acc_we, acc_addr[, fifo_occ])`` of every cycle with a nonzero
             ``acc_we`` (or ``fifo_occ``).
         poke: ``(cycle, busy)`` of the second start, if it came.
@@ -196,6 +197,7 @@ class Record:
     done: list[int] = field(default_factory=list)
     beats: list[tuple[int, int]] = field(default_factory=list)
     stalls: list[int] = field(default_factory=list)
+    loud: list[tuple[int, int]] = field(default_factory=list)
     taps: list[tuple[int, ...]] = field(default_factory=list)
     poke: tuple[int, int] | None = None
     problems: list[str] = field(default_factory=list)
@@ -213,7 +215,7 @@ def read_record(path: Path, fifo: bool) -> Record:
     """
     if not path.exists():
         raise RecordError(f"{path.name}: no such record file (the harness did not write it)")
-    nfields = {"B": 2, "D": 1, "O": 2, "S": 1, "A": 4 if fifo else 3, "P": 2, "U": 1, "E": 12}
+    nfields = {"B": 2, "D": 1, "O": 2, "S": 1, "Q": 2, "A": 4 if fifo else 3, "P": 2, "U": 1, "E": 12}
     rec = Record()
     last = 0
     for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -248,6 +250,8 @@ def read_record(path: Path, fifo: bool) -> Record:
             rec.beats.append((c, v[1]))
         elif kind == "S":
             rec.stalls.append(c)
+        elif kind == "Q":
+            rec.loud.append((c, v[1]))
         elif kind == "A":
             rec.taps.append(tuple(v))
         elif kind == "P":
@@ -265,14 +269,15 @@ def read_record(path: Path, fifo: bool) -> Record:
 def observation(job: StuJob, rec: Record, fifo: bool) -> Observation:
     """The per-edge monitor's :class:`~lockstep.verif.sparse.job_env.Observation` of a
     job, rebuilt from its record: the control trace of cycles ``0 .. end`` (``start``,
-    ``busy``, ``done``, ``o_valid``/``o_ready`` at every beat and stall), the output
+    ``busy``, ``done``, ``o_valid``/``o_ready`` at every beat and stall, ``o_data`` at
+    every beat and wherever it is not 0 while ``o_valid`` is low), the output
     beats, and what the per-edge driver reads (the counters and ``err`` at done, the
     second start's ``busy``, or the state after a reset), with the tap of every cycle,
     so :meth:`StuUnit.check` runs unchanged."""
     end = rec.end
     n = end.cycle + 1
     z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
-    tr = {"start": z(), "busy": z(), "done": z(), "o_valid": z(), "o_ready": np.ones(n, dtype=np.int64)}
+    tr = {"start": z(), "busy": z(), "done": z(), "o_valid": z(), "o_ready": np.ones(n, dtype=np.int64), "o_data": z()}
     tr["start"][0] = 1
     marks = rec.busy + [(n, -1)]
     for (c, b), (c2, _) in zip(marks, marks[1:]):
@@ -283,6 +288,8 @@ def observation(job: StuJob, rec: Record, fifo: bool) -> Observation:
         tr["o_valid"][c] = 1
     for c in rec.stalls:
         tr["o_valid"][c], tr["o_ready"][c] = 1, 0
+    for c, d in rec.loud + rec.beats:
+        tr["o_data"][c] = d
     width = 3 if fifo else 2
     taps = [(0,) * width for _ in range(n)]
     for t in rec.taps:
