@@ -91,10 +91,22 @@ from lockstep.gen.harness import (
 from lockstep.models.sched.params import FabricParams
 
 __all__ = ["FabricPorts", "fabric_ports", "harness_name", "harness_tail", "sched_harness", "emit_sched_harness",
-           "REASONS"]
+           "QUIET", "REASONS", "quiet_shape"]
 
 #: End reasons of an episode (``R`` line), by the code the harness keeps.
 REASONS = ("halt", "limit", "timeout", "window")
+
+#: The quiet outputs (docs/sched.md section 9), numbered as the ``Q`` records number
+#: them: ``(name, data tap, valid tap)``; the bus (3) is one lane.
+QUIET = (("link", "out_data", "out_valid"), ("write data", "wr_data", "wr_en"),
+         ("write address", "wr_addr", "wr_en"), ("bus", "bus_data", "bus_valid"))
+
+
+def quiet_shape(p: FabricParams, what: int) -> tuple[int, int, int]:
+    """``(lanes, lanes per tile, lane width)`` of quiet output ``QUIET[what]`` (the bus:
+    one lane, of the fabric, not of a tile)."""
+    per, w = ((p.PORTS, p.dw), (p.sources, p.dw), (p.sources, p.aw), (1, p.dw))[what]
+    return (1 if what == 3 else p.nt * per), per, w
 
 #: Ports the harness drives or reads on every fabric (the taps of docs/sched.md section 9).
 _NEEDED = {
@@ -218,9 +230,8 @@ def _recorder(fp: FabricPorts) -> str:
     lines.append(f"if ((bus_err & ~bus_err_q) != {eb}'d0) $fwrite(ft, \"F %0h %0h\\n\", cycle, bus_err & ~bus_err_q);")
     # the quiet outputs (data, and a write port's address, 0 while idle): each data tap
     # with its valid lanes' bits cleared, recorded whole when not 0
-    for what, (tap, valid, w) in enumerate((("out_data", "out_valid", dw), ("wr_data", "wr_en", dw),
-                                            ("wr_addr", "wr_en", aw), ("bus_data", "bus_valid", dw))):
-        lanes = 1 if valid == "bus_valid" else nt * (p.PORTS if valid == "out_valid" else ns)
+    for what, (_, tap, valid) in enumerate(QUIET):
+        lanes, _, w = quiet_shape(p, what)
         mask = "{" + ", ".join(f"{{{w}{{{valid}{'' if lanes == 1 else f'[{j}]'}}}}}" for j in reversed(range(lanes))) + "}"
         lines.append(f"if (({tap} & ~{mask}) != 0) $fwrite(ft, \"Q %0h {what} %0h\\n\", cycle, {tap} & ~{mask});")
     return "\n".join("          " + ln for ln in lines)

@@ -36,6 +36,7 @@ import numpy as np
 from cocotb.triggers import RisingEdge, Timer
 from pyuvm import ConfigDB, uvm_component, uvm_env, uvm_test
 
+from lockstep.gen.sched.harness import QUIET, quiet_shape
 from lockstep.models import sched
 from lockstep.models.sched.params import FabricParams
 
@@ -304,22 +305,10 @@ def _lanes_mask(valid: int, n: int, width: int) -> int:
     return sum(lane << (j * width) for j in range(n) if valid >> j & 1)
 
 
-#: The quiet outputs (docs/sched.md section 9), numbered as the harness's ``Q`` records
-#: number them: ``(name, data tap, valid tap)``; the bus (3) is one lane.
-QUIET = (("link", "out_data", "out_valid"), ("write data", "wr_data", "wr_en"),
-         ("write address", "wr_addr", "wr_en"), ("bus", "bus_data", "bus_valid"))
-
-
-def quiet_shape(p: FabricParams, what: int) -> tuple[int, int]:
-    """``(lanes per tile, lane width)`` of quiet output ``QUIET[what]``."""
-    return ((p.PORTS, p.dw), (p.sources, p.dw), (p.sources, p.aw), (1, p.dw))[what]
-
-
 def quiet_messages(k: int, p: FabricParams, what: int, idle: int) -> list[str]:
     """The violations in cycle ``k`` of quiet output ``QUIET[what]``: ``idle`` is its data
     tap with every valid lane's bits cleared (nonzero where an idle lane holds a value)."""
-    per, w = quiet_shape(p, what)
-    lanes = 1 if what == 3 else p.nt * per
+    lanes, per, w = quiet_shape(p, what)
     out = []
     for j in range(lanes):
         value = (idle >> (j * w)) & ((1 << w) - 1)
@@ -335,8 +324,7 @@ def quiet_problems(k: int, p: FabricParams, v: dict[str, int]) -> list[str]:
     their valid is low. ``v``: the taps' values in the cycle."""
     out = []
     for what, (_, data, valid) in enumerate(QUIET):
-        per, w = quiet_shape(p, what)
-        lanes = 1 if what == 3 else p.nt * per
+        lanes, _, w = quiet_shape(p, what)
         out += quiet_messages(k, p, what, v[data] & ~_lanes_mask(v[valid], lanes, w))
     return out
 
