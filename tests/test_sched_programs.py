@@ -183,3 +183,20 @@ def test_an_opcode_variant_is_no_legal_entry_of_the_interface_tile():
         first = min(errors, key=lambda e: e.cycle)
         assert (first.cycle, first.tile, first.bit) == (expected.cycle, expected.tile, expected.bits), (seed, expected)
     assert seen >= 10
+
+
+@pytest.mark.parametrize("params", [FabricParams(), FabricParams(nt=4, rows=2), FabricParams(bus=False),
+                                    FabricParams(k=2, nt=4, rows=2)], ids=["ring", "mesh", "nobus", "mesh_k2"])
+def test_an_illegal_sweep_breaks_every_rule_in_every_tile_in_every_kind(params):
+    """nt rounds of illegal_round, from any first program, put every rule the fabric can
+    break in every tile in every kind of place (the strata of illegal_variant): a
+    classifier term of one tile (BUSY on a DOT, OPCODE's FWD source 3) is tried."""
+    n = len(sched.illegal_round(params)) * params.nt
+    for first in (0, 17):
+        seen = set()
+        for s in range(first, first + n):
+            rule, stratum = sched.illegal_step(params, s)
+            seen.add((rule, stratum % params.nt, stratum // params.nt))
+        want = {(rule, t, j) for rule in sched.ILLEGAL_RULES if params.bus or rule != "COLLISION"
+                for t in range(params.nt) for j in range(len(sched.illegal_kinds(rule, params)))}
+        assert seen == want

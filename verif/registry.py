@@ -19,7 +19,7 @@ from lockstep.models.bfp.params import MX_ELEMENTS, PATENT, BfpFormat, MxParams
 from lockstep.models.gemm.params import GemmParams
 from lockstep.models.host.params import HostParams
 from lockstep.models.sched.params import FabricParams
-from lockstep.models.sched.programs import ILLEGAL_RULES
+from lockstep.models.sched.programs import illegal_round
 from lockstep.models.sparse.params import SparseParams
 
 __all__ = ["Testbench", "TESTBENCHES", "SIMULATORS", "get", "quick_seed", "UnknownTestbench"]
@@ -399,7 +399,7 @@ for _rule in ("ORDER", "DUPLICATE", "OPCODE", "BUSY", "RECV_EARLY", "OVERFLOW", 
            f"illegal program ({_rule}): the predicted error bit at the predicted cycle, then the golden trace")
 for _suffix, _fp in (("", FabricParams()), ("_nt4_hop2", FabricParams(nt=4, hop_lat=2, buf_d=4, l_alu=1))):
     _sched(f"sched_illegal_all{_suffix}", _fp, "illegal:*",
-           "illegal programs, every rule in turn (seed s breaks rule s mod 11): the predicted error bit at the "
+           "illegal programs, every rule in every kind of place in turn (illegal_round): the predicted error bit at the "
            "predicted cycle" + (" (4 tiles, 2-cycle hops)" if _suffix else ""), tier="full")
 for _mode, _why in (("within", "legal: same final memories as the unjittered program"),
                     ("beyond", "illegal: UNDERFLOW on the receiver at the RECV's issue count")):
@@ -450,7 +450,7 @@ _sched("sched_mesh_random_k2", FabricParams(k=2, nt=4, rows=2), "random",
 _sched("sched_mesh_random_3x3", FabricParams(nt=9, rows=3, hop_lat=2), "random",
        "random legal program on a 3 x 3 torus mesh with 2-cycle hops", tier="full")
 _sched("sched_mesh_illegal_all", FabricParams(nt=4, rows=2), "illegal:*",
-       "illegal programs on a 2 x 2 torus mesh, every rule in turn (seed s breaks rule s mod 11)", tier="full")
+       "illegal programs on a 2 x 2 torus mesh, every rule in every kind of place in turn (illegal_round)", tier="full")
 _register(Testbench(name="sched_mesh_mutant", family="sched", toplevel="sched_mesh",
                     params=FabricParams(nt=4, rows=2), tb_params=FabricParams(nt=4),
                     generator="lockstep.gen.sched:emit_mesh", test_module="lockstep.verif.sched.test_ring", expect_fail=True, opts={"program": "random"},
@@ -500,16 +500,17 @@ _sched_tp("sched_mesh_random", tier="quick")
 # and every illegal rule, several times, on those three configurations' harness builds (no
 # extra build): one program per rule left most tiles and variants of each rule untried (a
 # SEND to port 3 on tile 1 was never refused: a mutant that stopped refusing it survived)
-# (on Icarus as many rounds of the rules as put every rule in every tile)
+# (on both simulators as many rounds as put every rule in every tile in every kind of place)
 def _every_rule_in_every_tile(p: FabricParams) -> dict[str, Any]:
-    """The Icarus depth of an ``illegal:*`` throughput run: nt rounds of the rules (of all
-    of them: a fabric without a bus has one fewer, and takes the programs left over as a
-    part round)."""
-    return {"icarus": {"programs": len(ILLEGAL_RULES) * p.nt}}
+    """The depth of an ``illegal:*`` throughput run: nt rounds of ``illegal_round`` (every
+    rule the fabric can break, once per kind of place: 33 programs a round with a bus and
+    no MAC array)."""
+    n = len(illegal_round(p)) * p.nt
+    return {"programs": n, "by_sim": {"icarus": {"programs": n}}}
 
 
 for _name in ("sched_illegal_all", "sched_illegal_all_nt4_hop2", "sched_mesh_illegal_all"):
-    _sched_tp(_name, tier="quick", programs=44, by_sim=_every_rule_in_every_tile(TESTBENCHES[_name].params))
+    _sched_tp(_name, tier="quick", **_every_rule_in_every_tile(TESTBENCHES[_name].params))
 # OPCODE has eight kinds of change per tile (each a term of the classifier: reserved
 # opcode, UNIT, PORT 3 on each of SEND/RECV/TAP/FWD, RECV on the bus, FWD source 3): a sweep
 # of every tile and kind (consecutive programs take consecutive strata, 24 on the 3-tile ring)
@@ -546,8 +547,7 @@ SCHED_ILLEGAL_ALSO = {"_hop3": "sched_random_hop3", "_sd512": "sched_random_sd51
 for _suffix, _like in SCHED_ILLEGAL_ALSO.items():
     _sched(f"sched_illegal_all{_suffix}", TESTBENCHES[_like].params, "illegal:*",
            f"illegal programs, every rule in turn, on the fabric of {_like}", tier="full")
-    _sched_tp(f"sched_illegal_all{_suffix}", tier="quick", programs=44,
-              by_sim=_every_rule_in_every_tile(TESTBENCHES[_like].params))
+    _sched_tp(f"sched_illegal_all{_suffix}", tier="quick", **_every_rule_in_every_tile(TESTBENCHES[_like].params))
 
 
 def _sched_long(name: str) -> None:

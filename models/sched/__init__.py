@@ -162,7 +162,9 @@ from .compile import (
     reference_layer, utilisation,
 )
 from .programs import (
-    DECOMP_KINDS, ILLEGAL_RULES, Expected, fig2a_program, illegal_variant, jitter_variant, periodic6_program,
+    DECOMP_KINDS, ILLEGAL_RULES, Expected, fig2a_program, illegal_kinds, illegal_round, illegal_step,
+    illegal_variant, jitter_variant,
+    periodic6_program,
     random_program, schedule_c_program,
 )
 from .lint import LINT_RULES, Violation, lint
@@ -233,6 +235,9 @@ __all__ = [
     "expand",
     "fig2a_program",
     "format_entry",
+    "illegal_kinds",
+    "illegal_round",
+    "illegal_step",
     "illegal_variant",
     "jitter_variant",
     "lint",

@@ -24,6 +24,9 @@ __all__ = [
     "ILLEGAL_RULES",
     "Expected",
     "fig2a_program",
+    "illegal_kinds",
+    "illegal_round",
+    "illegal_step",
     "illegal_variant",
     "jitter_variant",
     "periodic6_program",
@@ -212,11 +215,12 @@ class _Planner:
         x.consumers.append(({"tile": y, "kind": kind, "port": q, "u": u, "a": a, "n": n, "role": role,
                              "in_block": False}, it))
 
-    def transfer(self, s: int, u: int, ports: list[int]) -> _Txn:
-        """SEND from ``s`` at ``u`` along ``ports`` (FWD relays between hops)."""
+    def transfer(self, s: int, u: int, ports: list[int], n: int | None = None) -> _Txn:
+        """SEND of ``n`` words (default: :meth:`_n`) from ``s`` at ``u`` along ``ports``
+        (FWD relays between hops)."""
         p = self.p
         nt = p.nt
-        n = self._n()
+        n = n or self._n()
         x = _Txn("transfer:" + "-".join(("prev", "next", "bus")[q] for q in ports))
         x.plain(s, u, Entry(t=0, op=SEND, port=ports[0], a=self._addr(), len=n - 1))
         x.units.append((s, _OUT + ports[0], u, u + n - 1))
@@ -380,7 +384,7 @@ class _Planner:
 
 
 #: Transaction kinds of :func:`random_program` and their default weights.
-_KINDS = {"ring": 4, "fwd": 2, "bus": 3, "bus_fwd": 1, "alu": 3, "nop": 1, "periodic_alu": 1, "periodic_ring": 1,
+_KINDS = {"ring": 4, "fwd": 2, "bus": 3, "bus_fwd": 2, "alu": 3, "nop": 1, "periodic_alu": 1, "periodic_ring": 1,
           "mac": 3, "mac_chain": 3, "vpu": 2}
 #: Kinds that need a MAC array (``k > 0``); dropped from the weights when ``k == 0``.
 _MAC_KINDS = ("mac", "mac_chain", "vpu")
@@ -403,7 +407,8 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
     * ``bus``: a bus SEND, TAPped exactly by its receiver (any tile, the sender
       included) and by a random subset of the other tiles (the bus input is not
       buffered: a bus word nobody TAPs is lost, which LEN rejects);
-    * ``bus_fwd``: bus -> FWD -> ring, or ring -> FWD -> bus;
+    * ``bus_fwd``: bus -> FWD -> ring, ring -> FWD -> bus, or bus -> FWD -> bus (at most
+      two words: the relay's follow the SEND's on the bus two cycles later);
     * ``alu``: VADD, VMUL or DOT; ``nop``: a NOP;
     * ``periodic_alu``: a PERIODIC block of 1..3 ALU/NOP body entries;
     * ``periodic_ring``: a periodic SEND block on one tile and the matching periodic
@@ -493,7 +498,10 @@ def random_program(rng: Any, params: FabricParams, *, n_txn: int = 12, kinds: di
                 x = pl.transfer(t, u, [BUS])
             elif kind == "bus_fwd":
                 d = r.choice((PREV, NEXT))
-                x = pl.transfer(t, u, r.choice(([BUS, d], [d, BUS])))
+                # bus -> bus as well: a relay re-broadcasts; its words follow the SEND's two
+                # cycles later, so N <= 2 (a longer one would collide with itself)
+                path = r.choice(([BUS, d], [d, BUS], [BUS, BUS]))
+                x = pl.transfer(t, u, path, r.randint(1, min(2, max_len)) if path == [BUS, BUS] else None)
             elif kind == "alu":
                 x = pl.alu(t, u)
             elif kind == "nop":
@@ -719,7 +727,7 @@ def illegal_variant(rng: Any, program: Program, rule: str, stratum: int | None =
     if stratum is None:
         key_ = r.choice(keys)
     else:   # the stratum's tile and kind
-        kinds = _kinds(key, p)
+        kinds = illegal_kinds(key, p)
         key_ = (stratum % p.nt, kinds[(stratum // p.nt) % len(kinds)])
         if key_ not in groups:
             raise ValueError(f"illegal_variant: the program offers no place to break rule {key} "
@@ -737,7 +745,7 @@ def _busy_kind(e: Entry) -> str:
     return f"{name}@{e.port}" if e.op in (SEND, RECV, TAP, FWD) else name
 
 
-def _kinds(rule: str, p: FabricParams) -> list[str]:
+def illegal_kinds(rule: str, p: FabricParams) -> list[str]:
     """The kinds of places of a rule (the strata of a sweep, with the tiles): for OPCODE
     the kinds of change :func:`_c_opcode` makes, for BUSY the opcode of the entry copied
     and its port (each checks another unit's busy flag); one kind for the other rules."""
@@ -754,6 +762,26 @@ def _kinds(rule: str, p: FabricParams) -> list[str]:
     if p.bus:
         return kinds + ["RECV on the bus"]
     return kinds + [f"bus port without a bus on a {o}" for o in ports] + ["FWD source bus without a bus"]
+
+
+def illegal_round(p: FabricParams) -> list[tuple[str, int]]:
+    """One round of a sweep of every illegal rule the fabric can break (a COLLISION needs
+    the bus), each as many times as it has kinds of places (:func:`illegal_kinds`):
+    ``(rule, kind)`` pairs, the rules in :data:`ILLEGAL_RULES` order. Program ``s`` of a
+    sweep takes pair ``i = s % len(round)`` of round ``k = s // len(round)`` at tile
+    ``(i + k) % nt`` (the stratum ``tile + nt * kind`` of :func:`illegal_variant`), so
+    ``nt`` rounds break every rule in every tile in every kind."""
+    return [(rule, j) for rule in ILLEGAL_RULES if p.bus or rule != "COLLISION"
+            for j in range(len(illegal_kinds(rule, p)))]
+
+
+def illegal_step(p: FabricParams, s: int) -> tuple[str, int]:
+    """Program ``s`` of a sweep of :func:`illegal_round`: ``(rule, stratum)`` for
+    :func:`illegal_variant`."""
+    sweep = illegal_round(p)
+    i, k = s % len(sweep), s // len(sweep)
+    rule, j = sweep[i]
+    return rule, (i + k) % p.nt + p.nt * j
 
 
 def _exp(p: FabricParams, rule: str, tile: int, cycle: int, bits: int, detail: str) -> Expected:

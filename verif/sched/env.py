@@ -102,11 +102,11 @@ def make_program(name: str, params: FabricParams, seed: int,
                  dut: FabricParams | None = None) -> tuple[sched.Program, Any]:
     """The program a test runs, and what it expects of the errors (``None`` for a legal
     program; for ``illegal:<RULE>`` the expectation of :func:`sched.illegal_variant`;
-    ``illegal:*`` breaks rule ``i = seed % R`` of ``ILLEGAL_RULES`` (``R`` = 11, or the 10
-    without COLLISION on a fabric without a bus), so consecutive seeds take every
-    rule in turn; the seed, or for ``illegal:*`` (round ``k = seed // R``) tile
-    ``(i + k) % nt`` at kind ``k``, is the stratum of :func:`sched.illegal_variant`:
-    consecutive seeds sweep every tile and kind of change);
+    ``illegal:*`` takes pair ``i = seed % R`` of :func:`sched.illegal_round` (every rule
+    the fabric can break, once per kind of place: ``R`` pairs), so consecutive seeds take
+    every rule in every kind in turn; the seed, or for ``illegal:*`` (round ``k = seed //
+    R``) tile ``(i + k) % nt`` at the pair's kind, is the stratum of
+    :func:`sched.illegal_variant`: consecutive seeds sweep every tile and kind of change);
     ``random`` takes transfers of up to 12 elements, or of up to a whole memory region
     when ``seed % 3 == 2``; with ``dut`` (a negative testbench: the DUT is built with other
     parameters than ``params``), the next random program of the seed that the golden model
@@ -141,16 +141,17 @@ def make_program(name: str, params: FabricParams, seed: int,
         rule = name.split(":", 1)[1]
         # consecutive seeds (a throughput run's episodes: seed s + e) sweep the places to
         # break the rule (every tile, every kind of change); illegal:* takes every rule in turn,
-        # the k-th round of rules one tile further on and at the next kind of change (rule i
-        # of round k in tile (i + k) mod nt, kind k): every round spreads the rules over the
-        # tiles, and nt rounds put every rule in every tile (with the round's tile and kind,
-        # one round of 11 on Icarus broke every rule in one tile the same way, and tile 2's
-        # fetch with its checks of a PERIODIC body dropped survived: sched_ring@3aa5 m024)
+        # each once per kind of place (illegal_round: OPCODE's 8 kinds, BUSY's 14, ...), the
+        # k-th round one tile further on (pair i of round k in tile (i + k) mod nt): every
+        # round spreads the rules over the tiles, and nt rounds put every rule in every tile
+        # in every kind (with the round's tile and kind, one round of 11 on Icarus broke every
+        # rule in one tile the same way, and tile 2's fetch with its checks of a PERIODIC body
+        # dropped survived: sched_ring@3aa5 m024; with kind k = the round, a 2 x 2 mesh saw
+        # OPCODE's and BUSY's first four kinds only, and tile 1's check of RECV on the bus and
+        # FWD source 3, and tile 2's BUSY on VMUL and DOT, survived: sched_mesh@675a m050, m070)
         stratum = seed
-        if rule == "*":  # the rules the fabric can break (a COLLISION needs the bus)
-            rules = [r for r in sched.ILLEGAL_RULES if params.bus or r != "COLLISION"]
-            i, k = seed % len(rules), seed // len(rules)
-            rule, stratum = rules[i], (i + k) % params.nt + params.nt * k
+        if rule == "*":  # every rule the fabric can break, each once per kind of place
+            rule, stratum = sched.illegal_step(params, seed)
         try:
             program, expected = _draw(rng, params, lambda prog: sched.illegal_variant(rng, prog, rule, stratum),
                                       f"to break {rule}")
@@ -538,9 +539,9 @@ def _period_bin(period: int) -> str:
 
 def fwd_routes(p: FabricParams) -> list[str]:
     """The ``fwd_route`` bins: ``t<tile>:<source>-><output>`` for every tile and every
-    pair of ports but bus to bus."""
+    pair of ports (bus to bus included: a relay that re-broadcasts)."""
     ports = sched.PORT_NAMES[:3] if p.bus else sched.PORT_NAMES[:2]
-    return [f"t{t}:{s}->{q}" for t in range(p.nt) for s in ports for q in ports if not s == q == "bus"]
+    return [f"t{t}:{s}->{q}" for t in range(p.nt) for s in ports for q in ports]
 
 
 def fwd_route(tile: int, ent: Any) -> str:
