@@ -1138,11 +1138,16 @@ _host_engine("host_engine_two", _HE2, "two",
              "through the round-robin arbiter (shared W too), a MEM_ERR on one kernel, both flushed",
              opts={"steps": 44})   # 14 directed steps, then 30 of pairs
 # 60 steps each (about 2 s on Icarus): with 14, a third of their DUTs' mutants (scaler
-# corners on lanes the few random tasks left short) survived
-_host_engine("host_engine_qlat", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=4, mem_q=4, cnt_bits=8),
-             "tasks",
+# corners on lanes the few random tasks left short) survived; at mem_q = mem_lat 150 (with
+# 60, a pooled pair's second scaler in one lane never showed a negative result in range:
+# host_engine@7202 m013, m036), and its errors twin on the same build (no extra build: with
+# the tasks alone, the stop and abort paths went untried, @7202 m012, m023, m024, m050)
+_HQ = HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=4, mem_q=4, cnt_bits=8)
+_host_engine("host_engine_qlat", _HQ, "tasks",
              "host engine at mem_q = mem_lat = 4 (the least queue that never refuses a burst): exec_cycles exact",
-             opts={"steps": 60})
+             opts={"steps": 150})
+_host_engine("host_engine_qlat_errors", _HQ, "errors",
+             "host engine at mem_q = mem_lat = 4: MEM_ERR windows, flushes and resets (as host_engine_errors)")
 _host_engine("host_engine_q2", HostParams(m_max=4, k_max=8, n_max=8, mem_aw=12, mem_lat=5, mem_q=2, cnt_bits=8),
              "bp",
              "host engine with mem_q = 2 < mem_lat = 5: the queue paces every burst (cycles exact without "
