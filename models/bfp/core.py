@@ -695,8 +695,7 @@ def _check_acc(acc: ArrayLike, fmt: BfpFormat, name: str = "acc") -> np.ndarray:
 
 
 def _check_e3(e3: ArrayLike, fmt: BfpFormat, shape: tuple[int, ...]) -> np.ndarray:
-    lo, hi = -(1 << fmt.e), (1 << fmt.e) - 1  # e_sum_bits two's complement
-    return _broadcast(_exp_array(e3, "e3", lo, hi), shape, "e3")
+    return _broadcast(_exp_array(e3, "e3", fmt.e_sum_min, fmt.e_sum_max), shape, "e3")
 
 
 def _select_max(

@@ -167,6 +167,16 @@ class BfpFormat(Record):
         return self.e + 1
 
     @property
+    def e_sum_min(self) -> int:
+        """Smallest ``e_sum_bits`` two's-complement exponent sum, ``-2**e``."""
+        return -(1 << self.e)
+
+    @property
+    def e_sum_max(self) -> int:
+        """Largest ``e_sum_bits`` two's-complement exponent sum, ``2**e - 1``."""
+        return (1 << self.e) - 1
+
+    @property
     def bits_per_element(self) -> float:
         """Storage cost: ``w + e / n`` bits per element."""
         return self.w + self.e / self.n

@@ -163,9 +163,7 @@ from .compile import (
 )
 from .programs import (
     DECOMP_KINDS, ILLEGAL_RULES, Expected, fig2a_program, illegal_kinds, illegal_round, illegal_step,
-    illegal_variant, jitter_variant,
-    periodic6_program,
-    random_program, schedule_c_program,
+    illegal_variant, jitter_variant, periodic6_program, random_program, schedule_c_program,
 )
 from .lint import LINT_RULES, Violation, lint
 from .params import FabricParams

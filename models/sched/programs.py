@@ -747,8 +747,9 @@ def _busy_kind(e: Entry) -> str:
 
 def illegal_kinds(rule: str, p: FabricParams) -> list[str]:
     """The kinds of places of a rule (the strata of a sweep, with the tiles): for OPCODE
-    the kinds of change an OPCODE variant makes (reserved opcode, UNIT, PORT 3, ...), for BUSY the opcode of the entry copied
-    and its port (each checks another unit's busy flag); one kind for the other rules."""
+    the kinds of change an OPCODE variant makes (reserved opcode, UNIT, PORT 3, ...), for
+    BUSY the opcode of the entry copied and its port (each checks another unit's busy
+    flag), for DECOMP :data:`DECOMP_KINDS`; one kind for the other rules."""
     if rule == "BUSY":
         ports = range(3) if p.bus else range(2)
         return ([f"{o}@{q}" for o in ("SEND", "FWD", "TAP") for q in ports] + [f"RECV@{q}" for q in range(2)]

@@ -286,7 +286,7 @@ class QuantPatentUnit(QuantUnit):
         expectation: vectors 0 and 2 expect the same, one forced, and keyed by the
         expectation alone vector 0's cover bin was never hit)."""
         index = {(f, exp, tuple(mant)): v for v, (_, f, exp, mant) in enumerate(PATENT_VECTORS)}
-        forced = [int(x) if f else None for f, x in zip(col(items, "force", bool).tolist(), col(items, "exp", np.int64).tolist())]
+        forced = np.where(col(items, "force", bool), col(items, "exp", np.int64), None).tolist()
         return np.array([index[(f, e, tuple(m))] for f, (e, m) in zip(forced, col(items, "expect", object).tolist())],
                         dtype=np.int64)
 

@@ -179,7 +179,7 @@ def _exponents(
     that the exponent is not clamped.
     """
     count = acc.shape[0]
-    es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
+    es_lo, es_hi = fmt.e_sum_min, fmt.e_sum_max
     mx = np.abs(acc).astype(np.uint64).max(axis=1) if count else np.zeros(0, np.uint64)
     lop = np.where(mx == 0, 0, bfp.lop_int(np.maximum(mx, np.uint64(1))))
     target = rng.integers(fmt.e_min - 3, fmt.e_max + 4, size=count)
@@ -220,7 +220,7 @@ def sticky_ties(rng: np.random.Generator, fmt: BfpFormat, start: int, count: int
     sticky place 10 stuck at 0, reached only by a right shift of 11 or more, which max
     mode's ties never make, survived)."""
     a, n = fmt.acc_bits, fmt.n
-    es_lo = -(1 << fmt.e)
+    es_lo = fmt.e_sum_min
     r_hi = min(a - 1, fmt.e_max - es_lo)   # e3 = e4 - r must stay in the e_sum range
     step = (start + np.arange(count))[:, None] + np.arange(n)[None, :]
     d = (step % max(1, r_hi - 1) + 1).astype(np.int64)
@@ -381,7 +381,7 @@ class RenormTest(StreamTest):
 def _e3_span(fmt: BfpFormat, offset: int) -> tuple[int, int]:
     """The ``e3`` (in its ``e_sum_bits`` range) whose ``e3 + offset`` needs no clamp to
     ``[e_min, e_max]``: ``(lo, hi)``, empty when ``lo > hi``."""
-    return max(-(1 << fmt.e), fmt.e_min - offset), min((1 << fmt.e) - 1, fmt.e_max - offset)
+    return max(fmt.e_sum_min, fmt.e_min - offset), min(fmt.e_sum_max, fmt.e_max - offset)
 
 
 def _unclamped_e3(rng: np.random.Generator, fmt: BfpFormat, offset: int) -> int:
@@ -458,7 +458,7 @@ def _stats_stream(rng: np.random.Generator, fmt: BfpFormat, count: int,
     after_reset = AFTER_RESET if resets else ""
     nv = (1 << fmt.stat_log2_win) // n
     lo, hi = -(1 << (a - 1)), (1 << (a - 1)) - 1
-    es_lo, es_hi = -(1 << fmt.e), (1 << fmt.e) - 1
+    es_lo, es_hi = fmt.e_sum_min, fmt.e_sum_max
     accs, e3s, kinds = [], [], []
 
     def top_at(p: int) -> int:
